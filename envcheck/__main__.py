@@ -1,0 +1,3 @@
+from envcheck.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,46 @@
+"""Exit codes and the error tree: every expected failure is an EnvcheckError with one clear line."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Documented process exit codes (README, 'Exit codes')."""
+
+    OK = 0  # every result passed (skips allowed)
+    WARN = 1  # warnings, no failures
+    FAIL = 2  # at least one check or smoke test failed
+    ERROR = 3  # a check could not run (it raised, a worker died or hung)
+    BAD_INPUT = 4  # bad recipe, lockfile, flags, missing file, unwritable output
+    UNSOLVABLE = 5  # envcheck build: the recipe cannot be solved
+    STALE = 6  # envcheck build --check: a lock is missing or stale
+    UNREACHABLE = 7  # envcheck verify cluster: no scheduler answered in time
+    INTERRUPTED = 130  # Ctrl-C
+
+
+class EnvcheckError(Exception):
+    """An expected failure: printed as one line, mapped to an exit code."""
+
+    exit_code: ExitCode = ExitCode.ERROR
+
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail  # long text shown only with --explain / --debug
+
+
+class BadInput(EnvcheckError):
+    exit_code = ExitCode.BAD_INPUT
+
+
+class Unsolvable(EnvcheckError):
+    exit_code = ExitCode.UNSOLVABLE
+
+
+class StaleLock(EnvcheckError):
+    exit_code = ExitCode.STALE
+
+
+class Unreachable(EnvcheckError):
+    exit_code = ExitCode.UNREACHABLE
