@@ -1,0 +1,100 @@
+"""Solver child process: reads one JSON request per line on stdin, answers one JSON line.
+
+Runs apart from the envcheck process because py-rattler 0.28 sometimes crashes (SIGSEGV/SIGABRT)
+while the interpreter shuts down after a solve. This process never shuts the interpreter down: it
+leaves through ``os._exit``, and the parent ignores how it ends once its answers are in.
+It imports only the stdlib and rattler, so it starts in about 0.1 s. One Gateway lives as long as
+the process, so repeated solves (conflict bisection) read each channel's repodata once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import os
+import sys
+from typing import Any
+
+import rattler
+from rattler import BuildString, GenericVirtualPackage, PackageName, Version
+from rattler.exceptions import GatewayError, SolverError
+
+
+def _record(r: Any) -> dict[str, Any]:
+    ts = r.timestamp
+    return {
+        "name": r.name.source,
+        "version": str(r.version),
+        "build": str(r.build),
+        "build_number": r.build_number,
+        "channel": r.channel,
+        "subdir": r.subdir,
+        "url": r.url,
+        "md5": r.md5.hex() if r.md5 else None,
+        "sha256": r.sha256.hex() if r.sha256 else None,
+        "depends": list(r.depends),
+        "constrains": list(r.constrains),
+        "size": r.size,
+        "timestamp": int(ts.timestamp() * 1000) if ts is not None else None,
+    }
+
+
+class _Solver:
+    def __init__(self) -> None:
+        self.gateway = rattler.Gateway()
+        self.seen: dict[str, list[Any]] = {}  # repodata path -> [mtime_ns, size] last read
+
+    def solve(self, req: dict[str, Any]) -> dict[str, Any]:
+        # The parent sends the stat of every local repodata.json; when one changed since the
+        # last solve, that channel's in-memory repodata is stale and must be read again.
+        for channel, path, *stat in req.get("fingerprint", []):
+            if self.seen.get(path, stat) != stat:
+                self.gateway.clear_repodata_cache(channel)
+            self.seen[path] = stat
+        vps = [
+            GenericVirtualPackage(PackageName(n), Version(v), BuildString(b))
+            for n, v, b in req["virtual_packages"]
+        ]
+        try:
+            records = asyncio.run(
+                rattler.solve(
+                    req["channels"],
+                    req["specs"],
+                    gateway=self.gateway,
+                    platforms=[req["platform"], "noarch"],
+                    virtual_packages=vps,
+                    constraints=req.get("constraints") or None,
+                    timeout=datetime.timedelta(seconds=req["timeout"]),
+                )
+            )
+        except SolverError as e:
+            return {"ok": False, "kind": "solve", "message": str(e)}
+        except GatewayError as e:
+            return {"ok": False, "kind": "channel", "message": str(e)}
+        except Exception as e:  # any other rattler failure: report it, keep serving
+            return {"ok": False, "kind": "error", "message": f"{type(e).__name__}: {e}"}
+        return {"ok": True, "records": [_record(r) for r in records]}
+
+
+def main() -> None:
+    # Answers go to a private copy of stdout; anything rattler prints lands on stderr instead.
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    solver = _Solver()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            reply = json.dumps(solver.solve(json.loads(line)))
+        except Exception as e:  # a malformed request must not kill the server silently
+            failure = {"ok": False, "kind": "error", "message": f"{type(e).__name__}: {e}"}
+            reply = json.dumps(failure)
+        answers.write(reply + "\n")
+        answers.flush()
+    answers.flush()
+    os._exit(0)  # skip interpreter finalization: that is where rattler 0.28 crashes
+
+
+if __name__ == "__main__":
+    main()

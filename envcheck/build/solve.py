@@ -1,0 +1,309 @@
+"""The only place that calls the solver: py-rattler, run in a long-lived child process.
+
+Why a child: py-rattler 0.28 sometimes crashes (SIGSEGV/SIGABRT) at interpreter exit after a solve;
+it never does when the solve ran in another process. One child serves every solve of this process
+(bisection runs many), keeps repodata in memory between solves and is closed at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from envcheck.errors import BadInput, EnvcheckError, Unreachable
+
+CHANNEL_ALIAS = "https://conda.anaconda.org"
+_CHILD_SCRIPT = Path(__file__).with_name("_solve_child.py")
+# Fetching remote repodata may take a while before the solver's own timeout starts counting.
+_FETCH_ALLOWANCE_S = 300.0
+# conda-forge builds for linux-64 target kernel >= 3.10 (the CentOS 7 kernel): the lowest kernel
+# envcheck's targets run, so packages that need a newer kernel are not picked silently.
+DEFAULT_LINUX = "3.10"
+_ARCHSPEC = {"linux-64": "x86_64", "linux-aarch64": "aarch64", "linux-ppc64le": "ppc64le"}
+
+
+@dataclass(frozen=True)
+class SolvedPackage:
+    """One record the solver picked, as plain data (no rattler objects cross the process edge)."""
+
+    name: str
+    version: str
+    build: str
+    build_number: int
+    channel: str
+    subdir: str
+    url: str
+    md5: str | None
+    sha256: str | None
+    depends: tuple[str, ...]
+    constrains: tuple[str, ...]
+    size: int | None
+    timestamp: int | None  # milliseconds since the epoch, as in repodata
+
+
+class SolveFailed(Exception):
+    """The solver found no solution; ``message`` is its full text."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message.splitlines()[0] if message else "unsolvable")
+        self.message = message
+
+
+def resolve_channel(channel: str) -> str:
+    """A channel name becomes its anaconda.org URL; URLs stay as they are (without a final /)."""
+    if "://" in channel:
+        scheme = channel.split("://", 1)[0]
+        if scheme not in ("https", "http", "file"):
+            raise BadInput(f"channel {channel}: only https://, http:// and file:// URLs work")
+        return channel.rstrip("/")
+    return f"{CHANNEL_ALIAS}/{channel.strip('/')}"
+
+
+def is_local(url: str) -> bool:
+    return url.startswith("file://")
+
+
+def local_path(url: str) -> Path:
+    return Path(unquote(urlparse(url).path))
+
+
+def virtual_packages(system: Mapping[str, str], platform: str) -> dict[str, str]:
+    """Virtual packages of the target machines: name -> version.
+
+    ``system`` holds cuda, glibc and optionally linux and archspec (a microarchitecture name,
+    which is __archspec's build string; its version is always 1).
+    """
+    vps: dict[str, str] = {}
+    if platform.startswith(("linux-", "osx-")):
+        vps["__unix"] = "0"
+    if platform.startswith("linux-"):
+        vps["__linux"] = system.get("linux", DEFAULT_LINUX)
+        if "glibc" in system:
+            vps["__glibc"] = system["glibc"]
+    if platform.startswith("win-"):
+        vps["__win"] = "0"
+    if "cuda" in system:
+        vps["__cuda"] = system["cuda"]
+    arch = system.get("archspec", _ARCHSPEC.get(platform))
+    if arch:
+        vps["__archspec"] = arch
+    return vps
+
+
+def _vp_triples(vps: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    # __archspec carries the microarchitecture in its build string; the others build "0".
+    return [
+        (name, "1", value) if name == "__archspec" else (name, value, "0")
+        for name, value in sorted(vps.items())
+    ]
+
+
+def _fingerprint(urls: Sequence[str], platform: str) -> list[list[Any]]:
+    """Check local channels exist; return a stat of their repodata so the child sees edits."""
+    fp: list[list[Any]] = []
+    for url in urls:
+        if not is_local(url):
+            continue
+        root = local_path(url)
+        if not root.is_dir():
+            raise BadInput(f"channel {url} does not exist (no directory {root})")
+        found = False
+        for sd in (platform, "noarch"):
+            rd = root / sd / "repodata.json"
+            try:
+                st = rd.stat()
+            except FileNotFoundError:
+                if sd == "noarch":
+                    raise BadInput(
+                        f"channel {url} is not a conda channel: {rd} is missing"
+                    ) from None
+                continue
+            found = True
+            fp.append([url, str(rd), st.st_mtime_ns, st.st_size])
+        if not found:
+            raise BadInput(f"channel {url} has no repodata.json")
+    return fp
+
+
+class _Child:
+    """One solver process and its pipes."""
+
+    def __init__(self) -> None:
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the child
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(_CHILD_SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env=env,
+            # its own process group: a Ctrl-C in a terminal reaches envcheck, which then
+            # ends the child, instead of both dying mid-reply
+            start_new_session=True,
+        )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def ask(self, request: dict[str, Any], deadline: float) -> dict[str, Any] | None:
+        """Send one request; the reply, or None when the child died before answering."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            return None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                break
+        line = self.proc.stdout.readline()
+        if not line:
+            return None
+        return json.loads(line)
+
+    def stderr_tail(self, n: int = 4000) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read().decode(errors="replace")[-n:]
+
+    def death(self) -> str:
+        code = self.proc.wait()
+        if code < 0:
+            return f"signal {signal.Signals(-code).name}"
+        return f"exit code {code}"
+
+    def close(self) -> None:
+        """End the child; how it ends is irrelevant once its answers are in."""
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (subprocess.TimeoutExpired, OSError):
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self.stderr.close()
+
+
+_lock = threading.Lock()
+_child: _Child | None = None
+
+
+def _get_child() -> _Child:
+    global _child
+    if _child is None or not _child.alive():
+        if _child is not None:
+            _child.close()
+        _child = _Child()
+    return _child
+
+
+def shutdown() -> None:
+    """End the solver child (also done at exit)."""
+    global _child
+    with _lock:
+        if _child is not None:
+            _child.close()
+            _child = None
+
+
+atexit.register(shutdown)
+
+
+def solve_specs(
+    specs: Sequence[str],
+    channels: Sequence[str],
+    platform: str,
+    virtual_packages: Mapping[str, str],
+    *,
+    timeout: float = 600,
+    constraints: Sequence[str] = (),
+) -> list[SolvedPackage]:
+    """Solve ``specs`` for ``platform`` (plus noarch) against ``channels``.
+
+    ``constraints`` restrict what may be installed without requesting it (used for exclusions).
+    Raises SolveFailed when there is no solution, BadInput for a local channel that does not
+    exist, Unreachable for a remote channel whose repodata cannot be fetched.
+    """
+    global _child
+    urls = [resolve_channel(c) for c in channels]
+    request = {
+        "specs": list(specs),
+        "channels": urls,
+        "platform": platform,
+        "virtual_packages": _vp_triples(virtual_packages),
+        "constraints": list(constraints),
+        "timeout": timeout,
+        "fingerprint": _fingerprint(urls, platform),
+    }
+    deadline = time.monotonic() + timeout + _FETCH_ALLOWANCE_S
+    reply = None
+    with _lock:
+        for _attempt in range(2):  # a child that dies mid-solve gets one fresh successor
+            child = _get_child()
+            try:
+                reply = child.ask(request, deadline)
+            except TimeoutError:
+                child.proc.kill()
+                child.close()
+                _child = None
+                raise EnvcheckError(f"the solver did not finish within {timeout:.0f} s") from None
+            if reply is not None:
+                break
+            how, tail = child.death(), child.stderr_tail()
+            child.close()
+            _child = None
+        if reply is None:
+            raise EnvcheckError(f"the solver process died ({how})", detail=tail or None)
+    if reply["ok"]:
+        return [_to_solved(r) for r in reply["records"]]
+    if reply["kind"] == "solve":
+        raise SolveFailed(reply["message"])
+    if reply["kind"] == "channel":
+        remote = [u for u in urls if not is_local(u)]
+        first = reply["message"].splitlines()[0]
+        if remote:
+            raise Unreachable(
+                f"channel data cannot be fetched from here ({first}); build this lock on a "
+                "machine that reaches " + ", ".join(remote) + " (see docs/build.md)",
+                detail=reply["message"],
+            )
+        raise BadInput(f"bad channel: {first}", detail=reply["message"])
+    raise EnvcheckError(
+        f"the solver failed: {reply['message'].splitlines()[0]}", detail=reply["message"]
+    )
+
+
+def _to_solved(r: dict[str, Any]) -> SolvedPackage:
+    return SolvedPackage(
+        name=r["name"],
+        version=r["version"],
+        build=r["build"],
+        build_number=int(r["build_number"]),
+        channel=r["channel"] or "",
+        subdir=r["subdir"],
+        url=r["url"],
+        md5=r["md5"],
+        sha256=r["sha256"],
+        depends=tuple(r["depends"]),
+        constrains=tuple(r["constrains"]),
+        size=r["size"],
+        timestamp=r["timestamp"],
+    )
