@@ -7,7 +7,24 @@ anything else from envcheck, nor torch/cupy unless asked.
 
 from __future__ import annotations
 
+import ctypes
+import dataclasses
+import getpass
+import json
+import os
+import platform
+import queue
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,26 @@ class UcxFacts:
 
 
 @dataclass(frozen=True)
+class ImportProbe:
+    """Whether one module imported in a fresh child process (catches missing OS libraries)."""
+
+    module: str
+    ok: bool
+    seconds: float = 0.0
+    error: str = ""  # last line of the exception, "timed out after 60 s", "crashed (signal 11)"
+
+
+@dataclass(frozen=True)
+class LibraryProbe:
+    """Whether one shared library resolves through the dynamic loader, as this Python sees it."""
+
+    name: str  # as asked: "nccl", "libopenblas.so.0"
+    found: bool
+    path: str = ""  # the file the loader mapped
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class NodeFacts:
     host: str
     pid: int
@@ -65,3 +102,721 @@ class NodeFacts:
     nccl_version: str = ""
     resources: dict[str, float] = field(default_factory=dict)  # Dask worker resources
     collect_seconds: float = 0.0
+    # Added after the first schema; all optional so older dicts still load.
+    cuda_device_order: str = ""  # CUDA_DEVICE_ORDER ("" = CUDA's default FASTEST_FIRST)
+    visible_devices_problem: str = ""  # why CUDA_VISIBLE_DEVICES hides GPUs ("" when fine)
+    own_pids: tuple[int, ...] = ()  # this process and its descendants (not foreign on a GPU)
+    python_packages: dict[str, str] = field(default_factory=dict)  # dist-info on sys.path
+    imports: tuple[ImportProbe, ...] = ()  # only the modules asked for
+    libraries: tuple[LibraryProbe, ...] = ()  # only the libraries asked for
+    nccl_source: str = ""  # path of the libnccl that answered, or "torch"
+
+
+# --------------------------------------------------------------------------------------------
+# Collection. Everything below reads the machine; nothing raises for a missing driver, library
+# or package: what could not be read is recorded as a reason string instead.
+
+# Environment variables that change what a GPU job sees; always recorded when set.
+ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LD_LIBRARY_PATH", "CONDA_PREFIX")
+ENV_PREFIXES = ("UCX_", "NCCL_", "DASK_DISTRIBUTED__COMM", "OMP_NUM_THREADS")
+
+# What CUDA reads for "no device at all" (set by SLURM/containers when no GPU was granted).
+_NO_DEVICE_VALUES = ("", "-1", "NoDevFiles", "none")
+
+
+def collect_node_facts(
+    role: str = "local",
+    address: str = "",
+    *,
+    extra_env: tuple[str, ...] | list[str] = (),
+    import_modules: tuple[str, ...] | list[str] = (),
+    libraries: tuple[str, ...] | list[str] = (),
+    probe_timeout: float = 60.0,
+    ucx_info_timeout: float = 10.0,
+) -> NodeFacts:
+    """Gather this process's view of its machine; never raises for missing hardware."""
+    t0 = time.perf_counter()
+    env = _interesting_env(extra_env)
+    python_packages = _dist_info_packages(sys.path)
+    conda = _conda_meta_packages(Path(sys.prefix))
+    if conda is not None:
+        packages, builds, source = conda[0], conda[1], "conda-meta"
+    else:
+        packages, builds, source = dict(python_packages), {}, "importlib.metadata"
+    nvml_error, driver, cuda_driver, gpus = _nvml_facts()
+    visible, problem = resolve_visible_devices(env.get("CUDA_VISIBLE_DEVICES"), gpus)
+    own: tuple[int, ...] = (os.getpid(),)
+    if any(g.processes for g in gpus):  # walking /proc costs ms: only when it can matter
+        own = _own_pids(os.getpid())
+    nccl_version, nccl_source = _nccl_version()
+    facts = NodeFacts(
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        user=_current_user(),
+        role=role,
+        address=address,
+        python=platform.python_version(),
+        python_executable=sys.executable,
+        platform=conda_platform(),
+        glibc=glibc_version(),
+        packages=packages,
+        package_builds=builds,
+        package_source=source,
+        env=env,
+        nvml_error=nvml_error,
+        driver_version=driver,
+        cuda_driver_version=cuda_driver,
+        gpus=gpus,
+        visible_gpu_uuids=visible,
+        ucx=_ucx_facts(python_packages, packages, ucx_info_timeout),
+        nccl_version=nccl_version,
+        cuda_device_order=env.get("CUDA_DEVICE_ORDER", ""),
+        visible_devices_problem=problem,
+        own_pids=own,
+        python_packages=python_packages,
+        imports=probe_imports(import_modules, probe_timeout) if import_modules else (),
+        libraries=probe_libraries(libraries, probe_timeout) if libraries else (),
+        nccl_source=nccl_source,
+    )
+    return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
+
+
+def _current_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry for this uid (containers): the uid still says who
+        return str(os.getuid()) if hasattr(os, "getuid") else ""
+
+
+def _interesting_env(extra: tuple[str, ...] | list[str]) -> dict[str, str]:
+    out = {}
+    for k, v in os.environ.items():
+        if k in ENV_NAMES or k in extra or k.startswith(ENV_PREFIXES):
+            out[k] = v
+    return out
+
+
+def conda_platform() -> str:
+    """This interpreter's conda subdir ("linux-64", "osx-arm64", ...)."""
+    machine = platform.machine().lower()
+    arch = {"x86_64": "64", "amd64": "64", "aarch64": "aarch64", "arm64": "arm64"}.get(
+        machine, machine
+    )
+    if sys.platform.startswith("linux"):
+        return f"linux-{arch}"
+    if sys.platform == "darwin":
+        return f"osx-{arch}"
+    if sys.platform == "win32":
+        return f"win-{arch}"
+    return f"{sys.platform}-{arch}"
+
+
+def glibc_version() -> str:
+    """'2.28' on glibc systems, '' elsewhere (musl, macOS)."""
+    try:
+        value = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (AttributeError, ValueError, OSError):
+        value = ""
+    if value.startswith("glibc "):
+        return value.split()[1]
+    lib, ver = platform.libc_ver()
+    return ver if lib == "glibc" else ""
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503 name normalisation, also right for conda names (already lower-case, dashes)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _conda_meta_packages(prefix: Path) -> tuple[dict[str, str], dict[str, str]] | None:
+    """name -> version and name -> build from <prefix>/conda-meta; None when not a conda env.
+
+    conda names each record `<name>-<version>-<build>.json`; version and build never contain
+    '-', so the file name alone is enough. Reading the JSON (which lists every file of the
+    package, megabytes for a RAPIDS env) would cost far more than the whole collection.
+    """
+    meta = prefix / "conda-meta"
+    try:
+        names = os.listdir(meta)
+    except OSError:
+        return None
+    versions: dict[str, str] = {}
+    builds: dict[str, str] = {}
+    for fname in names:
+        if not fname.endswith(".json"):
+            continue  # "history", "pinned", ".lock"
+        parts = fname[: -len(".json")].rsplit("-", 2)
+        if len(parts) != 3:
+            continue
+        name = normalize_name(parts[0])
+        versions[name], builds[name] = parts[1], parts[2]
+    return dict(sorted(versions.items())), dict(sorted(builds.items()))
+
+
+_DIST_INFO = re.compile(r"^(?P<name>.+?)-(?P<version>[^-]+?)(?:-py[\d.]+)?\.(?:dist|egg)-info$")
+
+
+def _dist_info_packages(path: list[str]) -> dict[str, str]:
+    """Installed Python distributions, from the `*.dist-info` names on sys.path.
+
+    The same directories importlib.metadata.distributions() finds, but read from their names
+    (`<name>-<version>.dist-info`) instead of parsing every METADATA file: about ten times
+    cheaper, which matters when this runs on every worker. A name that does not parse falls
+    back to importlib.metadata for that one distribution. First entry on sys.path wins, as
+    for imports.
+    """
+    out: dict[str, str] = {}
+    for entry in path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for fname in names:
+            if not fname.endswith(("dist-info", "egg-info")):
+                continue
+            m = _DIST_INFO.match(fname)
+            if m:
+                name, version = normalize_name(m["name"]), m["version"]
+            else:
+                meta = _metadata_of(os.path.join(entry or ".", fname))
+                if meta is None:
+                    continue
+                name, version = meta
+            out.setdefault(name, version)
+    return dict(sorted(out.items()))
+
+
+def _metadata_of(path: str) -> tuple[str, str] | None:
+    import importlib.metadata
+
+    try:
+        dist = importlib.metadata.PathDistribution(Path(path))
+        name = dist.metadata["Name"]
+        return (normalize_name(name), dist.version) if name else None
+    except Exception:
+        return None
+
+
+# ---- NVML -----------------------------------------------------------------------------------
+
+
+def _import_pynvml() -> Any:
+    # The `pynvml` wheel that redirects to nvidia-ml-py warns on import; the warning is noise
+    # inside a worker's log, the module works.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pynvml
+    return pynvml
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _nvml_facts() -> tuple[str, str, str, tuple[Gpu, ...]]:
+    """(nvml_error, driver version, CUDA driver version, GPUs)."""
+    try:
+        nv = _import_pynvml()
+    except Exception as e:
+        return (f"pynvml is not importable ({type(e).__name__}: {e})", "", "", ())
+    try:
+        # NVML stays initialised for the life of the process (it is reference counted and
+        # released at exit): re-initialising costs far more than the rest of a collection.
+        nv.nvmlDeviceGetCount()
+    except nv.NVMLError_Uninitialized:
+        try:
+            nv.nvmlInit()
+        except nv.NVMLError as e:
+            return (f"NVML did not start: {e} (no NVIDIA driver loaded?)", "", "", ())
+    except nv.NVMLError as e:
+        return (f"NVML did not answer: {e}", "", "", ())
+    try:
+        driver = _text(nv.nvmlSystemGetDriverVersion())
+        cuda = nv.nvmlSystemGetCudaDriverVersion_v2()  # 12040 -> "12.4"
+        cuda_text = f"{cuda // 1000}.{(cuda % 1000) // 10}"
+        count = nv.nvmlDeviceGetCount()
+        gpus = tuple(_gpu_facts(nv, i) for i in range(count))
+    except nv.NVMLError as e:
+        return (f"NVML failed while reading GPUs: {e}", "", "", ())
+    if not gpus:
+        return ("NVML answered but found no GPU", driver, cuda_text, ())
+    return ("", driver, cuda_text, gpus)
+
+
+def _gpu_facts(nv: Any, index: int) -> Gpu:
+    h = nv.nvmlDeviceGetHandleByIndex(index)
+    mem = nv.nvmlDeviceGetMemoryInfo(h)
+    try:
+        cc = tuple(int(x) for x in nv.nvmlDeviceGetCudaComputeCapability(h))
+    except nv.NVMLError:
+        cc = (0, 0)
+    nvlinks = 0
+    for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
+        try:
+            if nv.nvmlDeviceGetNvLinkState(h, link) == nv.NVML_FEATURE_ENABLED:
+                nvlinks += 1
+        except nv.NVMLError:  # NotSupported (no NVLink) or InvalidArgument (past the last link)
+            continue
+    try:
+        gen = int(nv.nvmlDeviceGetCurrPcieLinkGeneration(h))
+        width = int(nv.nvmlDeviceGetCurrPcieLinkWidth(h))
+    except nv.NVMLError:
+        gen = width = 0
+    return Gpu(
+        index=index,
+        uuid=_text(nv.nvmlDeviceGetUUID(h)),
+        name=_text(nv.nvmlDeviceGetName(h)),
+        memory_total_mib=int(mem.total) // 2**20,
+        memory_used_mib=int(mem.used) // 2**20,
+        compute_capability=(cc[0], cc[1]),
+        pci_bus_id=_text(nv.nvmlDeviceGetPciInfo(h).busId),
+        nvlinks_active=nvlinks,
+        pcie_gen=gen,
+        pcie_width=width,
+        processes=_gpu_processes(nv, h),
+    )
+
+
+def _gpu_processes(nv: Any, handle: Any) -> tuple[GpuProcess, ...]:
+    used: dict[int, int] = {}
+    for getter in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+        try:
+            procs = getattr(nv, getter)(handle)
+        except (nv.NVMLError, AttributeError):
+            continue
+        for p in procs:
+            mib = int(p.usedGpuMemory) // 2**20 if p.usedGpuMemory else 0
+            used[int(p.pid)] = max(used.get(int(p.pid), 0), mib)
+    return tuple(
+        GpuProcess(pid=pid, used_mib=mib, user=_pid_user(pid)) for pid, mib in used.items()
+    )
+
+
+def _pid_user(pid: int) -> str:
+    """The owner of pid from /proc/<pid>/status; '' when another pid namespace hides it."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    uid = int(line.split()[1])
+                    break
+            else:
+                return ""
+    except (OSError, ValueError):
+        return ""
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)
+
+
+def _own_pids(root: int) -> tuple[int, ...]:
+    """root and all its descendants, from /proc/<pid>/stat parent links."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return (root,)
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # the command name in (...) may contain spaces and parentheses: split after the last ')'
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return tuple(sorted(out))
+
+
+def resolve_visible_devices(
+    value: str | None, gpus: tuple[Gpu, ...]
+) -> tuple[tuple[str, ...], str]:
+    """The GPU UUIDs CUDA will expose for a CUDA_VISIBLE_DEVICES value, and why any are lost.
+
+    Mirrors the CUDA runtime: entries are indices or (prefixes of) UUIDs; parsing stops at the
+    first entry that names no GPU, dropping it and all after it; a GPU named twice makes CUDA
+    expose no GPU at all (on 2x H200, CUDA_VISIBLE_DEVICES=0,0 left torch with 0 GPUs).
+    Indices are taken in PCI bus order (NVML's order), which is what CUDA uses with
+    CUDA_DEVICE_ORDER=PCI_BUS_ID and, on a node of identical GPUs, also by default.
+    """
+    if value is None:
+        return tuple(g.uuid for g in gpus), ""
+    if value.strip() in _NO_DEVICE_VALUES:
+        return (), f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU"
+    chosen: list[str] = []
+    tokens = value.split(",")
+    for pos, raw in enumerate(tokens):
+        token = raw.strip()
+        uuid, why = _match_device(token, gpus)
+        if not uuid:
+            dropped = "it" if pos == len(tokens) - 1 else "it and every entry after it"
+            return tuple(chosen), f"entry {token!r} {why}: CUDA ignores {dropped}"
+        if uuid in chosen:
+            return (), f"entry {token!r} names a GPU already listed: CUDA then exposes no GPU"
+        chosen.append(uuid)
+    return tuple(chosen), ""
+
+
+def _match_device(token: str, gpus: tuple[Gpu, ...]) -> tuple[str, str]:
+    if token.isdigit():
+        i = int(token)
+        if i < len(gpus):
+            return gpus[i].uuid, ""
+        have = f"GPUs 0-{len(gpus) - 1}" if gpus else "no GPU"
+        return "", f"is not a GPU index (this node has {have})"
+    if token.startswith("MIG-"):
+        # MIG instances are not enumerated here; trust the token rather than drop it
+        return token, ""
+    if token.startswith("GPU-"):
+        hits = [g.uuid for g in gpus if g.uuid.startswith(token)]
+        if len(hits) == 1:
+            return hits[0], ""
+        return "", "matches no GPU UUID" if not hits else f"matches {len(hits)} GPU UUIDs"
+    return "", "is neither an index nor a GPU-/MIG- UUID"
+
+
+# ---- UCX and NCCL ---------------------------------------------------------------------------
+
+_UCX_MODULES = (("ucxx", ("ucxx",)), ("ucp", ("ucx-py",)))
+_UCX_LIB_PACKAGES = ("libucx", "ucx")  # pip wheel libucx-cuXX, conda package ucx
+
+
+def _by_prefix(packages: dict[str, str], stems: tuple[str, ...]) -> str:
+    """Version of the first package named stem or stem-cuXX (RAPIDS wheels carry a suffix)."""
+    for name, version in packages.items():
+        for stem in stems:
+            if name == stem or re.fullmatch(rf"{re.escape(stem)}-cu\d+", name):
+                return version
+    return ""
+
+
+def _ucx_facts(
+    python_packages: dict[str, str], packages: dict[str, str], timeout: float
+) -> UcxFacts:
+    """Which UCX Python binding is installed, the UCX version and its transports.
+
+    The binding is found with find_spec, not imported: importing ucxx loads libucx and CUDA
+    into the caller (a Dask worker), and takes seconds. Whether it really imports is the
+    "imports" probe's job (a child process). Transports come from `ucx_info -d`.
+    """
+    import importlib.util
+
+    module = module_version = ""
+    allpkgs = {**packages, **python_packages}
+    for mod, dists in _UCX_MODULES:
+        try:
+            found = importlib.util.find_spec(mod) is not None
+        except (ImportError, ValueError):
+            found = False
+        if found:
+            module, module_version = mod, _by_prefix(allpkgs, dists)
+            break
+    ucx_version = _by_prefix(allpkgs, _UCX_LIB_PACKAGES)
+    cmd = _ucx_info_command()
+    if cmd is None:
+        error = "" if not module else "ucx_info not found (PATH, <prefix>/bin, libucx wheel)"
+        return UcxFacts(module, module_version, ucx_version, (), error)
+    exe, env = cmd
+    try:
+        out = subprocess.run(
+            [exe, "-v", "-d"], capture_output=True, text=True, timeout=timeout, env=env
+        )
+    except subprocess.TimeoutExpired:
+        return UcxFacts(module, module_version, ucx_version, (), f"ucx_info timed out ({exe})")
+    except OSError as e:
+        return UcxFacts(module, module_version, ucx_version, (), f"ucx_info failed: {e}")
+    transports, version = parse_ucx_info(out.stdout)
+    error = "" if out.returncode == 0 else f"ucx_info exited {out.returncode}: {_tail(out.stderr)}"
+    return UcxFacts(module, module_version, version or ucx_version, transports, error)
+
+
+def parse_ucx_info(text: str) -> tuple[tuple[str, ...], str]:
+    """(sorted transports, UCX version) from `ucx_info -v -d` output."""
+    transports = sorted(set(re.findall(r"^#\s*Transport:\s*(\S+)", text, re.M)))
+    m = re.search(r"^#\s*(?:Library|UCT) version:\s*(\S+)", text, re.M)
+    return tuple(transports), (m[1] if m else "")
+
+
+def _ucx_info_command() -> tuple[str, dict[str, str] | None] | None:
+    exe = shutil.which("ucx_info") or shutil.which("ucx_info", path=os.path.join(sys.prefix, "bin"))
+    if exe:
+        return exe, None
+    # the libucx wheel ships bin/ucx_info next to lib/, without an rpath to it
+    for base in _site_dirs():
+        cand = os.path.join(base, "libucx", "bin", "ucx_info")
+        if os.access(cand, os.X_OK):
+            env = dict(os.environ)
+            lib = os.path.join(base, "libucx", "lib")
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(
+                p for p in (lib, env.get("LD_LIBRARY_PATH", "")) if p
+            )
+            return cand, env
+    return None
+
+
+def _site_dirs() -> list[str]:
+    return [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+
+
+def _nccl_version() -> tuple[str, str]:
+    """NCCL's version: torch's when torch is already imported, else libnccl through ctypes."""
+    torch = sys.modules.get("torch")
+    if torch is not None:  # never import torch here: it costs seconds in every worker
+        try:
+            v = torch.cuda.nccl.version()
+            return ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v), "torch"
+        except Exception:
+            pass
+    candidates = [
+        os.path.join(base, "nvidia", "nccl", "lib", "libnccl.so.2") for base in _site_dirs()
+    ]
+    candidates.append(os.path.join(sys.prefix, "lib", "libnccl.so.2"))
+    candidates.append("libnccl.so.2")  # the loader's own search (LD_LIBRARY_PATH, ldconfig)
+    for cand in candidates:
+        if os.sep in cand and not os.path.exists(cand):
+            continue
+        try:
+            lib = ctypes.CDLL(cand)
+            out = ctypes.c_int(0)
+            if lib.ncclGetVersion(ctypes.byref(out)) != 0:
+                continue
+        except (OSError, AttributeError):
+            continue
+        return decode_nccl_version(out.value), cand
+    return "", ""
+
+
+def decode_nccl_version(code: int) -> str:
+    """ncclGetVersion's integer: major*10000+minor*100+patch since 2.9, major*1000+... before."""
+    if code >= 10000:
+        return f"{code // 10000}.{(code % 10000) // 100}.{code % 100}"
+    return f"{code // 1000}.{(code % 1000) // 100}.{code % 100}"
+
+
+def _tail(text: str, limit: int = 300) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return (lines[-1] if lines else "")[:limit]
+
+
+# ---- probes in child processes --------------------------------------------------------------
+
+# Run by `python -c`: imports each module named in argv, one JSON line per step, flushed, so
+# the parent knows which import hung or killed the interpreter.
+_IMPORT_CHILD = """
+import importlib, json, sys, time, traceback
+for name in sys.argv[1:]:
+    print(json.dumps({"start": name}), flush=True)
+    t = time.perf_counter()
+    try:
+        importlib.import_module(name)
+        err = ""
+    except BaseException as e:
+        lines = traceback.format_exception_only(type(e), e)
+        err = (lines[-1].strip() if lines else type(e).__name__)[:500]
+    print(json.dumps({"module": name, "error": err, "s": time.perf_counter() - t}), flush=True)
+"""
+
+
+def probe_imports(
+    modules: tuple[str, ...] | list[str], timeout: float = 60.0, python: str = ""
+) -> tuple[ImportProbe, ...]:
+    """Import each module in a fresh interpreter of this environment, each within `timeout` s.
+
+    A fresh process is what a job gets: a module that imports here only because the caller
+    already loaded some library would pass wrongly in-process. One child runs them all; when
+    an import hangs or crashes the child, that module is reported and a new child goes on
+    with the rest.
+    """
+    results: dict[str, ImportProbe] = {}
+    todo = list(dict.fromkeys(modules))
+    while todo:
+        done = _import_child(todo, timeout, python or sys.executable)
+        results.update({p.module: p for p in done})
+        todo = [m for m in todo if m not in results]
+    return tuple(results[m] for m in dict.fromkeys(modules))
+
+
+def _import_child(modules: list[str], timeout: float, python: str) -> list[ImportProbe]:
+    try:
+        proc = subprocess.Popen(
+            [python, "-c", _IMPORT_CHILD, *modules],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+    except OSError as e:
+        return [ImportProbe(m, False, 0.0, f"could not start {python}: {e}") for m in modules]
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None  # Popen(stdout=PIPE) always sets it
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    out: list[ImportProbe] = []
+    current, started = "", time.perf_counter()
+    while True:
+        wait = timeout if not current else max(0.0, timeout - (time.perf_counter() - started))
+        try:
+            line = lines.get(timeout=wait)
+        except queue.Empty:
+            proc.kill()
+            proc.wait()
+            name = current or modules[len(out)]
+            out.append(ImportProbe(name, False, timeout, f"timed out after {timeout:g} s"))
+            return out
+        if line is None:  # the child exited
+            rc = proc.wait()
+            if current:
+                why = f"crashed the interpreter (signal {-rc})" if rc < 0 else f"exit {rc}"
+                out.append(
+                    ImportProbe(current, False, time.perf_counter() - started, f"import {why}")
+                )
+            elif len(out) < len(modules):  # died before the first step: bad interpreter
+                out.extend(
+                    ImportProbe(m, False, 0.0, f"{python} exited {rc} before importing")
+                    for m in modules[len(out) :]
+                )
+            return out
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue  # a module printed to stdout while importing
+        if "start" in msg:
+            current, started = msg["start"], time.perf_counter()
+        elif "module" in msg:
+            out.append(ImportProbe(msg["module"], not msg["error"], msg["s"], msg["error"]))
+            current = ""
+
+
+# Well-known sonames, so `--library nccl` means what people mean.
+SONAMES = {
+    "cuda": "libcuda.so.1",
+    "nccl": "libnccl.so.2",
+    "openblas": "libopenblas.so.0",
+    "cudart": "libcudart.so",
+    "nvidia-ml": "libnvidia-ml.so.1",
+    "ucp": "libucp.so.0",
+    "gomp": "libgomp.so.1",
+}
+
+_LIBRARY_CHILD = """
+import ctypes, ctypes.util, json, sys
+for name in sys.argv[1:]:
+    try:
+        ctypes.CDLL(name)
+        err = ""
+    except OSError as e:
+        err = str(e)[:300]
+        # "libfoo.so" is often only in the -dev package: ask ldconfig for the runtime soname
+        stem = name[3:-3] if name.startswith("lib") and name.endswith(".so") else ""
+        found = ctypes.util.find_library(stem) if stem else None
+        if found:
+            try:
+                ctypes.CDLL(found)
+                err = ""
+            except OSError as e2:
+                err = str(e2)[:300]
+    print(json.dumps({"name": name, "error": err}), flush=True)
+with open("/proc/self/maps") as f:
+    print(json.dumps({"maps": sorted({ln.split()[-1] for ln in f if "/" in ln})}), flush=True)
+"""
+
+
+def probe_libraries(
+    names: tuple[str, ...] | list[str], timeout: float = 60.0, python: str = ""
+) -> tuple[LibraryProbe, ...]:
+    """dlopen each library in a child of this interpreter (its rpath and LD_LIBRARY_PATH).
+
+    A child keeps the libraries out of the caller; the mapped path says which copy won.
+    """
+    wanted = list(dict.fromkeys(names))
+    sonames = [SONAMES.get(n.removeprefix("lib"), n) if ".so" not in n else n for n in wanted]
+    sonames = [s if ".so" in s or "/" in s else f"lib{s}.so" for s in sonames]
+    try:
+        proc = subprocess.run(
+            [python or sys.executable, "-c", _LIBRARY_CHILD, *sonames],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return tuple(
+            LibraryProbe(n, False, "", f"probe timed out after {timeout:g} s") for n in wanted
+        )
+    except OSError as e:
+        return tuple(LibraryProbe(n, False, "", f"probe did not start: {e}") for n in wanted)
+    errors: dict[str, str] = {}
+    maps: list[str] = []
+    for line in proc.stdout.splitlines():
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if "maps" in msg:
+            maps = msg["maps"]
+        else:
+            errors[msg["name"]] = msg["error"]
+    out = []
+    for name, so in zip(wanted, sonames, strict=True):
+        if so not in errors:
+            why = f"probe exited {proc.returncode} before {so}: {_tail(proc.stderr)}"
+            out.append(LibraryProbe(name, False, "", why))
+        elif errors[so]:
+            out.append(LibraryProbe(name, False, "", errors[so]))
+        else:
+            base = os.path.basename(so).split(".so")[0] + ".so"
+            path = next((m for m in maps if os.path.basename(m).startswith(base)), so)
+            out.append(LibraryProbe(name, True, path, ""))
+    return tuple(out)
+
+
+# ---- plain data, for shipping facts between processes ---------------------------------------
+
+
+def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
+    """A JSON-able dict (tuples become lists); facts_from_dict(facts_to_dict(f)) == f."""
+    return dataclasses.asdict(facts)
+
+
+def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
+    """Rebuild NodeFacts from facts_to_dict output or its JSON; unknown keys are ignored."""
+    d = _known(NodeFacts, data)
+    d["gpus"] = tuple(_gpu_from_dict(g) for g in d.get("gpus", ()))
+    d["visible_gpu_uuids"] = tuple(d.get("visible_gpu_uuids", ()))
+    d["own_pids"] = tuple(int(p) for p in d.get("own_pids", ()))
+    ucx = _known(UcxFacts, d.get("ucx") or {})
+    ucx["transports"] = tuple(ucx.get("transports", ()))
+    d["ucx"] = UcxFacts(**ucx)
+    d["imports"] = tuple(ImportProbe(**_known(ImportProbe, p)) for p in d.get("imports", ()))
+    d["libraries"] = tuple(LibraryProbe(**_known(LibraryProbe, p)) for p in d.get("libraries", ()))
+    return NodeFacts(**d)
+
+
+def _gpu_from_dict(g: dict[str, Any]) -> Gpu:
+    d = _known(Gpu, g)
+    d["compute_capability"] = tuple(d.get("compute_capability", (0, 0)))
+    d["processes"] = tuple(GpuProcess(**_known(GpuProcess, p)) for p in d.get("processes", ()))
+    return Gpu(**d)
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    # A newer collector on a worker may send fields this side does not know yet.
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+if __name__ == "__main__":  # `python facts.py` prints this interpreter's facts as JSON
+    print(json.dumps(facts_to_dict(collect_node_facts()), indent=2))
