@@ -1,0 +1,85 @@
+"""The node checks: pure functions (facts, expectations) -> list[Result], run in order.
+
+run_node_checks runs the built-in checks, then plugin checks (entry-point group
+`envcheck.checks`). A check that raises becomes an `error` result naming it; the run goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import traceback
+from collections.abc import Callable
+
+from envcheck.report import Result, Status
+from envcheck.verify.expectations import Expectations
+from envcheck.verify.facts import NodeFacts
+
+from .busy import check_busy
+from .driver import check_driver
+from .glibc import check_glibc
+from .gpus import check_compute_capability, check_gpus
+from .imports import check_imports
+from .libraries import check_libraries
+from .packages import check_packages
+from .ucx import check_ucx
+from .visible import check_visible
+
+Check = Callable[[NodeFacts, Expectations], list[Result]]
+
+# check id -> function; the id is what results carry and what docs/verify-node.md lists
+BUILTIN_CHECKS: dict[str, Check] = {
+    "driver": check_driver,
+    "gpus": check_gpus,
+    "cuda-visible-devices": check_visible,
+    "busy-gpus": check_busy,
+    "compute-capability": check_compute_capability,
+    "glibc": check_glibc,
+    "packages": check_packages,
+    "imports": check_imports,
+    "libraries": check_libraries,
+    "ucx": check_ucx,
+}
+
+
+def run_check(
+    check_id: str, fn: Check, facts: NodeFacts, exp: Expectations, node: str, group: str
+) -> list[Result]:
+    """One check, made safe: its results get node and group; an exception becomes an error."""
+    try:
+        results = fn(facts, exp)
+        if not isinstance(results, list | tuple) or not all(isinstance(r, Result) for r in results):
+            raise TypeError(f"returned {type(results).__name__}, not a list of Result")
+    except Exception as e:
+        where = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
+        at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
+        return [
+            Result(
+                check_id,
+                Status.ERROR,
+                f"check {check_id} raised {type(e).__name__}: {e}{at}",
+                node=node,
+                fix="a bug in the check: report it with this message",
+                group=group,
+            )
+        ]
+    return [
+        dataclasses.replace(r, check=r.check or check_id, node=node, group=r.group or group)
+        for r in results
+    ]
+
+
+def run_node_checks(
+    facts: NodeFacts, exp: Expectations, node: str, *, plugins: bool = True
+) -> list[Result]:
+    """Every built-in check, then every plugin check, on one node's facts."""
+    results: list[Result] = []
+    for check_id, fn in BUILTIN_CHECKS.items():
+        results.extend(run_check(check_id, fn, facts, exp, node, "node"))
+    if plugins:
+        from envcheck.verify.plugins import load_plugins
+
+        loaded, errors = load_plugins()
+        results.extend(dataclasses.replace(r, node=node) for r in errors)
+        for p in loaded:
+            results.extend(run_check(p.name, p.check, facts, exp, node, "plugins"))
+    return results

@@ -1,0 +1,61 @@
+"""GPUs already holding other people's processes (the job would share memory and compute)."""
+
+from __future__ import annotations
+
+from envcheck.report import Result, Status
+from envcheck.verify.expectations import Expectations
+from envcheck.verify.facts import NodeFacts
+
+from .gpus import visible_gpus
+
+# An idle GPU reports a few hundred MiB used at most (driver reservations); more than this
+# with no process listed means processes NVML cannot show us (another container's pid space).
+UNSEEN_USE_MIB = 1024
+
+CHECK = "busy-gpus"
+
+
+def check_busy(facts: NodeFacts, exp: Expectations) -> list[Result]:
+    """No process other than ours on the GPUs this job will use (--allow-busy-gpus: warn)."""
+    gpus = visible_gpus(facts)
+    if not gpus:
+        why = facts.nvml_error or "no GPU visible to this process"
+        return [Result(CHECK, Status.SKIP, f"no GPU to check ({why})")]
+    ours = {facts.pid, *facts.own_pids, *exp.known_pids}
+    foreign: list[str] = []
+    unseen: list[str] = []
+    for g in gpus:
+        others = [p for p in g.processes if p.pid not in ours]
+        for p in others:
+            who = f"user {p.user}" if p.user else "user unknown (pid not visible here)"
+            foreign.append(f"GPU {g.index} ({g.uuid}): pid {p.pid}, {who}, {p.used_mib} MiB")
+        listed = sum(p.used_mib for p in g.processes)
+        if not g.processes and g.memory_used_mib - listed > UNSEEN_USE_MIB:
+            unseen.append(f"GPU {g.index}: {g.memory_used_mib} MiB used by no listed process")
+    results = []
+    if foreign:
+        status = Status.WARN if exp.allow_busy_gpus else Status.FAIL
+        results.append(
+            Result(
+                CHECK,
+                status,
+                "GPUs in use by other processes: " + "; ".join(foreign),
+                fix="wait for them, pick free GPUs with CUDA_VISIBLE_DEVICES, ask the scheduler "
+                "for exclusive GPUs"
+                + ("" if exp.allow_busy_gpus else ", or pass --allow-busy-gpus to only warn"),
+            )
+        )
+    if unseen:
+        results.append(
+            Result(
+                CHECK,
+                Status.WARN,
+                "; ".join(unseen) + " (processes in another container or pid namespace?)",
+                fix="check nvidia-smi on the host",
+            )
+        )
+    if not results:
+        results.append(
+            Result(CHECK, Status.PASS, f"no foreign process on {len(gpus)} visible GPU(s)")
+        )
+    return results

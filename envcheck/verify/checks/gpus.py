@@ -1,0 +1,111 @@
+"""The GPUs a job will see: how many, which model, how much memory, which architecture."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from envcheck.report import Result, Status
+from envcheck.verify.expectations import Expectations, version_tuple
+from envcheck.verify.facts import Gpu, NodeFacts, resolve_visible_devices
+
+# Oldest compute capability each CUDA major release still builds for. CUDA 12.0 dropped
+# Kepler (sm_35/37); CUDA 13.0 dropped Maxwell, Pascal and Volta (sm_50 to sm_70).
+# Source: CUDA Toolkit Release Notes 12.0 and 13.0, "Deprecated or Dropped Architectures".
+MIN_CC_FOR_CUDA: dict[int, tuple[int, int]] = {11: (3, 5), 12: (5, 0), 13: (7, 5)}
+
+
+def visible_gpus(facts: NodeFacts) -> list[Gpu]:
+    """The GPUs CUDA exposes to this process, in CUDA order."""
+    uuids, _ = resolve_visible_devices(facts.env.get("CUDA_VISIBLE_DEVICES"), facts.gpus)
+    by_uuid = {g.uuid: g for g in facts.gpus}
+    return [by_uuid[u] for u in uuids if u in by_uuid]
+
+
+def _describe(gpus: list[Gpu]) -> str:
+    kinds = Counter((g.name, g.memory_total_mib) for g in gpus)
+    return ", ".join(f"{n}x {name} ({mib} MiB)" for (name, mib), n in kinds.items())
+
+
+def check_gpus(facts: NodeFacts, exp: Expectations) -> list[Result]:
+    """GPU count, model and memory as expected (--expect-gpus, --expect-gpu-model, ...)."""
+    check = "gpus"
+    if facts.nvml_error and not facts.gpus:
+        if exp.expects_gpus:
+            want = f"{exp.expect_gpus} GPU(s)" if exp.expect_gpus else "GPUs"
+            return [
+                Result(
+                    check,
+                    Status.FAIL,
+                    f"expected {want} but NVML sees none: {facts.nvml_error}",
+                    fix="run on a GPU node with the NVIDIA driver loaded (nvidia-smi must work)",
+                )
+            ]
+        return [Result(check, Status.SKIP, f"no GPU to check ({facts.nvml_error})")]
+    seen = visible_gpus(facts)
+    hidden = len(facts.gpus) - len(seen)
+    where = f"{len(seen)} of {len(facts.gpus)} GPUs visible" if hidden else f"{len(seen)} GPUs"
+    problems: list[str] = []
+    if exp.expect_gpus is not None and len(seen) != exp.expect_gpus:
+        why = " (CUDA_VISIBLE_DEVICES hides the rest)" if hidden else ""
+        problems.append(f"expected {exp.expect_gpus} GPUs, a job sees {len(seen)}{why}")
+    if exp.expect_gpu_model:
+        wrong = [g for g in seen if exp.expect_gpu_model.lower() not in g.name.lower()]
+        if wrong:
+            problems.append(
+                f"expected model {exp.expect_gpu_model!r}, found "
+                + ", ".join(f"GPU {g.index} {g.name}" for g in wrong)
+            )
+    if exp.min_memory_mib:
+        small = [g for g in seen if g.memory_total_mib < exp.min_memory_mib]
+        if small:
+            problems.append(
+                f"expected >= {exp.min_memory_mib} MiB per GPU, found "
+                + ", ".join(f"GPU {g.index} {g.memory_total_mib} MiB" for g in small)
+            )
+    if problems:
+        return [
+            Result(
+                check,
+                Status.FAIL,
+                "; ".join(problems) + f" [{where}: {_describe(seen) or 'none'}]",
+                fix="run on the intended node type, or fix CUDA_VISIBLE_DEVICES / the "
+                "scheduler's GPU request (e.g. --gres=gpu:N)",
+            )
+        ]
+    return [Result(check, Status.PASS, f"{where}: {_describe(seen) or 'none'}")]
+
+
+def check_compute_capability(facts: NodeFacts, exp: Expectations) -> list[Result]:
+    """Every visible GPU is at least the architecture the CUDA build and --min-compute-... need."""
+    check = "compute-capability"
+    need: tuple[int, int] | None = exp.min_compute_capability
+    reason = f"--min-compute-capability {need[0]}.{need[1]}" if need else ""
+    cuda_major = version_tuple(exp.cuda)[:1]
+    if cuda_major and cuda_major[0] in MIN_CC_FOR_CUDA:
+        floor = MIN_CC_FOR_CUDA[cuda_major[0]]
+        if need is None or floor > need:
+            need, reason = floor, f"CUDA {exp.cuda} builds for sm_{floor[0]}{floor[1]} and newer"
+    seen = visible_gpus(facts)
+    if not seen:
+        return [Result(check, Status.SKIP, "no visible GPU")]
+    if need is None:
+        return [Result(check, Status.SKIP, "no minimum given (--min-compute-capability, --cuda)")]
+    old = [g for g in seen if g.compute_capability < need]
+    if old:
+        return [
+            Result(
+                check,
+                Status.FAIL,
+                ", ".join(
+                    f"GPU {g.index} {g.name} is sm_{g.compute_capability[0]}"
+                    f"{g.compute_capability[1]}"
+                    for g in old
+                )
+                + f": below {need[0]}.{need[1]} ({reason})",
+                fix="use newer GPUs, or an environment built for an older CUDA",
+            )
+        ]
+    ccs = sorted({f"{g.compute_capability[0]}.{g.compute_capability[1]}" for g in seen})
+    return [
+        Result(check, Status.PASS, f"compute capability {', '.join(ccs)} >= {need[0]}.{need[1]}")
+    ]
