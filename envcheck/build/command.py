@@ -1,0 +1,371 @@
+"""envcheck build: recipes -> real solves -> conda-lock files; --check says if locks are current."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import socket
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from envcheck.build.atomic import check_writable, write_files_atomically
+from envcheck.build.lockfile import (
+    Lock,
+    PipPackage,
+    build_lockfile,
+    lock_paths,
+    preload_conda_lock,
+    read_lock,
+    read_lockfile_model,
+    render_lock_texts,
+)
+from envcheck.build.recipe import Recipe, load_recipe
+from envcheck.build.solve import (
+    SolvedPackage,
+    SolveFailed,
+    is_local,
+    local_path,
+    resolve_channel,
+    solve_specs,
+    virtual_packages,
+)
+from envcheck.errors import BadInput, EnvcheckError, ExitCode, StaleLock, Unsolvable
+from envcheck.report import Report, Result, Status, Table
+
+EXCLUDED_BUILD = "excluded-by-recipe"  # a build string no package has: the spec never matches
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("recipes", nargs="+", type=Path, metavar="RECIPE", help="recipe YAML file(s)")
+    p.add_argument("--out", type=Path, default=Path("locks"), help="lock directory (locks/)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help=f"solve nothing; exit {int(ExitCode.STALE)} when a lock is missing or stale",
+    )
+    p.add_argument("--explain", action="store_true", help="print the solver's full message")
+    p.add_argument("--platform", help="build only this platform of the recipe")
+    p.add_argument(
+        "--channel-data",
+        action="append",
+        metavar="URL",
+        help="solve against these channels (e.g. a local snapshot of the recipe's channels) "
+        "instead of the recipe's; the lock records them (repeatable)",
+    )
+
+
+# --- solving one recipe --------------------------------------------------------------------
+
+
+def exclusion_constraints(recipe: Recipe) -> list[str]:
+    """Constraints no record satisfies: the solver must find a way around excluded packages."""
+    return [f"{e.name}[build={EXCLUDED_BUILD}]" for e in recipe.exclude]
+
+
+def requirement_chain(
+    roots: Sequence[str], solved: Sequence[SolvedPackage], target: str
+) -> list[str] | None:
+    """Shortest path 'recipe entry -> package -> ... -> target' through the solved depends."""
+    from rattler import MatchSpec
+
+    by_name = {p.name: p for p in solved}
+    start: dict[str, str] = {}
+    for entry in roots:
+        name = MatchSpec(entry).name.normalized
+        if name in by_name:
+            start.setdefault(name, entry)
+    prev: dict[str, str | None] = {n: None for n in start}
+    queue = deque(start)
+    while queue:
+        name = queue.popleft()
+        if name == target:
+            path = [name]
+            while (back := prev[path[-1]]) is not None:
+                path.append(back)
+            steps = [f"{by_name[n].name} {by_name[n].version}" for n in reversed(path)]
+            return [f"recipe entry {start[path[-1]]!r}", *steps]
+        for dep in by_name[name].depends:
+            dn = dep.split(" ")[0].split("[")[0]
+            if dn in by_name and dn not in prev:
+                prev[dn] = name
+                queue.append(dn)
+    return None
+
+
+def _solve_platform(
+    recipe: Recipe, channels: Sequence[str], platform: str, vps: Mapping[str, str]
+) -> list[SolvedPackage]:
+    specs = list(recipe.dependencies)
+    constraints = exclusion_constraints(recipe)
+    try:
+        solved = solve_specs(specs, channels, platform, vps, constraints=constraints)
+    except SolveFailed as first:
+        _explain_failure(recipe, channels, platform, vps, first)
+        raise AssertionError("unreachable: _explain_failure always raises") from first
+    leaked = recipe.excluded_names & {p.name for p in solved}
+    if leaked:  # the constraints forbid this; a solver that ignored them must not go unnoticed
+        raise EnvcheckError(f"the solver returned excluded packages: {', '.join(sorted(leaked))}")
+    return solved
+
+
+def _explain_failure(
+    recipe: Recipe,
+    channels: Sequence[str],
+    platform: str,
+    vps: Mapping[str, str],
+    failure: SolveFailed,
+) -> None:
+    """Raise Unsolvable saying why: a dependency needs an excluded package, or entries clash."""
+    specs = list(recipe.dependencies)
+    where = f"{recipe.name} ({platform})"
+    if recipe.exclude:
+        try:
+            free = solve_specs(specs, channels, platform, vps)
+        except SolveFailed:
+            free = None  # unsolvable even without exclusions: bisect below
+        if free is not None:
+            chains = []
+            for e in recipe.exclude:
+                chain = requirement_chain(specs, free, e.name)
+                if chain:
+                    chains.append(
+                        f"{e.name} is excluded ({e.reason}) but required: " + " -> ".join(chain)
+                    )
+            if chains:
+                raise Unsolvable(f"{where}: " + "; ".join(chains), detail=failure.message)
+    from envcheck.build import conflicts
+
+    constraints = exclusion_constraints(recipe)
+
+    def outcome(sub: Sequence[str]) -> conflicts.SolveOutcome:
+        try:
+            solve_specs(sub, channels, platform, vps, constraints=constraints)
+        except SolveFailed as e:
+            return conflicts.SolveOutcome(False, e.message)
+        return conflicts.SolveOutcome(True)
+
+    try:
+        diagnosis = conflicts.diagnose(specs, outcome, virtual_packages=vps)
+    except conflicts.NothingToDiagnose:  # the solve is flaky, or a timeout read as a failure
+        raise Unsolvable(f"{where}: {failure}", detail=failure.message) from None
+    detail = f"solver message for the whole recipe:\n{failure.message}"
+    if diagnosis.solver_message and diagnosis.solver_message != failure.message:
+        detail += f"\n\nfor {', '.join(diagnosis.entries)} alone:\n{diagnosis.solver_message}"
+    detail += f"\n\n({diagnosis.solves} solves, {diagnosis.seconds:.2f} s to find the entries)"
+    raise Unsolvable(f"{where}: {diagnosis.summary()}", detail=detail)
+
+
+def channel_data(channels: Sequence[str], platform_list: Sequence[str]) -> list[str]:
+    """One line per channel saying what data the solve read (sha256 of local repodata)."""
+    lines = []
+    for ch in channels:
+        url = resolve_channel(ch)
+        if not is_local(url):
+            lines.append(f"{url} (live channel, fetched at build time)")
+            continue
+        root = local_path(url)
+        parts = []
+        for sd in [*platform_list, "noarch"]:
+            rd = root / sd / "repodata.json"
+            if rd.is_file():
+                digest = hashlib.sha256(rd.read_bytes()).hexdigest()
+                parts.append(f"{sd}/repodata.json sha256:{digest}")
+        lines.append(f"{url} ({', '.join(parts)})")
+    return lines
+
+
+# --- comparing with the previous lock -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    platform: str
+    manager: str
+    name: str
+    kind: str  # added / removed / changed
+    old: str
+    new: str
+
+
+def lock_changes(old: Lock | None, lockfile: Any) -> list[Change]:
+    new = {
+        (p.platform, p.manager, p.name): f"{p.version}" + (f" {p.build}" if p.build else "")
+        for p in lockfile.package
+    }
+    if old is None:  # a first lock: everything would read as added
+        return []
+    before = {
+        (p.platform, p.manager, p.name): f"{p.version}" + (f" {p.build}" if p.build else "")
+        for p in old.packages
+    }
+    changes = []
+    for key in sorted(before.keys() | new.keys()):
+        a, b = before.get(key), new.get(key)
+        if a == b:
+            continue
+        kind = "added" if a is None else "removed" if b is None else "changed"
+        changes.append(Change(*key, kind=kind, old=a or "", new=b or ""))
+    return changes
+
+
+# --- the verb ----------------------------------------------------------------------------
+
+
+def _platforms(recipe: Recipe, only: str | None) -> tuple[str, ...]:
+    if only is None:
+        return recipe.platforms
+    if only not in recipe.platforms:
+        raise BadInput(
+            f"{recipe.path}: --platform {only} is not among {', '.join(recipe.platforms)}"
+        )
+    return (only,)
+
+
+def _previous(path: Path) -> Lock | None:
+    if not path.exists():
+        return None
+    try:
+        return read_lock(path)
+    except BadInput:
+        return None  # a damaged or foreign file is replaced, not merged
+
+
+def build_one(
+    recipe: Recipe,
+    out: Path,
+    only: str | None,
+    data: Sequence[str] | None,
+) -> tuple[list[Result], list[Change]]:
+    """Solve and write one recipe; returns (results, changes)."""
+    from envcheck.build.pip import resolve_pip
+
+    channels = list(data or recipe.channels)
+    platforms = _platforms(recipe, only)
+    paths = lock_paths(out, recipe.name, recipe.platforms)
+    old = _previous(paths["lock"])
+    carried: list[Any] = []
+    if only is not None and len(recipe.platforms) > 1:
+        if old is None or old.recipe_hash != recipe.content_hash():
+            raise BadInput(
+                f"{paths['lock']} is missing or stale for the other platforms of {recipe.name}; "
+                "build without --platform"
+            )
+        carried = [p for p in read_lockfile_model(paths["lock"]).package if p.platform != only]
+    solved: dict[str, list[SolvedPackage]] = {}
+    pip: dict[str, list[PipPackage]] = {}
+    vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
+    for platform in platforms:
+        solved[platform] = _solve_platform(recipe, channels, platform, vps[platform])
+        pip[platform] = resolve_pip(recipe.pip, solved[platform], platform, recipe.system)
+    extra = {}
+    if recipe.pip:
+        extra["pip_index"] = "https://pypi.org/simple (resolved with uv)"
+    if data:
+        extra["recipe_channels"] = ", ".join(resolve_channel(c) for c in recipe.channels)
+    if carried and old is not None:
+        # the other platforms keep the channel data they were solved against
+        prior = [d for d in old.channel_data if d not in channel_data(channels, platforms)]
+        extra["carried_channel_data"] = "; ".join(prior)
+    lockfile = build_lockfile(recipe, solved, pip, vps, channel_data(channels, platforms), extra)
+    lockfile.package.extend(carried)
+    changes = lock_changes(old, lockfile)
+    texts = render_lock_texts(lockfile, recipe.name, out)
+    to_write = {}
+    for path, text in texts.items():
+        data_bytes = text.encode()
+        if not path.exists() or path.read_bytes() != data_bytes:
+            to_write[path] = data_bytes
+    write_files_atomically(to_write)
+    results = []
+    for platform in platforms:
+        n_pip = len(pip[platform])
+        msg = f"{len(solved[platform])} conda" + (f" + {n_pip} pip" if recipe.pip else "")
+        msg += f" packages -> {paths['lock']}"
+        if old is None:
+            msg += " (new lock)"
+        else:
+            n = sum(1 for c in changes if c.platform == platform)
+            msg += f" ({n} change{'s' if n > 1 else ''})" if n else " (unchanged)"
+        results.append(
+            Result(f"build {recipe.name}", Status.PASS, msg, node=platform, group="build")
+        )
+    return results, changes
+
+
+def _reachable(url: str, timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the channel's host opens (no data is fetched)."""
+    parsed = urlparse(url)
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parsed.hostname or "", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def check_one(recipe: Recipe, out: Path) -> Result:
+    """Whether the recipe's lock exists and was built from this exact recipe content."""
+    paths = lock_paths(out, recipe.name, recipe.platforms)
+    check = f"lock {recipe.name}"
+    problem = None
+    if not paths["lock"].exists():
+        problem = f"{paths['lock']} is missing"
+    else:
+        lock = read_lock(paths["lock"])
+        if lock.recipe_hash != recipe.content_hash():
+            problem = f"{paths['lock']} is stale: {recipe.path} changed since it was built"
+        else:
+            missing = [str(paths[p]) for p in recipe.platforms if not paths[p].exists()]
+            if missing:
+                problem = f"{', '.join(missing)} missing"
+    if problem is None:
+        return Result(check, Status.PASS, f"{paths['lock']} is up to date", group="build")
+    fix = f"envcheck build {recipe.path} --out {out}"
+    remote = [resolve_channel(c) for c in recipe.channels if not is_local(resolve_channel(c))]
+    unreachable = [u for u in remote if not _reachable(u)]
+    if unreachable:
+        fix = (
+            f"this machine cannot reach {', '.join(unreachable)}: build the lock on a machine "
+            f"that reaches them ({fix}) and commit {out}/ (see docs/build.md)"
+        )
+    return Result(check, Status.FAIL, problem, fix=fix, group="build")
+
+
+def run(args: argparse.Namespace) -> Report | int:
+    recipes = [load_recipe(p) for p in args.recipes]  # every recipe is validated before any work
+    names = [r.name for r in recipes]
+    if len(set(names)) != len(names):
+        raise BadInput("two recipes share a name: " + ", ".join(sorted(names)))
+    out: Path = args.out
+    if args.check:
+        results = tuple(check_one(r, out) for r in recipes)
+        report = Report("envcheck build --check", results=results, environment={"out": str(out)})
+        if report.status is Status.PASS:
+            return report
+        bad = [r for r in results if r.status is not Status.PASS]
+        raise StaleLock(
+            f"{len(bad)} of {len(results)} locks need a rebuild: "
+            + "; ".join(f"{r.message} (fix: {r.fix})" for r in bad)
+        )
+    for r in recipes:
+        _platforms(r, args.platform)
+    check_writable(out)
+    preload_conda_lock()
+    results: list[Result] = []
+    changes: list[tuple[str, Change]] = []
+    for recipe in recipes:
+        res, ch = build_one(recipe, out, args.platform, args.channel_data)
+        results += res
+        changes += [(recipe.name, c) for c in ch]
+    tables = ()
+    if changes:
+        rows = tuple((n, c.platform, c.manager, c.name, c.kind, c.old, c.new) for n, c in changes)
+        cols = ("recipe", "platform", "manager", "package", "change", "old", "new")
+        tables = (Table("changes against the previous lock", cols, rows),)
+    return Report(
+        "envcheck build", results=tuple(results), tables=tables, environment={"out": str(out)}
+    )

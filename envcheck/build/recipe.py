@@ -1,0 +1,289 @@
+"""Recipes: one YAML file per environment, validated strictly, with line numbers in every error."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+import yaml
+from packaging.requirements import InvalidRequirement, Requirement
+from rattler import MatchSpec, Version
+from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError
+
+from envcheck.build.solve import resolve_channel
+from envcheck.errors import BadInput, EnvcheckError
+
+PLATFORMS = frozenset(
+    {"linux-64", "linux-aarch64", "linux-ppc64le", "osx-64", "osx-arm64", "win-64"}
+)
+SYSTEM_KEYS = ("cuda", "glibc", "linux", "archspec")
+_KEYS = {
+    "name": True,  # key -> required
+    "description": False,
+    "channels": True,
+    "platforms": True,
+    "system": False,
+    "dependencies": True,
+    "pip": False,
+    "exclude": False,
+    "targets": False,
+    "notes": False,
+}
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_ARCH = re.compile(r"^[a-z0-9_]+$")
+# bump when the meaning of hashed content changes, so old locks read as stale
+_HASH_SCHEMA = "envcheck.recipe/1"
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A validated recipe. ``system`` holds the target machines' virtual package versions."""
+
+    name: str
+    channels: tuple[str, ...]
+    platforms: tuple[str, ...]
+    dependencies: tuple[str, ...]
+    system: Mapping[str, str] = field(default_factory=dict, hash=False)
+    pip: tuple[str, ...] = ()
+    exclude: tuple[Exclusion, ...] = ()
+    description: str = ""
+    targets: tuple[str, ...] = ()  # free text: the machines this environment is for
+    notes: str = ""
+    path: Path | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        # a read-only view keeps the frozen recipe frozen all the way down
+        object.__setattr__(self, "system", MappingProxyType(dict(self.system)))
+
+    def hashed_content(self) -> dict[str, object]:
+        """What decides the lock's content; description, targets and notes do not."""
+        return {
+            "schema": _HASH_SCHEMA,
+            "channels": list(self.channels),
+            "platforms": list(self.platforms),
+            "system": dict(sorted(self.system.items())),
+            "dependencies": list(self.dependencies),
+            "pip": list(self.pip),
+            "exclude": [[e.name, e.reason] for e in self.exclude],
+        }
+
+    def content_hash(self) -> str:
+        canonical = json.dumps(self.hashed_content(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    @property
+    def excluded_names(self) -> frozenset[str]:
+        return frozenset(e.name for e in self.exclude)
+
+
+class _Errors:
+    """Builds 'FILE:LINE:COL: key: problem' messages from yaml node marks."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def at(self, node: yaml.Node, key: str, problem: str) -> BadInput:
+        m = node.start_mark
+        return BadInput(f"{self.path}:{m.line + 1}:{m.column + 1}: {key}: {problem}")
+
+
+def _scalar(err: _Errors, node: yaml.Node, key: str) -> str:
+    if not isinstance(node, yaml.ScalarNode) or node.tag == "tag:yaml.org,2002:null":
+        raise err.at(node, key, "expected a text value")
+    # the raw text, not YAML's reading of it: `cuda: 11.10` must stay "11.10", not 11.1
+    return str(node.value).strip()
+
+
+def _list(err: _Errors, node: yaml.Node, key: str) -> list[tuple[yaml.Node, str]]:
+    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null":
+        return []
+    if not isinstance(node, yaml.SequenceNode):
+        raise err.at(node, key, "expected a list")
+    return [(item, _scalar(err, item, f"{key}[{i}]")) for i, item in enumerate(node.value)]
+
+
+def _mapping(err: _Errors, node: yaml.Node, key: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+    """key -> (key node, value node); duplicate keys are an error (YAML would keep the last)."""
+    if not isinstance(node, yaml.MappingNode):
+        raise err.at(node, key, "expected a mapping")
+    out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+    for k, v in node.value:
+        name = _scalar(err, k, key or "key")
+        if name in out:
+            raise err.at(k, f"{key}.{name}" if key else name, "appears twice")
+        out[name] = (k, v)
+    return out
+
+
+def _check_keys(
+    err: _Errors,
+    items: Mapping[str, tuple[yaml.Node, yaml.Node]],
+    allowed: Mapping[str, bool],
+    where: str,
+    node: yaml.Node,
+) -> None:
+    for k, (knode, _) in items.items():
+        if k not in allowed:
+            full = f"{where}.{k}" if where else k
+            raise err.at(knode, full, f"unknown key (allowed: {', '.join(allowed)})")
+    for k, required in allowed.items():
+        if required and k not in items:
+            raise err.at(node, f"{where}.{k}" if where else k, "missing required key")
+
+
+def load_recipe(path: Path | str) -> Recipe:
+    """Read and validate a recipe file; every problem is a BadInput naming file, line and key."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"recipe {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(f"recipe {path} cannot be read: {e}") from None
+    return parse_recipe(text, path)
+
+
+def parse_recipe(text: str, path: Path) -> Recipe:
+    err = _Errors(path)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        m = e.problem_mark or e.context_mark
+        where = f"{m.line + 1}:{m.column + 1}: " if m else ""
+        raise BadInput(f"{path}:{where}malformed YAML: {e.problem or e.context}") from None
+    except yaml.YAMLError as e:
+        raise BadInput(f"{path}: malformed YAML: {e}") from None
+    if root is None:
+        raise BadInput(f"{path}: the recipe is empty")
+    top = _mapping(err, root, "")
+    _check_keys(err, top, _KEYS, "", root)
+
+    def value(key: str) -> yaml.Node | None:
+        return top[key][1] if key in top else None
+
+    name_node = value("name")
+    assert name_node is not None  # required key, checked above
+    name = _scalar(err, name_node, "name")
+    if not _NAME.match(name):
+        raise err.at(name_node, "name", f"{name!r} must be lower-case letters, digits, . _ -")
+
+    channels: list[str] = []
+    for node, ch in _list(err, value("channels"), "channels"):  # type: ignore[arg-type]
+        try:
+            resolve_channel(ch)
+        except EnvcheckError as e:
+            raise err.at(node, "channels", e.message) from None
+        channels.append(ch)
+    if not channels:
+        raise err.at(value("channels"), "channels", "needs at least one channel")  # type: ignore[arg-type]
+
+    platforms: list[str] = []
+    for node, p in _list(err, value("platforms"), "platforms"):  # type: ignore[arg-type]
+        if p not in PLATFORMS:
+            raise err.at(
+                node, "platforms", f"unknown platform {p!r} ({', '.join(sorted(PLATFORMS))})"
+            )
+        if p in platforms:
+            raise err.at(node, "platforms", f"{p} appears twice")
+        platforms.append(p)
+    if not platforms:
+        raise err.at(value("platforms"), "platforms", "needs at least one platform")  # type: ignore[arg-type]
+
+    system: dict[str, str] = {}
+    if (snode := value("system")) is not None:
+        items = _mapping(err, snode, "system")
+        _check_keys(err, items, dict.fromkeys(SYSTEM_KEYS, False), "system", snode)
+        for k, (_, vnode) in items.items():
+            v = _scalar(err, vnode, f"system.{k}")
+            if k == "archspec":
+                if not _ARCH.match(v):
+                    raise err.at(vnode, "system.archspec", f"{v!r} is not a microarchitecture name")
+            else:
+                try:
+                    Version(v)
+                except InvalidVersionError:
+                    raise err.at(vnode, f"system.{k}", f"{v!r} is not a version") from None
+            system[k] = v
+
+    deps: list[str] = []
+    seen: dict[str, str] = {}
+    for node, spec in _list(err, value("dependencies"), "dependencies"):  # type: ignore[arg-type]
+        try:
+            ms = MatchSpec(spec)
+        except InvalidMatchSpecError as e:
+            raise err.at(node, "dependencies", f"{spec!r} is not a conda match spec: {e}") from None
+        pname = ms.name.normalized if ms.name else None
+        if not pname:
+            raise err.at(node, "dependencies", f"{spec!r} names no package")
+        if pname in seen:
+            raise err.at(
+                node, "dependencies", f"{pname} is listed twice ({seen[pname]!r}, {spec!r})"
+            )
+        seen[pname] = spec
+        deps.append(spec)
+    if not deps:
+        raise err.at(value("dependencies"), "dependencies", "needs at least one package")  # type: ignore[arg-type]
+
+    pip: list[str] = []
+    if (pnode := value("pip")) is not None:
+        for node, req in _list(err, pnode, "pip"):
+            try:
+                Requirement(req)
+            except InvalidRequirement as e:
+                raise err.at(
+                    node, "pip", f"{req!r} is not a PEP 508 requirement: {str(e).splitlines()[0]}"
+                ) from None
+            pip.append(req)
+
+    exclude: list[Exclusion] = []
+    if (xnode := value("exclude")) is not None:
+        if not isinstance(xnode, yaml.SequenceNode):
+            if not (isinstance(xnode, yaml.ScalarNode) and xnode.tag.endswith(":null")):
+                raise err.at(xnode, "exclude", "expected a list of {name, reason}")
+        else:
+            for i, item in enumerate(xnode.value):
+                where = f"exclude[{i}]"
+                fields = _mapping(err, item, where)
+                _check_keys(err, fields, {"name": True, "reason": True}, where, item)
+                xname = _scalar(err, fields["name"][1], f"{where}.name")
+                reason = _scalar(err, fields["reason"][1], f"{where}.reason")
+                if not _NAME.match(xname.lower()):
+                    raise err.at(
+                        fields["name"][1], f"{where}.name", f"{xname!r} is not a package name"
+                    )
+                if not reason:
+                    raise err.at(fields["reason"][1], f"{where}.reason", "say why it is excluded")
+                if xname.lower() in seen:
+                    raise err.at(
+                        fields["name"][1],
+                        f"{where}.name",
+                        f"{xname} is excluded but also a dependency ({seen[xname.lower()]!r})",
+                    )
+                exclude.append(Exclusion(xname.lower(), reason))
+
+    targets = [t for _, t in _list(err, value("targets"), "targets")] if value("targets") else []
+    text_of = {k: _scalar(err, value(k), k) for k in ("description", "notes") if value(k)}  # type: ignore[arg-type]
+    return Recipe(
+        name=name,
+        channels=tuple(channels),
+        platforms=tuple(platforms),
+        dependencies=tuple(deps),
+        system=system,
+        pip=tuple(pip),
+        exclude=tuple(exclude),
+        description=text_of.get("description", ""),
+        targets=tuple(targets),
+        notes=text_of.get("notes", ""),
+        path=path,
+    )
