@@ -327,7 +327,7 @@ def _nvml_facts() -> tuple[str, str, str, tuple[Gpu, ...]]:
         try:
             nv.nvmlInit()
         except nv.NVMLError as e:
-            return (f"NVML did not start: {e} (no NVIDIA driver loaded?)", "", "", ())
+            return (f"NVML did not start: {e}", "", "", ())
     except nv.NVMLError as e:
         return (f"NVML did not answer: {e}", "", "", ())
     try:

@@ -1,0 +1,45 @@
+"""run_node_checks: every check runs, results carry the node, a raising check is an error."""
+
+from __future__ import annotations
+
+from envcheck.report import Result, Status
+from envcheck.verify.checks import BUILTIN_CHECKS, run_check, run_node_checks
+from tests.factories import expect, healthy_a100x8, no_driver_node, with_process
+
+
+def test_every_builtin_check_reports_on_the_named_node():
+    results = run_node_checks(healthy_a100x8(), expect(), node="gpu-node-1", plugins=False)
+    assert {r.check for r in results} == set(BUILTIN_CHECKS)
+    assert {r.node for r in results} == {"gpu-node-1"}
+    assert {r.group for r in results} == {"node"}
+
+
+def test_no_driver_and_no_expectations_has_no_failure():
+    results = run_node_checks(no_driver_node(), expect(), node="cpu", plugins=False)
+    assert not [r for r in results if r.status in (Status.FAIL, Status.ERROR, Status.WARN)]
+    assert any("GPU checks skipped" in r.message for r in results)
+
+
+def test_a_check_that_raises_becomes_an_error_naming_it_and_the_run_goes_on(monkeypatch):
+    def explode(facts, exp):
+        raise KeyError("gpus")
+
+    monkeypatch.setitem(BUILTIN_CHECKS, "gpus", explode)
+    facts = with_process(healthy_a100x8(), 3, pid=1, user="root", mib=10)
+    results = run_node_checks(facts, expect(), node="n1", plugins=False)
+    [err] = [r for r in results if r.check == "gpus"]
+    assert err.status is Status.ERROR and "check gpus raised KeyError" in err.message
+    assert err.node == "n1"
+    assert any(r.check == "busy-gpus" and r.status is Status.FAIL for r in results)
+
+
+def test_a_check_returning_the_wrong_type_is_an_error():
+    [r] = run_check("odd", lambda f, e: "ok", healthy_a100x8(), expect(), "n", "node")
+    assert r.status is Status.ERROR and "not a list of Result" in r.message
+
+
+def test_results_keep_their_own_check_id():
+    [r] = run_check(
+        "x", lambda f, e: [Result("sub", Status.PASS, "m")], healthy_a100x8(), expect(), "n", "g"
+    )
+    assert (r.check, r.node, r.group) == ("sub", "n", "g")
