@@ -107,3 +107,43 @@ def write_channel(
         }
         (d / "repodata.json").write_text(json.dumps(body, indent=None, sort_keys=True))
     return root.resolve().as_uri()
+
+
+def demo_channel(root: Path) -> str:
+    """A small RAPIDS-shaped channel: cuml 22.08 pins dask 2022.7.1, newer dask exists too.
+
+    Versions follow rapidsai/integration's versions.yaml for 22.08 (dask ==2022.7.1).
+    """
+    return write_channel(
+        root,
+        [
+            pkg("python", "3.9.18", ["__glibc >=2.17", "libzlib >=1.2.13,<2"], build="h0_cpython"),
+            pkg("python", "3.12.1", ["__glibc >=2.28"], build="h0_cpython"),
+            pkg("libzlib", "1.2.13", build="h166bdaf_4"),
+            pkg("dask", "2022.7.1", ["python >=3.8", "distributed ==2022.7.1"], noarch="python"),
+            pkg("dask", "2023.3.2", ["python >=3.8", "distributed ==2023.3.2"], noarch="python"),
+            pkg("distributed", "2022.7.1", ["python >=3.8"], noarch="python"),
+            pkg("distributed", "2023.3.2", ["python >=3.8"], noarch="python"),
+            pkg("cudatoolkit", "11.5.2", ["__cuda >=11"], build="h0_10"),
+            pkg(
+                "cuml",
+                "22.08.00",
+                ["python 3.9.*", "dask ==2022.7.1", "cudatoolkit 11.*"],
+                build="cuda11_py39_0",
+            ),  # fmt: skip
+            pkg(
+                "cugraph",
+                "22.08.00",
+                ["python 3.9.*", "dask ==2022.7.1", "cudatoolkit 11.*"],
+                build="cuda11_py39_0",
+            ),  # fmt: skip
+            pkg(
+                "rapids",
+                "22.08.00",
+                ["cuml 22.08.*", "cugraph 22.08.*", "python 3.9.*"],
+                build="cuda11_py39_0",
+            ),  # fmt: skip
+            pkg("dask-cuda", "22.08.00", ["dask ==2022.7.1", "python >=3.8"], noarch="python"),
+            pkg("dask-cuda", "23.04.00", ["dask ==2023.3.2", "python >=3.8"], noarch="python"),
+        ],
+    )

@@ -1,0 +1,225 @@
+"""envcheck build through the real CLI entry point, solving against local channels."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envcheck.build.lockfile import read_lock
+from envcheck.cli import main
+from envcheck.errors import ExitCode
+from tests.channel import demo_channel, pkg, write_channel
+
+
+@pytest.fixture
+def channel(tmp_path: Path) -> str:
+    return demo_channel(tmp_path / "channel")
+
+
+def recipe(tmp_path: Path, channel: str, deps: str, extra: str = "", name: str = "demo") -> Path:
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(
+        f"name: {name}\nchannels: ['{channel}']\nplatforms: [linux-64]\n"
+        f'system: {{cuda: "11.5", glibc: "2.17"}}\ndependencies: {deps}\n{extra}'
+    )
+    return p
+
+
+def build(*args: object) -> int:
+    return main(["build", *map(str, args)])
+
+
+def test_build_writes_lock_then_reports_what_changed(tmp_path: Path, channel: str, capsys) -> None:
+    out = tmp_path / "locks"
+    r = recipe(tmp_path, channel, "[python=3.9, 'dask <2023']")
+    assert build(r, "--out", out) == ExitCode.OK
+    lock = read_lock(out / "demo.conda-lock.yml")
+    versions = {p.name: p.version for p in lock.packages}
+    assert versions["dask"] == "2022.7.1" and versions["python"] == "3.9.18"
+    assert "new lock" in capsys.readouterr().out
+
+    r = recipe(tmp_path, channel, "[python=3.9, dask, dask-cuda]")
+    assert build(r, "--out", out, "--json", tmp_path / "r.json") == ExitCode.OK
+    printed = capsys.readouterr().out
+    assert "changes against the previous lock" in printed
+    import json
+
+    table = json.loads((tmp_path / "r.json").read_text())["tables"][0]
+    changes = {row[3]: (row[4], row[5], row[6]) for row in table["rows"]}
+    assert changes == {
+        "dask": ("changed", "2022.7.1 0", "2023.3.2 0"),
+        "distributed": ("changed", "2022.7.1 0", "2023.3.2 0"),
+        "dask-cuda": ("added", "", "23.04.00 0"),
+    }
+
+
+def test_check_exits_stale_until_the_lock_matches_the_recipe(
+    tmp_path: Path, channel: str, capsys
+) -> None:
+    out = tmp_path / "locks"
+    r = recipe(tmp_path, channel, "[python=3.9]")
+    assert build(r, "--out", out, "--check") == ExitCode.STALE
+    assert "demo.conda-lock.yml is missing" in capsys.readouterr().err
+    assert build(r, "--out", out) == ExitCode.OK
+    assert build(r, "--out", out, "--check") == ExitCode.OK
+    r.write_text(r.read_text().replace("python=3.9", "python=3.9.18"))
+    capsys.readouterr()
+    assert build(r, "--out", out, "--check") == ExitCode.STALE
+    err = capsys.readouterr().err.strip()
+    assert "is stale" in err and f"fix: envcheck build {r}" in err and "\n" not in err
+    # description and notes do not make a lock stale
+    r.write_text(r.read_text() + "notes: rebuilt monthly\n")
+    assert build(r, "--out", out, "--check") == ExitCode.STALE
+
+
+def test_check_says_where_to_build_when_channels_are_unreachable(tmp_path: Path, capsys) -> None:
+    r = tmp_path / "remote.yaml"
+    # an address no machine answers on (TEST-NET-1), so the check is fast and offline-safe
+    r.write_text(
+        "name: remote\nchannels: ['https://192.0.2.1/conda-forge']\nplatforms: [linux-64]\n"
+        "dependencies: [python]\n"
+    )
+    assert build(r, "--out", tmp_path / "locks", "--check") == ExitCode.STALE
+    err = capsys.readouterr().err
+    assert "this machine cannot reach https://192.0.2.1/conda-forge" in err
+    assert "build the lock on a machine that reaches them" in err
+
+
+def test_unsolvable_names_the_clashing_entries_and_keeps_the_old_lock(
+    tmp_path: Path, channel: str, capsys
+) -> None:
+    out = tmp_path / "locks"
+    r = recipe(tmp_path, channel, "[python=3.9, dask-cuda=22.08]")
+    assert build(r, "--out", out) == ExitCode.OK
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    r = recipe(tmp_path, channel, "[python=3.9, dask-cuda=22.08, cudatoolkit, 'dask >=2023']")
+    capsys.readouterr()
+    assert build(r, "--out", out) == ExitCode.UNSOLVABLE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "'dask-cuda=22.08'" in err[0] and "'dask >=2023'" in err[0]
+    culprits = err[0].split("cannot be installed")[0]
+    assert "cudatoolkit" not in culprits and "python" not in culprits
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+    assert build(r, "--out", out, "--explain") == ExitCode.UNSOLVABLE
+    explained = capsys.readouterr().err
+    assert "Cannot solve the request" in explained and "dask ==2022.7.1" in explained
+
+
+def test_excluded_package_pulled_in_names_the_chain(tmp_path: Path, channel: str, capsys) -> None:
+    excl = "exclude: [{name: cugraph, reason: conflicts with cuml in 22.08}]\n"
+    r = recipe(tmp_path, channel, "[python=3.9, rapids=22.08]", excl)
+    assert build(r, "--out", tmp_path / "locks") == ExitCode.UNSOLVABLE
+    err = capsys.readouterr().err
+    assert (
+        "cugraph is excluded (conflicts with cuml in 22.08) but required: recipe entry "
+        "'rapids=22.08' -> rapids 22.08.00 -> cugraph 22.08.00" in err
+    )
+    assert not (tmp_path / "locks" / "demo.conda-lock.yml").exists()
+
+
+def test_exclusion_steers_the_solver_and_is_recorded(tmp_path: Path, capsys) -> None:
+    url = write_channel(
+        tmp_path / "ch",
+        [pkg("app", "2.0", ["cuml"]), pkg("app", "1.0"), pkg("cuml", "22.08")],
+    )
+    r = recipe(tmp_path, url, "[app]", "exclude: [{name: cuml, reason: breaks xgboost.dask}]\n")
+    assert build(r, "--out", tmp_path / "locks") == ExitCode.OK
+    lock = read_lock(tmp_path / "locks" / "demo.conda-lock.yml")
+    assert {p.name: p.version for p in lock.packages} == {"app": "1.0"}
+    assert [(e.name, e.reason) for e in lock.exclusions] == [("cuml", "breaks xgboost.dask")]
+
+
+def test_channel_data_flag_solves_against_a_snapshot(tmp_path: Path, channel: str) -> None:
+    r = recipe(tmp_path, "conda-forge", "[python=3.9]")
+    assert build(r, "--out", tmp_path / "locks", "--channel-data", channel) == ExitCode.OK
+    lock = read_lock(tmp_path / "locks" / "demo.conda-lock.yml")
+    assert lock.channels == ("https://conda.anaconda.org/conda-forge",)
+    assert lock.channel_data[0].startswith(f"{channel} (linux-64/repodata.json sha256:")
+    assert build(r, "--out", tmp_path / "locks", "--check") == ExitCode.OK
+
+
+@pytest.mark.parametrize(
+    ("case", "says"),
+    [
+        ("malformed", r"demo.yaml:5:33: malformed YAML"),
+        ("unknown key", r"demo.yaml:6:1: colour: unknown key"),
+        ("invalid spec", r"demo.yaml:5:28: dependencies: 'dask >>=1' is not a conda match spec"),
+        ("missing channel", "does not exist"),
+        ("missing recipe", "recipe"),
+        ("unwritable out", "output directory"),
+    ],
+)
+def test_bad_input_is_one_line_exit_4(
+    tmp_path: Path, channel: str, capsys, case: str, says: str
+) -> None:
+    out = tmp_path / "locks"
+    r = recipe(tmp_path, channel, "[python=3.9]")
+    if case == "malformed":
+        r = recipe(tmp_path, channel, "[python=3.9, {dask]")
+    elif case == "unknown key":
+        r = recipe(tmp_path, channel, "[python=3.9]", "colour: blue\n")
+    elif case == "invalid spec":
+        r = recipe(tmp_path, channel, "[python=3.9, 'dask >>=1']")
+    elif case == "missing channel":
+        r = recipe(tmp_path, (tmp_path / "no-such-channel").as_uri(), "[python]")
+    elif case == "missing recipe":
+        r = tmp_path / "missing.yaml"
+    elif case == "unwritable out":
+        out = tmp_path / "a-file"
+        out.write_text("not a directory")
+    assert build(r, "--out", out) == ExitCode.BAD_INPUT
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("envcheck: ") and says in err[0], err
+    assert "Traceback" not in captured.err + captured.out
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_read_only_out_dir_is_bad_input(tmp_path: Path, channel: str, capsys) -> None:
+    out = tmp_path / "ro"
+    out.mkdir()
+    out.chmod(0o500)
+    try:
+        assert build(recipe(tmp_path, channel, "[python]"), "--out", out) == ExitCode.BAD_INPUT
+    finally:
+        out.chmod(0o700)
+    assert "not writable" in capsys.readouterr().err
+
+
+def test_bad_input_through_a_real_process(tmp_path: Path, channel: str) -> None:
+    r = recipe(tmp_path, channel, "[python=3.9]", "colour: blue\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "envcheck", "build", str(r), "--out", str(tmp_path / "l")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == ExitCode.BAD_INPUT
+    assert proc.stderr.strip() == f"envcheck: {r}:6:1: colour: unknown key (allowed: " + (
+        "name, description, channels, platforms, system, dependencies, pip, exclude, targets, "
+        "notes)"
+    )
+
+
+def test_platform_flag_rebuilds_one_platform_and_keeps_the_other(tmp_path: Path) -> None:
+    root = tmp_path / "ch"
+    url = demo_channel(root)
+    write_channel(root, [pkg("python", "3.9.18", build="h0_arm")], subdir="linux-aarch64")
+    demo_channel(root)  # noarch again, as both calls write it
+    r = tmp_path / "two.yaml"
+    r.write_text(
+        f"name: two\nchannels: ['{url}']\nplatforms: [linux-64, linux-aarch64]\n"
+        'system: {glibc: "2.17"}\ndependencies: [python=3.9, dask <2023]\n'
+    )
+    out = tmp_path / "locks"
+    assert build(r, "--out", out) == ExitCode.OK
+    arm = (out / "two.linux-aarch64.lock").read_bytes()
+    assert build(r, "--out", out, "--platform", "linux-64") == ExitCode.OK
+    lock = read_lock(out / "two.conda-lock.yml")
+    assert {p.platform for p in lock.packages} == {"linux-64", "linux-aarch64"}
+    assert (out / "two.linux-aarch64.lock").read_bytes() == arm
+    assert build(r, "--out", out, "--platform", "osx-64") == ExitCode.BAD_INPUT

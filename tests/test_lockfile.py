@@ -1,0 +1,146 @@
+"""Locks written with conda-lock's models, read back by conda-lock's parser and its CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envcheck.build.atomic import check_writable, write_files_atomically
+from envcheck.build.lockfile import PipPackage, build_lockfile, read_lock, write_lock
+from envcheck.build.recipe import load_recipe
+from envcheck.build.solve import solve_specs, virtual_packages
+from envcheck.errors import BadInput
+from tests.channel import pkg, write_channel
+
+CONDA_LOCK = Path(sys.executable).with_name("conda-lock")
+DDP = PipPackage(
+    "dask-pytorch-ddp",
+    "0.2.2",
+    "https://files.pythonhosted.org/packages/8b/26/c89e04f695433fa95c8e914d614bc94c03b7624617c3004c51bbe7ec198a/dask_pytorch_ddp-0.2.2-py3-none-any.whl",
+    "cc8038f1efd1545c3f00b9abcfb6b41a0706f686315238d55072df0546659cba",
+)
+
+
+@pytest.fixture
+def built(tmp_path: Path):
+    """A recipe solved for two platforms against a local channel, and its written lock."""
+    url = write_channel(
+        tmp_path / "ch",
+        [
+            pkg("python", "3.9.18", ["__glibc >=2.17", "libzlib >=1.2.13,<2"]),
+            pkg("libzlib", "1.2.13", build="h166bdaf_4"),
+            pkg("dask", "2022.7.1", ["python >=3.8"], noarch="python"),
+        ],
+    )
+    # the aarch64 half of the channel (noarch is written again, with the same record)
+    write_channel(
+        tmp_path / "ch",
+        [
+            pkg("python", "3.9.18", ["__glibc >=2.17"]),
+            pkg("dask", "2022.7.1", ["python >=3.8"], noarch="python"),
+        ],
+        subdir="linux-aarch64",
+    )
+    recipe_path = tmp_path / "demo.yaml"
+    recipe_path.write_text(
+        f"name: demo\nchannels: ['{url}']\nplatforms: [linux-64, linux-aarch64]\n"
+        'system: {glibc: "2.17"}\ndependencies: [python=3.9, dask]\npip: [dask-pytorch-ddp]\n'
+        "exclude: [{name: cuml, reason: conflicts with cugraph}]\n"
+    )
+    recipe = load_recipe(recipe_path)
+    vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
+    solved = {p: solve_specs(recipe.dependencies, [url], p, vps[p]) for p in recipe.platforms}
+    pip = {"linux-64": [DDP], "linux-aarch64": [DDP]}
+    lockfile = build_lockfile(recipe, solved, pip, vps, [f"{url} (test channel)"])
+    out = tmp_path / "locks"
+    out.mkdir()
+    paths = write_lock(lockfile, recipe.name, out)
+    return recipe, solved, out, paths
+
+
+def test_lock_files_and_metadata_read_back(built) -> None:
+    recipe, solved, out, paths = built
+    assert sorted(p.name for p in paths) == [
+        "demo.conda-lock.yml",
+        "demo.linux-64.lock",
+        "demo.linux-aarch64.lock",
+    ]
+    lock = read_lock(out / "demo.conda-lock.yml")
+    assert lock.recipe == "demo" and lock.recipe_hash == recipe.content_hash()
+    assert lock.platforms == ("linux-64", "linux-aarch64")
+    assert lock.virtual_packages["linux-64"]["__glibc"] == "2.17"
+    assert lock.virtual_packages["linux-aarch64"]["__archspec"] == "aarch64"
+    assert [(e.name, e.reason) for e in lock.exclusions] == [("cuml", "conflicts with cugraph")]
+    assert lock.channel_data[0].endswith("(test channel)")
+    conda64 = {n: p for (m, n), p in lock.for_platform("linux-64").items() if m == "conda"}
+    assert {n: p.version for n, p in conda64.items()} == {
+        "python": "3.9.18",
+        "libzlib": "1.2.13",
+        "dask": "2022.7.1",
+    }
+    by_name = {p.name: p for p in solved["linux-64"]}
+    assert conda64["libzlib"].md5 == by_name["libzlib"].md5
+    assert conda64["libzlib"].url.endswith("/linux-64/libzlib-1.2.13-h166bdaf_4.tar.bz2")
+    assert lock.for_platform("linux-64")[("pip", "dask-pytorch-ddp")].sha256 == DDP.sha256
+
+
+def test_conda_lock_parser_and_render_cli_accept_the_lock(built, tmp_path: Path) -> None:
+    from conda_lock.lockfile import parse_conda_lock_file
+
+    recipe, solved, out, _ = built
+    parsed = parse_conda_lock_file(out / "demo.conda-lock.yml")
+    assert parsed.metadata.content_hash == {
+        "linux-64": recipe.content_hash(),
+        "linux-aarch64": recipe.content_hash(),
+    }
+    work = tmp_path / "render"
+    work.mkdir()
+    proc = subprocess.run(
+        [str(CONDA_LOCK), "render", "--kind", "explicit", "-p", "linux-64",
+         str(out / "demo.conda-lock.yml")],
+        cwd=work, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rendered = (work / "conda-linux-64.lock").read_text()
+    ours = (out / "demo.linux-64.lock").read_text()
+    assert rendered.strip() == ours.strip()
+    lines = ours.splitlines()
+    assert f"# input_hash: {recipe.content_hash()}" in lines
+    body = lines[lines.index("@EXPLICIT") + 1 :]
+    by_name = {p.name: p for p in solved["linux-64"]}
+    # dependencies first (topological), each url#md5 exactly as solved
+    assert body[:3] == [f"{by_name[n].url}#{by_name[n].md5}" for n in ("libzlib", "python", "dask")]
+    assert body[3] == f"# pip dask-pytorch-ddp @ {DDP.url}#sha256={DDP.sha256}"
+
+
+def test_read_lock_rejects_missing_and_foreign_files(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="does not exist"):
+        read_lock(tmp_path / "none.conda-lock.yml")
+    junk = tmp_path / "junk.conda-lock.yml"
+    junk.write_text("version: 2\nmetadata: {}\n")
+    with pytest.raises(BadInput, match="not a readable conda-lock file"):
+        read_lock(junk)
+
+
+def test_failed_atomic_write_leaves_every_file_as_it_was(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.lock", tmp_path / "b.lock"
+    a.write_bytes(b"old a")
+    b.write_bytes(b"old b")
+    # the second target's directory does not exist: its temp file fails after a's was written
+    with pytest.raises(BadInput):
+        write_files_atomically({a: b"new a", tmp_path / "gone" / "b.lock": b"new b"})
+    assert a.read_bytes() == b"old a" and b.read_bytes() == b"old b"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.lock", "b.lock"]  # no temp left
+    write_files_atomically({a: b"new a", b: b"new b"})
+    assert a.read_bytes() == b"new a" and oct(a.stat().st_mode & 0o777) == "0o644"
+
+
+def test_check_writable(tmp_path: Path) -> None:
+    check_writable(tmp_path / "new" / "dir")
+    assert (tmp_path / "new" / "dir").is_dir()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BadInput, match="cannot be created|not a directory"):
+        check_writable(tmp_path / "file")
