@@ -1,0 +1,508 @@
+"""Smoke tests: prove the stack works end to end on a live cluster, each against a known answer.
+
+Each test runs with its own timeout in a daemon thread; a hung task becomes a ``fail`` result
+("timed out after N s"), its futures are cancelled and the next test runs. A test whose package
+is absent on the workers (read from their facts, not from the client) is skipped with the
+reason; GPU tests skip on clusters without GPU workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from envcheck.errors import BadInput
+from envcheck.report import Result, Status
+from envcheck.verify import ddp, worker_tasks
+from envcheck.verify.facts import NodeFacts
+from envcheck.verify.needs import lacks
+
+GROUP = "smoke"
+# The body gets this much longer than its own deadline to return before the runner gives up on
+# it: a body that waits with SmokeRun's helpers reports *which* step timed out.
+_GRACE = 2.0
+
+XGBOOST_ACCURACY_FLOOR = 0.90
+
+
+class SmokeTimeout(Exception):
+    """A smoke test's deadline passed while it waited for the cluster."""
+
+
+class SmokeRun:
+    """What a test body gets: the client, the workers' facts, and waits bounded by one deadline."""
+
+    def __init__(self, client: Any, facts: Mapping[str, NodeFacts], timeout: float) -> None:
+        self.client = client
+        self.facts = dict(facts)
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self._futures: list[Any] = []
+
+    @property
+    def workers(self) -> list[str]:
+        return sorted(self.facts)
+
+    @property
+    def gpu_workers(self) -> list[str]:
+        return sorted(a for a, f in self.facts.items() if ddp.is_gpu_worker(f))
+
+    def remaining(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+    def track(self, futures: Iterable[Any]) -> list[Any]:
+        futures = list(futures)
+        self._futures.extend(futures)
+        return futures
+
+    def submit(self, fn: Callable[..., Any], *args: Any, worker: str) -> Any:
+        """Run ``fn`` (from worker_tasks, shipped by value) on exactly ``worker``."""
+        fut = self.client.submit(
+            worker_tasks.shipped(fn),
+            *args,
+            workers=[worker],
+            allow_other_workers=False,
+            pure=False,
+        )
+        return self.track([fut])[0]
+
+    def outcomes(self, futures: Mapping[str, Any], what: str) -> dict[str, tuple[Any, Any]]:
+        """Wait for all; name -> (value, None) or (None, exception). Raises SmokeTimeout."""
+        from distributed import wait
+
+        try:
+            with self.client.as_current():  # wait() finds its client there
+                wait(list(futures.values()), timeout=self.remaining())
+        except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
+            pending = sorted(n for n, f in futures.items() if not f.done())
+            raise SmokeTimeout(f"waiting for {what} on {', '.join(pending)}") from None
+        out: dict[str, tuple[Any, Any]] = {}
+        for name, fut in futures.items():
+            if fut.status == "error":
+                out[name] = (None, fut.exception())
+            else:
+                out[name] = (fut.result(), None)
+        return out
+
+    def values(self, futures: list[Any], what: str) -> list[Any]:
+        """Wait for every future and return their values; the first task error is raised."""
+        outs = self.outcomes({str(i): f for i, f in enumerate(futures)}, what)
+        for _, exc in outs.values():
+            if exc is not None:
+                raise exc
+        return [outs[str(i)][0] for i in range(len(futures))]
+
+    def release(self) -> None:
+        """Cancel what is still running and forget the rest, so no test leaves work behind."""
+        if not self._futures:
+            return
+        # a dead scheduler must not turn a clean result into a crash
+        with contextlib.suppress(Exception):
+            self.client.cancel(self._futures, force=True)
+        self._futures.clear()
+
+
+@dataclass(frozen=True)
+class SmokeTest:
+    id: str
+    summary: str
+    body: Callable[[SmokeRun], list[Result]]
+    # Each entry is satisfied by any one of its package stems (see needs.package_version).
+    worker_packages: tuple[tuple[str, ...], ...] = ()
+    client_modules: tuple[str, ...] = ()  # what the client imports to build the graph
+    gpu: bool = False  # runs only on GPU workers; skipped when there are none
+
+
+def result(test: str, status: Status, message: str, node: str = "", fix: str = "") -> Result:
+    return Result(f"smoke.{test}", status, message, node=node, fix=fix, group=GROUP)
+
+
+def _first_line(exc: BaseException, limit: int = 300) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else ""
+    line = f"{type(exc).__name__}: {line}" if line else type(exc).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+# --- the tests ----------------------------------------------------------------------------
+
+
+def _submit(run: SmokeRun) -> list[Result]:
+    """One task pinned to each worker computes sum(range(n)) for its own n."""
+    ns = {a: 1000 + i for i, a in enumerate(run.workers)}
+    futs = {a: run.submit(worker_tasks.probe, n, worker=a) for a, n in ns.items()}
+    out = []
+    for a, (value, exc) in run.outcomes(futs, "a task").items():
+        n = ns[a]
+        if exc is not None:
+            out.append(result("submit", Status.FAIL, f"task raised {_first_line(exc)}", a))
+            continue
+        total, pid, host = value
+        if total != n * (n - 1) // 2:
+            msg = f"sum(range({n})) came back as {total}, expected {n * (n - 1) // 2}"
+            out.append(result("submit", Status.FAIL, msg, a))
+        elif run.facts[a].pid and pid != run.facts[a].pid:
+            msg = (
+                f"task ran in pid {pid} on {host}, but this worker's facts came from pid "
+                f"{run.facts[a].pid}: the worker restarted since, or the address is shared"
+            )
+            out.append(result("submit", Status.WARN, msg, a))
+        else:
+            out.append(result("submit", Status.PASS, f"task ran in pid {pid} on {host}", a))
+    return out
+
+
+def _array(run: SmokeRun) -> list[Result]:
+    """A chunked matrix product (moves chunks between workers) and a sum, both known exactly."""
+    import dask.array as da
+
+    m, n = 512, 1_000_000
+    ones = da.ones((m, m), chunks=(m // 2, m // 2))
+    product = (ones @ ones.T).sum()
+    chunk = max(1, n // (2 * max(1, len(run.workers))))
+    total = da.arange(n, chunks=chunk).sum()
+    got_product, got_total = run.values(
+        run.track(run.client.compute([product, total])), "dask.array reductions"
+    )
+    bad = []
+    if int(got_product) != m**3:
+        bad.append(f"(ones({m},{m}) @ ones.T).sum() = {got_product}, expected {m**3}")
+    if int(got_total) != n * (n - 1) // 2:
+        bad.append(f"arange({n}).sum() = {got_total}, expected {n * (n - 1) // 2}")
+    if bad:
+        return [result("array", Status.FAIL, "; ".join(bad))]
+    msg = f"matrix product and arange sum over {len(run.workers)} workers match the known answers"
+    return [result("array", Status.PASS, msg)]
+
+
+GPU_KERNEL_N = 100_000
+
+
+def gpu_kernel_expected(n: int = GPU_KERNEL_N) -> float:
+    """sum(3 i^2 + 1 for i in 0..n-1), exact in float64 for this n."""
+    return float((n - 1) * n * (2 * n - 1) // 2 + n)
+
+
+def _gpu_kernel(run: SmokeRun) -> list[Result]:
+    """Compile and launch a kernel on every GPU worker; check its sum and which GPU ran it."""
+    futs = {a: run.submit(worker_tasks.gpu_kernel, GPU_KERNEL_N, worker=a) for a in run.gpu_workers}
+    want = gpu_kernel_expected()
+    out = []
+    for a, (value, exc) in run.outcomes(futs, "the GPU kernel").items():
+        if exc is not None:
+            out.append(
+                result(
+                    "gpu-kernel",
+                    Status.FAIL,
+                    f"kernel failed: {_first_line(exc)}",
+                    a,
+                    fix="check the driver, CUDA_VISIBLE_DEVICES and that CuPy/Numba match the "
+                    "CUDA version the driver supports",
+                )
+            )
+            continue
+        where = f"{value['library']} on {value['name']} {value['uuid']}".strip()
+        visible = run.facts[a].visible_gpu_uuids
+        if abs(value["value"] - want) > 1e-9 * want:
+            out.append(
+                result("gpu-kernel", Status.FAIL, f"{where}: sum {value['value']!r} != {want!r}", a)
+            )
+        elif (
+            visible
+            and value["uuid"].startswith("GPU-")
+            and visible[0].startswith("GPU-")
+            and value["uuid"] != visible[0]
+        ):
+            out.append(
+                result(
+                    "gpu-kernel",
+                    Status.FAIL,
+                    f"{where}: the kernel ran on {value['uuid']} but NVML says the worker's "
+                    f"first visible GPU is {visible[0]}",
+                    a,
+                    fix="CUDA numbers devices fastest-first unless told otherwise: set "
+                    "CUDA_DEVICE_ORDER=PCI_BUS_ID, or give CUDA_VISIBLE_DEVICES as GPU UUIDs",
+                )
+            )
+        else:
+            out.append(result("gpu-kernel", Status.PASS, f"{where}: sum matches", a))
+    return out
+
+
+def _dask_cudf(run: SmokeRun) -> list[Result]:
+    """A groupby-sum on cuDF partitions on the GPU workers, checked against pandas' answer."""
+    import dask.dataframe as dd
+    import numpy as np
+    import pandas as pd
+
+    n, keys = 200_000, 7
+    pdf = pd.DataFrame({"k": np.arange(n) % keys, "v": np.arange(n, dtype="int64")})
+    # Partitions become cuDF on the workers: the client needs dask_cudf's backend, not a GPU.
+    gdf = dd.from_pandas(pdf, npartitions=2 * len(run.gpu_workers)).to_backend("cudf")
+    grouped = gdf.groupby("k").v.sum().to_backend("pandas")
+    fut = run.track([run.client.compute(grouped, workers=run.gpu_workers)])
+    (got,) = run.values(fut, "the dask-cudf groupby")
+    want = pdf.groupby("k").v.sum()
+    got = got.sort_index()
+    if list(got.index) != list(want.index) or [int(v) for v in got] != [int(v) for v in want]:
+        return [result("dask-cudf", Status.FAIL, f"groupby sum {dict(got)} != {dict(want)}")]
+    return [
+        result("dask-cudf", Status.PASS, f"groupby-sum of {n} rows into {keys} keys matches pandas")
+    ]
+
+
+def _xgboost(run: SmokeRun) -> list[Result]:
+    """xgboost.dask on a synthetic, learnable problem; accuracy must clear a stated floor."""
+    import dask.array as da
+    import numpy as np
+    import xgboost as xgb
+    from xgboost import dask as dxgb
+
+    gpu = bool(run.gpu_workers) and len(run.gpu_workers) == len(run.workers)
+    n, d = 20_000, 4
+    parts = 2 * len(run.workers)
+    x = da.random.default_rng(0).normal(size=(n, d), chunks=(max(1, n // parts), d))
+    weights = np.array([1.0, -2.0, 0.5, 1.5][:d])
+    y = ((x @ weights) > 0).astype("int32")
+    dtrain = dxgb.DaskDMatrix(run.client, x, y)
+    params = {
+        "objective": "binary:logistic",
+        "tree_method": "hist",
+        "device": "cuda" if gpu else "cpu",
+        "max_depth": 4,
+        "eta": 0.5,
+    }
+    booster = dxgb.train(run.client, params, dtrain, num_boost_round=30)["booster"]
+    pred = dxgb.predict(run.client, booster, x)
+    accuracy_graph = ((pred > 0.5).astype("int32") == y).mean()
+    (accuracy,) = run.values(run.track([run.client.compute(accuracy_graph)]), "xgboost predict")
+    where = f"xgboost {xgb.__version__}, device={params['device']}, {len(run.workers)} workers"
+    if accuracy < XGBOOST_ACCURACY_FLOOR:
+        msg = f"{where}: training accuracy {accuracy:.3f} < floor {XGBOOST_ACCURACY_FLOOR}"
+        return [result("xgboost", Status.FAIL, msg)]
+    msg = f"{where}: training accuracy {accuracy:.3f} >= {XGBOOST_ACCURACY_FLOOR}"
+    return [result("xgboost", Status.PASS, msg)]
+
+
+def _torch_ddp(run: SmokeRun) -> list[Result]:
+    """A process group over the workers (NCCL on GPUs, gloo on CPUs) and a checked all-reduce."""
+    plan = ddp.plan_ranks(run.facts)
+    if isinstance(plan, str):  # applicability() already skipped the cases it can see
+        return [result("torch-ddp", Status.SKIP, plan)]
+    futs = ddp.launch(
+        run.client, plan, worker_tasks.torch_allreduce, 1 << 20, timeout=run.remaining()
+    )
+    run.track(futs)
+    want = ddp.expected_sum(len(plan.workers))
+    out = []
+    named = dict(zip(plan.workers, futs, strict=True))
+    for rank, (a, (value, exc)) in enumerate(run.outcomes(named, "the all-reduce").items()):
+        label = f"rank {rank}/{len(plan.workers)} over {plan.backend}"
+        if exc is not None:
+            out.append(
+                result(
+                    "torch-ddp",
+                    Status.FAIL,
+                    f"{label}: {_first_line(exc)}",
+                    a,
+                    fix="each rank needs its own GPU (NCCL refuses two ranks on one GPU) and "
+                    "the workers must reach worker 0's host on the rendezvous port",
+                )
+            )
+        elif value["min"] != want or value["max"] != want:
+            msg = f"{label}: all-reduce gave [{value['min']}, {value['max']}], expected {want}"
+            out.append(result("torch-ddp", Status.FAIL, msg, a))
+        else:
+            nccl = f", NCCL {value['nccl']}" if value["nccl"] else ""
+            msg = f"{label} on {value['device']}: sum {want:g} (torch {value['torch']}{nccl})"
+            out.append(result("torch-ddp", Status.PASS, msg, a))
+    return out
+
+
+SMOKE_TESTS: dict[str, SmokeTest] = {
+    t.id: t
+    for t in (
+        SmokeTest("submit", "a task on every worker returns a known sum", _submit),
+        SmokeTest(
+            "array",
+            "dask.array matrix product and sum with known answers",
+            _array,
+            worker_packages=(("numpy",),),
+            client_modules=("numpy", "dask.array"),
+        ),
+        SmokeTest(
+            "gpu-kernel",
+            "a CuPy/Numba kernel on every GPU worker, checked per worker",
+            _gpu_kernel,
+            worker_packages=(("cupy", "numba-cuda", "numba"),),
+            gpu=True,
+        ),
+        SmokeTest(
+            "dask-cudf",
+            "a dask-cudf groupby-sum checked against pandas",
+            _dask_cudf,
+            worker_packages=(("cudf",), ("dask-cudf",)),
+            client_modules=("dask.dataframe", "dask_cudf"),
+            gpu=True,
+        ),
+        SmokeTest(
+            "xgboost",
+            f"xgboost.dask training accuracy >= {XGBOOST_ACCURACY_FLOOR} (device=cuda on GPUs)",
+            _xgboost,
+            worker_packages=(("xgboost",),),
+            client_modules=("dask.array", "xgboost.dask"),
+        ),
+        SmokeTest(
+            "torch-ddp",
+            "torch.distributed through the workers (NCCL on GPUs, gloo on CPUs), all-reduce",
+            _torch_ddp,
+            worker_packages=(("torch",),),
+        ),
+    )
+}
+
+
+# --- which tests apply ----------------------------------------------------------------------
+
+
+def _client_import_error(module: str) -> str:
+    """Why ``module`` does not import on the client ("" when it does).
+
+    A real import, not find_spec: dask.dataframe is present but needs pyarrow, dask_cudf is
+    present but needs a CUDA driver; the smoke test imports them anyway.
+    """
+    try:
+        importlib.import_module(module)
+    except Exception as exc:
+        return _first_line(exc)
+    return ""
+
+
+def applicability(
+    test: SmokeTest,
+    facts: Mapping[str, NodeFacts],
+    client_import_error: Callable[[str], str] = _client_import_error,
+) -> Result | None:
+    """None when ``test`` can run; else a skip (nothing to test) or a fail (half-installed)."""
+    workers = sorted(facts)
+    if not workers:
+        return result(test.id, Status.SKIP, "no workers to run on")
+    if test.gpu:
+        workers = sorted(a for a, f in facts.items() if ddp.is_gpu_worker(f))
+        if not workers:
+            why = sorted({f.nvml_error for f in facts.values() if f.nvml_error})
+            detail = f" (NVML: {why[0]})" if why else ""
+            return result(
+                test.id, Status.SKIP, f"no GPU workers: none of {len(facts)} sees a GPU{detail}"
+            )
+    for stems in test.worker_packages:
+        missing = [a for a in workers if lacks(facts[a], stems)]
+        name = " or ".join(stems)
+        if missing and len(missing) == len(workers):
+            return result(test.id, Status.SKIP, f"{name} is not installed on the workers")
+        if missing:
+            return result(
+                test.id,
+                Status.FAIL,
+                f"{name} is installed on some workers but not on {', '.join(missing)}",
+                fix=f"install {stems[0]} in every worker's environment",
+            )
+    for module in test.client_modules:
+        why = client_import_error(module)
+        if why:
+            return result(test.id, Status.SKIP, f"{module} does not import on the client ({why})")
+    if test.id == "torch-ddp":
+        plan = ddp.plan_ranks(facts)
+        if isinstance(plan, str):
+            return result(test.id, Status.SKIP, plan)
+    return None
+
+
+# --- the runner -----------------------------------------------------------------------------
+
+
+def _is_cluster_failure(exc: BaseException) -> bool:
+    """A dead worker or lost connection is an error of the run, not a failure of the stack."""
+    from distributed import KilledWorker
+    from distributed.comm.core import CommClosedError
+
+    return isinstance(exc, KilledWorker | CommClosedError)
+
+
+def run_one(
+    test: SmokeTest, client: Any, facts: Mapping[str, NodeFacts], timeout: float
+) -> list[Result]:
+    run = SmokeRun(client, facts, timeout)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            # Libraries such as xgboost.dask look for "the" client; make it ours in this thread.
+            with client.as_current():
+                box["results"] = test.body(run)
+        except BaseException as exc:  # reported below, as a result
+            box["error"] = exc
+
+    started = time.monotonic()
+    thread = threading.Thread(target=target, name=f"envcheck-smoke-{test.id}", daemon=True)
+    thread.start()
+    thread.join(timeout + _GRACE)
+    took = time.monotonic() - started
+    if thread.is_alive():
+        # A library call (xgboost, torch) that ignores our deadline: leave its daemon thread.
+        run.release()
+        return [result(test.id, Status.FAIL, f"timed out after {timeout:g} s")]
+    err = box.get("error")
+    run.release()
+    if isinstance(err, SmokeTimeout):
+        return [result(test.id, Status.FAIL, f"timed out after {timeout:g} s {err}")]
+    if err is not None:
+        status = Status.ERROR if _is_cluster_failure(err) else Status.FAIL
+        return [result(test.id, status, f"{_first_line(err)} (after {took:.1f} s)")]
+    return box["results"]
+
+
+def run_smoke(
+    client: Any,
+    facts: Mapping[str, NodeFacts],
+    selected: set[str] | None = None,
+    timeout: float = 60.0,
+    *,
+    tests: Mapping[str, SmokeTest] | None = None,
+) -> list[Result]:
+    """Run the selected (default: all) smoke tests in order; never raises for a broken cluster."""
+    tests = SMOKE_TESTS if tests is None else tests
+    if selected is not None:
+        unknown = sorted(set(selected) - set(tests))
+        if unknown:
+            raise BadInput(
+                f"unknown smoke test {', '.join(unknown)}; choose from {', '.join(tests)}"
+            )
+    workers = {a: f for a, f in facts.items() if f.role not in ("client", "scheduler")}
+    results: list[Result] = []
+    for test in tests.values():
+        if selected is not None and test.id not in selected:
+            continue
+        skipped = applicability(test, workers)
+        if skipped is not None:
+            results.append(skipped)
+            continue
+        results.extend(run_one(test, client, workers, timeout))
+    return results
+
+
+__all__ = [
+    "SMOKE_TESTS",
+    "SmokeRun",
+    "SmokeTest",
+    "SmokeTimeout",
+    "applicability",
+    "run_one",
+    "run_smoke",
+]

@@ -1,0 +1,222 @@
+"""Functions that run *on* Dask workers for the smoke tests and measurements.
+
+Workers run the user's environment, not ours: envcheck is usually not installed there. So this
+module imports only the standard library at the top, imports numpy/cupy/numba/torch inside the
+functions that need them, and is pickled *by value* (see ``shipped``). Nothing here may import
+from envcheck.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+# Functions of this module travel by value; their globals (other functions here) go with them.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def shipped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap ``fn`` so that ``client.submit`` ships it by value.
+
+    ``client.run`` pickles the function alone and honours cloudpickle's by-value registry, but
+    ``client.submit`` pickles the whole task with plain pickle first, which stores a module
+    function by reference (and the worker then fails to import envcheck). A lambda cannot be
+    pickled by reference, so distributed falls back to cloudpickle for the task, and cloudpickle
+    ships ``fn`` (from a by-value module) along with it.
+    """
+    return lambda *args, **kwargs: fn(*args, **kwargs)
+
+
+# --- submit -------------------------------------------------------------------------------
+
+
+def probe(n: int) -> tuple[int, int, str]:
+    """A known answer (sum of 0..n-1) plus which process computed it."""
+    return sum(range(n)), os.getpid(), socket.gethostname()
+
+
+# --- GPU kernel ---------------------------------------------------------------------------
+
+
+def _uuid_text(raw: Any) -> str:
+    """CUDA's 16-byte device UUID in NVML's text form (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)."""
+    if isinstance(raw, str):
+        return raw if raw.startswith(("GPU-", "MIG-")) else ""
+    h = bytes(raw).hex()
+    if len(h) != 32:
+        return ""
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def gpu_kernel(n: int) -> dict[str, Any]:
+    """Compile and run y = 3x^2 + 1 over 0..n-1 on the worker's current GPU; return sum(y).
+
+    CuPy's ElementwiseKernel compiles through NVRTC, Numba's through NVVM: either proves that the
+    worker can build and launch a kernel, not just allocate memory.
+    """
+    try:
+        import cupy as cp
+    except ImportError:
+        cp = None
+    if cp is not None:
+        kernel = cp.ElementwiseKernel(
+            "float64 x", "float64 y", "y = 3.0 * x * x + 1.0", "envcheck_smoke_kernel"
+        )
+        y = kernel(cp.arange(n, dtype=cp.float64))
+        total = float(y.sum())
+        dev = cp.cuda.Device()
+        props = cp.cuda.runtime.getDeviceProperties(dev.id)
+        return {
+            "library": f"cupy {cp.__version__}",
+            "value": total,
+            "uuid": _uuid_text(props.get("uuid", b"")),
+            "name": props.get("name", b"").decode(errors="replace"),
+            "pci_bus_id": dev.pci_bus_id,
+        }
+    import numpy as np
+    from numba import cuda
+
+    @cuda.jit
+    def kernel(x, out):  # pragma: no cover - runs on the GPU
+        i = cuda.grid(1)
+        if i < x.size:
+            out[i] = 3.0 * x[i] * x[i] + 1.0
+
+    x = cuda.to_device(np.arange(n, dtype=np.float64))
+    out = cuda.device_array_like(x)
+    kernel[(n + 255) // 256, 256](x, out)
+    dev = cuda.get_current_device()
+    name = dev.name.decode(errors="replace") if isinstance(dev.name, bytes) else str(dev.name)
+    return {
+        "library": f"numba {sys.modules['numba'].__version__}",
+        "value": float(out.copy_to_host().sum()),
+        "uuid": _uuid_text(getattr(dev, "uuid", "")),
+        "name": name,
+        "pci_bus_id": "",
+    }
+
+
+# --- torch.distributed --------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port free right now on this worker's host (for torch's rendezvous)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def _init_group(rank: int, world: int, master: str, port: int, backend: str, timeout_s: float):
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    if dist.is_initialized():  # left over from an earlier run in this worker process
+        dist.destroy_process_group()
+    device = torch.device("cpu")
+    if backend == "nccl":
+        # dask-cuda puts the worker's own GPU first in CUDA_VISIBLE_DEVICES.
+        torch.cuda.set_device(0)
+        device = torch.device("cuda", 0)
+    dist.init_process_group(
+        backend,
+        init_method=f"tcp://{master}:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=timeout_s),
+    )
+    return torch, dist, device
+
+
+def torch_allreduce(
+    rank: int, world: int, master: str, port: int, backend: str, timeout_s: float, n: int
+) -> dict[str, Any]:
+    """Each rank contributes rank+1; after a sum all-reduce every element is world*(world+1)/2."""
+    torch, dist, device = _init_group(rank, world, master, port, backend, timeout_s)
+    try:
+        t = torch.full((n,), float(rank + 1), dtype=torch.float32, device=device)
+        dist.all_reduce(t)
+        lo, hi = float(t.min()), float(t.max())
+        return {
+            "rank": rank,
+            "min": lo,
+            "max": hi,
+            "torch": torch.__version__,
+            "device": str(device),
+            "nccl": ".".join(map(str, torch.cuda.nccl.version())) if backend == "nccl" else "",
+        }
+    finally:
+        dist.destroy_process_group()
+
+
+def torch_allreduce_bench(
+    rank: int,
+    world: int,
+    master: str,
+    port: int,
+    backend: str,
+    timeout_s: float,
+    nbytes: int,
+    warmup: int,
+    iters: int,
+) -> dict[str, Any]:
+    """Time ``iters`` sum all-reduces of ``nbytes`` float32 after ``warmup``; then check one."""
+    torch, dist, device = _init_group(rank, world, master, port, backend, timeout_s)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    try:
+        # zeros: the sum stays zero, so timing does not depend on values overflowing
+        t = torch.zeros(nbytes // 4, dtype=torch.float32, device=device)
+        for _ in range(warmup):
+            dist.all_reduce(t)
+        sync()
+        dist.barrier()
+        sync()
+        start = time.perf_counter()
+        for _ in range(iters):
+            dist.all_reduce(t)
+        sync()
+        seconds = (time.perf_counter() - start) / iters
+        t.fill_(float(rank + 1))
+        dist.all_reduce(t)
+        sync()
+        return {"rank": rank, "seconds": seconds, "min": float(t.min()), "max": float(t.max())}
+    finally:
+        dist.destroy_process_group()
+
+
+# --- transfers ----------------------------------------------------------------------------
+
+
+def make_payload(nbytes: int, gpu: bool) -> Any:
+    """Random bytes (so that compression, if the user enabled it, cannot flatter the number)."""
+    if gpu:
+        import cupy as cp
+
+        out = cp.random.randint(0, 256, size=nbytes, dtype=cp.uint8)
+        cp.cuda.Device().synchronize()
+        return out
+    import numpy as np
+
+    return np.random.default_rng().integers(0, 256, size=nbytes, dtype=np.uint8)
+
+
+def received(x: Any, key: Any) -> tuple[int, float | None, str]:
+    """Runs on the receiving worker after Dask fetched ``x``: its size and the fetch's duration.
+
+    The duration is the one distributed itself logs for the fetch (request, transfer and
+    deserialisation on this worker), so no task or scheduler overhead is in it.
+    """
+    from distributed import get_worker
+
+    size = int(getattr(x, "nbytes", 0) or len(x))
+    for entry in reversed(list(get_worker().transfer_incoming_log)):
+        if key in entry.get("keys", {}):
+            return size, float(entry["duration"]), str(entry.get("who", ""))
+    return size, None, ""  # the data was already here: nothing was transferred
