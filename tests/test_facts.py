@@ -1,0 +1,234 @@
+"""The collector, run for real: on this machine, in a plain venv, and its child-process probes."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envcheck.verify import facts as facts_mod
+from envcheck.verify.facts import (
+    collect_node_facts,
+    decode_nccl_version,
+    facts_from_dict,
+    facts_to_dict,
+    normalize_name,
+    parse_ucx_info,
+    probe_imports,
+    probe_libraries,
+)
+from tests.factories import healthy_a100x8, with_imports, with_libraries, with_process
+
+FACTS_PY = Path(facts_mod.__file__)
+
+
+def test_collector_on_this_machine_reports_host_python_and_packages():
+    f = collect_node_facts(role="worker", address="tcp://10.0.0.1:1234")
+    assert (f.host, f.pid, f.role, f.address) == (
+        socket.gethostname(),
+        os.getpid(),
+        "worker",
+        "tcp://10.0.0.1:1234",
+    )
+    assert f.python == ".".join(map(str, sys.version_info[:3]))
+    assert f.packages["pytest"] == pytest.__version__
+    assert f.collect_seconds > 0
+    if f.gpus:  # on the device machine
+        assert f.nvml_error == "" and f.driver_version and f.cuda_driver_version
+    else:  # CI: no driver, a reason instead of a crash
+        assert f.nvml_error and f.driver_version == "" and f.visible_gpu_uuids == ()
+
+
+def test_dist_info_scan_finds_the_same_distributions_as_importlib_metadata():
+    f = collect_node_facts()
+    expected = {}
+    for d in importlib.metadata.distributions():
+        expected.setdefault(normalize_name(d.metadata["Name"]), d.version)
+    assert f.python_packages == expected
+
+
+def test_env_records_gpu_and_comm_variables_and_extra_names(monkeypatch):
+    monkeypatch.setenv("UCX_TLS", "tcp,cuda_copy")
+    monkeypatch.setenv("MY_SITE_VAR", "x")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,0")
+    f = collect_node_facts(extra_env=("MY_SITE_VAR",))
+    assert f.env["UCX_TLS"] == "tcp,cuda_copy" and f.env["MY_SITE_VAR"] == "x"
+    assert f.env["CUDA_VISIBLE_DEVICES"] == "0,0"
+    assert f.visible_gpu_uuids == ()
+    if f.gpus:
+        assert "already listed" in f.visible_devices_problem
+
+
+def test_facts_survive_dict_and_json_round_trips():
+    f = collect_node_facts(import_modules=("json",), libraries=("m",))
+    assert facts_from_dict(facts_to_dict(f)) == f
+    assert facts_from_dict(json.loads(json.dumps(facts_to_dict(f)))) == f
+    rich = with_libraries(
+        with_imports(with_process(healthy_a100x8(), 3, 31337, "bob", 30000), numpy="", scipy="x"),
+        nccl="/opt/libnccl.so.2",
+    )
+    assert facts_from_dict(json.loads(json.dumps(facts_to_dict(rich)))) == rich
+    # a newer collector's extra field does not break an older reader
+    assert facts_from_dict({**facts_to_dict(rich), "future_field": 1}) == rich
+
+
+def test_conda_meta_file_names_give_versions_and_builds(tmp_path):
+    meta = tmp_path / "conda-meta"
+    meta.mkdir()
+    # file names as conda writes them, from a real RAPIDS 22.12 `conda list` (see factories.py)
+    for name in (
+        "python-3.9.13-h9a8a25e_0_cpython",
+        "cuda-python-11.7.1-py39h3fd9d12_0",
+        "libgcc-ng-12.2.0-h65d4601_19",
+        "ucx-1.13.1-h538f049_1",
+    ):
+        (meta / f"{name}.json").write_text("{}")
+    (meta / "history").write_text("")
+    versions, builds = facts_mod._conda_meta_packages(tmp_path)
+    assert versions == {
+        "cuda-python": "11.7.1",
+        "libgcc-ng": "12.2.0",
+        "python": "3.9.13",
+        "ucx": "1.13.1",
+    }
+    assert builds["python"] == "h9a8a25e_0_cpython" and builds["cuda-python"] == "py39h3fd9d12_0"
+    assert facts_mod._conda_meta_packages(tmp_path / "nope") is None
+
+
+def test_probe_imports_reports_failure_hang_and_crash_and_goes_on(tmp_path, monkeypatch):
+    (tmp_path / "good_mod.py").write_text("VALUE = 1\n")
+    (tmp_path / "needs_blas.py").write_text(
+        "raise ImportError('libopenblas.so.0: cannot open shared object file: No such file')\n"
+    )
+    (tmp_path / "hangs_mod.py").write_text("import time\ntime.sleep(60)\n")
+    (tmp_path / "crashes_mod.py").write_text("import os\nos.abort()\n")
+    (tmp_path / "chatty_mod.py").write_text("print('hello from import')\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    t0 = time.perf_counter()
+    probes = probe_imports(
+        ["good_mod", "needs_blas", "hangs_mod", "crashes_mod", "chatty_mod", "good_mod"], 2.0
+    )
+    assert time.perf_counter() - t0 < 20
+    by = {p.module: p for p in probes}
+    assert [p.module for p in probes] == [
+        "good_mod",
+        "needs_blas",
+        "hangs_mod",
+        "crashes_mod",
+        "chatty_mod",
+    ]
+    assert by["good_mod"].ok and by["chatty_mod"].ok
+    assert not by["needs_blas"].ok and "libopenblas.so.0" in by["needs_blas"].error
+    assert by["hangs_mod"].error == "timed out after 2 s"
+    assert by["crashes_mod"].error == "import crashed the interpreter (signal 6)"
+
+
+def test_probe_libraries_resolves_through_the_loader():
+    found, missing = probe_libraries(["m", "libenvcheck_no_such_lib.so.7"], 30)
+    assert found.found and "libm" in Path(found.path).name
+    assert not missing.found and "libenvcheck_no_such_lib.so.7" in missing.error
+
+
+def test_own_pids_include_children():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert {os.getpid(), child.pid} <= set(facts_mod._own_pids(os.getpid()))
+        assert 1 not in facts_mod._own_pids(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
+
+
+# `ucx_info -v -d` output shape, from openucx/ucx src/tools/info (version_info.c, tl_info.c)
+UCX_INFO = """\
+# Library version: 1.15.0
+# Library path: /opt/conda/lib/libucs.so.0
+# API headers version: 1.15.0
+#
+# Memory domain: self
+#     Component: self
+#      Transport: self
+#         Device: memory
+#
+# Memory domain: cuda_cpy
+#     Component: cuda_cpy
+#      Transport: cuda_copy
+#         Device: cuda
+#
+# Memory domain: cuda_ipc
+#      Transport: cuda_ipc
+#         Device: cuda
+#      Transport: tcp
+#         Device: eth0
+#      Transport: tcp
+#         Device: lo
+"""
+
+
+def test_parse_ucx_info():
+    assert parse_ucx_info(UCX_INFO) == (("cuda_copy", "cuda_ipc", "self", "tcp"), "1.15.0")
+    assert parse_ucx_info("") == ((), "")
+
+
+def test_ucx_binding_and_ucx_info_on_path_are_found(tmp_path, monkeypatch):
+    # This machine has no UCX: a stand-in ucxx package and ucx_info exercise the real lookup
+    # (find_spec, PATH, subprocess with timeout, parsing).
+    (tmp_path / "ucxx").mkdir()
+    (tmp_path / "ucxx" / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    tool = tmp_path / "bin" / "ucx_info"
+    tool.parent.mkdir()
+    tool.write_text(f"#!/bin/sh\ncat <<'EOF'\n{UCX_INFO}EOF\n")
+    tool.chmod(0o755)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+    f = collect_node_facts()
+    assert f.ucx.module == "ucxx" and f.ucx.ucx_version == "1.15.0"
+    assert f.ucx.transports == ("cuda_copy", "cuda_ipc", "self", "tcp") and f.ucx.error == ""
+    tool.write_text("#!/bin/sh\nsleep 30\n")
+    hung = facts_mod._ucx_facts({}, {}, timeout=0.5)
+    assert "timed out" in hung.error
+
+
+@pytest.mark.parametrize(("code", "text"), [(22703, "2.27.3"), (21803, "2.18.3"), (2708, "2.7.8")])
+def test_decode_nccl_version(code, text):
+    assert decode_nccl_version(code) == text
+
+
+@pytest.fixture(scope="module")
+def plain_venv(tmp_path_factory) -> Path:
+    """A fresh venv (pip only, no conda-meta, no envcheck, no pynvml)."""
+    root = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", str(root / "v")], check=True, timeout=120)
+    return root
+
+
+@pytest.mark.slow
+def test_facts_py_runs_standalone_in_a_venv_without_envcheck(plain_venv):
+    copy = plain_venv / "facts_standalone.py"  # outside any package: only the stdlib to lean on
+    shutil.copy(FACTS_PY, copy)
+    python = plain_venv / "v" / "bin" / "python"
+    out = subprocess.run(
+        [str(python), "-I", str(copy)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["package_source"] == "importlib.metadata"
+    pip_version = subprocess.run(
+        [str(python), "-c", "import pip; print(pip.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert data["packages"]["pip"] == pip_version
+    assert "envcheck" not in data["packages"] and "pytest" not in data["packages"]
+    assert data["python_executable"] == str(python)
+    assert data["nvml_error"].startswith("pynvml is not importable")
+    assert facts_from_dict(data).gpus == ()
