@@ -232,3 +232,15 @@ def test_facts_py_runs_standalone_in_a_venv_without_envcheck(plain_venv):
     assert data["python_executable"] == str(python)
     assert data["nvml_error"].startswith("pynvml is not importable")
     assert facts_from_dict(data).gpus == ()
+
+
+def test_probe_libraries_finds_pip_wheel_libraries_loaded_by_path(tmp_path, monkeypatch):
+    # pip's nvidia-nccl-cu12 puts libnccl.so.2 in site-packages/nvidia/nccl/lib, off the
+    # loader path; a real ELF library copied to such a place stands in for it
+    libm = probe_libraries(["m"], 30)[0].path
+    lib_dir = tmp_path / "site-packages" / "nvidia" / "envcheck_test" / "lib"
+    lib_dir.mkdir(parents=True)
+    shutil.copy(libm, lib_dir / "libenvcheck_test.so.1")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site-packages"))
+    [probe] = probe_libraries(["libenvcheck_test.so.1"], 30)
+    assert probe.found and probe.path == str(lib_dir / "libenvcheck_test.so.1")

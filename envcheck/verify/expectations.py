@@ -206,7 +206,10 @@ def read_lock(path: Path) -> tuple[LockedPackage, ...]:
     try:
         lock = parse_conda_lock_file(path)
     except Exception as e:  # yaml, pydantic and conda-lock's own errors all mean "bad lock"
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        lines = [ln.strip() for ln in str(e).strip().splitlines()] or [type(e).__name__]
+        first = lines[0]
+        if "validation error" in first and len(lines) >= 3:  # pydantic: name the field
+            first = f"{lines[1]}: {lines[2].split(' [')[0]}"
         raise BadInput(f"{path}: not a readable conda-lock file ({first})") from e
     out = []
     for dep in lock.package:

@@ -729,6 +729,22 @@ for name in sys.argv[1:]:
                 err = ""
             except OSError as e2:
                 err = str(e2)[:300]
+    if err and "/" not in name:
+        # conda's lib/ and pip wheels' nvidia/*/lib hold libraries that frameworks load by
+        # path (torch preloads its NCCL so): found there, the library is usable by them
+        import glob, os
+        dirs = [os.path.join(sys.prefix, "lib")] + [
+            d for p in sys.path if p.endswith("site-packages")
+            for d in glob.glob(os.path.join(p, "nvidia", "*", "lib"))
+        ]
+        for cand in (os.path.join(d, name) for d in dirs):
+            if os.path.exists(cand):
+                try:
+                    ctypes.CDLL(cand)
+                    err = ""
+                    break
+                except OSError as e3:
+                    err = str(e3)[:300]
     print(json.dumps({"name": name, "error": err}), flush=True)
 with open("/proc/self/maps") as f:
     print(json.dumps({"maps": sorted({ln.split()[-1] for ln in f if "/" in ln})}), flush=True)
