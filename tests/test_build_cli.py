@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -223,3 +225,40 @@ def test_platform_flag_rebuilds_one_platform_and_keeps_the_other(tmp_path: Path)
     assert {p.platform for p in lock.packages} == {"linux-64", "linux-aarch64"}
     assert (out / "two.linux-aarch64.lock").read_bytes() == arm
     assert build(r, "--out", out, "--platform", "osx-64") == ExitCode.BAD_INPUT
+
+
+def test_interrupted_build_leaves_the_previous_lock_byte_identical(tmp_path: Path) -> None:
+    root = tmp_path / "ch"
+    url = demo_channel(root)
+    out = tmp_path / "locks"
+    r = recipe(tmp_path, url, "[python=3.9]")
+    assert build(r, "--out", out) == ExitCode.OK
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    # a FIFO as repodata: the solver blocks reading it, so the build is surely mid-solve
+    repodata = root / "linux-64" / "repodata.json"
+    repodata.unlink()
+    os.mkfifo(repodata)
+    r.write_text(r.read_text().replace("python=3.9", "python=3.9.18"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "build", str(r), "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    writer = None
+    try:
+        deadline = time.monotonic() + 30
+        while writer is None and time.monotonic() < deadline:
+            try:  # opens only once the solver has the FIFO open for reading
+                writer = os.open(repodata, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                time.sleep(0.05)
+        assert writer is not None, "the solver never opened the channel's repodata"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if writer is not None:
+            os.close(writer)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == ExitCode.INTERRUPTED, err
+    assert err.strip() == "envcheck: interrupted"
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

@@ -260,6 +260,12 @@ def solve_specs(
             child = _get_child()
             try:
                 reply = child.ask(request, deadline)
+            except KeyboardInterrupt:
+                # the child would finish a solve nobody waits for: end it now
+                child.proc.kill()
+                child.close()
+                _child = None
+                raise
             except TimeoutError:
                 child.proc.kill()
                 child.close()
