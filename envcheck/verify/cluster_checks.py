@@ -1,0 +1,77 @@
+"""verify node's checks applied to every worker of a cluster, folded per host.
+
+Pure. Each worker is judged on its own facts (its packages against the lock, what its
+CUDA_VISIBLE_DEVICES leaves it, the GPU processes it sees). A result that every worker of a
+host reports identically (the driver, glibc, "no lock given") is a fact about the host: it is
+reported once with the host as node, not once per worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+from envcheck.report import Result
+from envcheck.verify.expectations import Expectations
+from envcheck.verify.facts import NodeFacts
+
+NodeChecks = Callable[[NodeFacts, Expectations, str], list[Result]]
+
+
+def cluster_pids_by_host(processes: Mapping[str, NodeFacts]) -> dict[str, frozenset[int]]:
+    """host -> pids of the cluster's own processes there (GPU use by them is not foreign).
+
+    Per host because pids mean nothing across machines.
+    """
+    out: dict[str, set[int]] = {}
+    for f in processes.values():
+        out.setdefault(f.host, set()).update((f.pid, *f.own_pids))
+    return {host: frozenset(pids) for host, pids in out.items()}
+
+
+def node_checks_per_worker(
+    workers: Mapping[str, NodeFacts],
+    exp: Expectations,
+    run_checks: NodeChecks,
+    own_pids: Mapping[str, frozenset[int]] = {},  # noqa: B006 - read only
+) -> list[Result]:
+    """run_checks on each worker (node = its address), then fold what a host shares."""
+    per_worker: dict[str, list[Result]] = {}
+    for address, facts in workers.items():
+        known = own_pids.get(facts.host, frozenset()) | exp.known_pids
+        wexp = dataclasses.replace(exp, known_pids=known)
+        per_worker[address] = run_checks(facts, wexp, address)
+    return fold_per_host(per_worker, {a: f.host for a, f in workers.items()})
+
+
+def _key(r: Result) -> tuple[str, str, str, str, str]:
+    return (r.check, r.status.value, r.message, r.fix, r.group)
+
+
+def fold_per_host(
+    per_worker: Mapping[str, list[Result]], host_of: Mapping[str, str]
+) -> list[Result]:
+    """Results every worker of a host reports alike become one result with node=host.
+
+    Only identical results fold (same check, status, message and fix): as soon as one
+    worker differs, each keeps its own line, so nothing about any worker is lost.
+    """
+    hosts: dict[str, list[str]] = {}
+    for address in per_worker:
+        hosts.setdefault(host_of[address], []).append(address)
+    out: list[Result] = []
+    for host, addresses in hosts.items():
+        if len(addresses) == 1:
+            out.extend(per_worker[addresses[0]])
+            continue
+        keysets = [{_key(r) for r in per_worker[a]} for a in addresses]
+        shared = set.intersection(*keysets)
+        emitted: set[tuple[str, str, str, str, str]] = set()
+        for r in per_worker[addresses[0]]:  # keep the checks' own order
+            k = _key(r)
+            if k in shared and k not in emitted:
+                emitted.add(k)
+                out.append(dataclasses.replace(r, node=f"{host} ({len(addresses)} workers)"))
+        for a in addresses:
+            out.extend(r for r in per_worker[a] if _key(r) not in shared)
+    return out

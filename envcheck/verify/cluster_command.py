@@ -1,0 +1,283 @@
+"""`envcheck verify cluster`: reach a cluster, gather every process's facts, judge, smoke-test.
+
+With no address, envcheck starts the cluster itself (LocalCUDACluster with one worker per GPU,
+else LocalCluster), verifies it and shuts it down: the README's main command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envcheck.errors import BadInput
+from envcheck.report import Measurement, Report, Result, Status
+from envcheck.verify.cluster_checks import cluster_pids_by_host, node_checks_per_worker
+from envcheck.verify.connect import (
+    DEFAULT_TIMEOUT,
+    address_from_scheduler_file,
+    check_address,
+    connect,
+    embedded_cluster,
+    embedded_kind,
+    gpu_count,
+    security_from_files,
+)
+from envcheck.verify.expectations import (
+    Expectations,
+    add_expectation_arguments,
+    expectations_from_args,
+)
+from envcheck.verify.gather import ClusterFacts, CollectOptions, gather_facts
+from envcheck.verify.pinning import by_host, check_pinning
+from envcheck.verify.resources import check_resources
+from envcheck.verify.skew import skew_report
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+GROUP = "cluster"
+DEFAULT_SMOKE_TIMEOUT = 120.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "address",
+        nargs="?",
+        help="scheduler address (tcp://, tls://, ucx://); none: start a local cluster",
+    )
+    parser.add_argument("--scheduler-file", type=Path, metavar="FILE", help="read the address")
+    tls = parser.add_argument_group("TLS (distributed.security.Security)")
+    tls.add_argument("--tls-ca-file", type=Path, metavar="FILE", help="CA certificate (PEM)")
+    tls.add_argument("--tls-cert", type=Path, metavar="FILE", help="client certificate (PEM)")
+    tls.add_argument("--tls-key", type=Path, metavar="FILE", help="client private key (PEM)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"limit for connecting and for each process's facts (default {DEFAULT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--smoke",
+        default="all",
+        metavar="LIST",
+        help="comma-separated smoke tests to run, 'all' (default: those that apply) or 'none'",
+    )
+    parser.add_argument(
+        "--smoke-timeout",
+        type=float,
+        default=DEFAULT_SMOKE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"limit for each smoke test (default {DEFAULT_SMOKE_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--bench", action="store_true", help="measure transfer bandwidth and NCCL all-reduce"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="workers of the embedded cluster (default: one per GPU, else LocalCluster's)",
+    )
+    parser.add_argument(
+        "--no-plugins", action="store_true", help="skip checks from the envcheck.checks group"
+    )
+    add_expectation_arguments(parser)
+
+
+def _smoke_selection(text: str) -> set[str] | None:
+    """None = every smoke test that applies; an empty set = none."""
+    from envcheck.verify.smoke import SMOKE_TESTS
+
+    value = text.strip().lower()
+    if value == "all":
+        return None
+    if value == "none":
+        return set()
+    names = {n.strip() for n in value.split(",") if n.strip()}
+    unknown = sorted(names - set(SMOKE_TESTS))
+    if unknown:
+        raise BadInput(
+            f"unknown smoke test {', '.join(unknown)} (known: {', '.join(SMOKE_TESTS)}, all, none)"
+        )
+    return names
+
+
+def _validate(args: argparse.Namespace) -> None:
+    if args.timeout <= 0:
+        raise BadInput(f"--timeout must be positive, not {args.timeout:g}")
+    if args.smoke_timeout <= 0:
+        raise BadInput(f"--smoke-timeout must be positive, not {args.smoke_timeout:g}")
+    if args.address and args.scheduler_file:
+        raise BadInput("give a scheduler address or --scheduler-file, not both")
+    if args.workers is not None:
+        if args.address or args.scheduler_file:
+            raise BadInput("--workers sizes the embedded cluster: it needs no address")
+        if args.workers < 1:
+            raise BadInput(f"--workers must be 1 or more, not {args.workers}")
+
+
+@contextlib.contextmanager
+def _cluster(args: argparse.Namespace, security: object) -> Iterator[tuple[Client, str]]:
+    """A client to the cluster to verify, and a line describing that cluster."""
+    address = args.address
+    if args.scheduler_file:
+        address = address_from_scheduler_file(args.scheduler_file)
+    if address:
+        address = check_address(address, security)  # type: ignore[arg-type]
+        with connect(address, security, args.timeout) as client:  # type: ignore[arg-type]
+            yield client, address
+        return
+    if security is not None:
+        raise BadInput("TLS options need a scheduler address (the embedded cluster is local)")
+    gpus = gpu_count()
+    kind, why = embedded_kind(gpus)
+    with embedded_cluster(n_workers=args.workers, gpus=gpus) as client:
+        yield client, f"embedded {kind} ({why})"
+
+
+def run(args: argparse.Namespace) -> Report:
+    _validate(args)
+    exp = expectations_from_args(args)
+    selected = _smoke_selection(args.smoke)
+    security = security_from_files(args.tls_ca_file, args.tls_cert, args.tls_key)
+    with _cluster(args, security) as (client, described):
+        return verify(
+            client,
+            exp,
+            timeout=args.timeout,
+            smoke=selected,
+            smoke_timeout=args.smoke_timeout,
+            bench=args.bench,
+            plugins=not args.no_plugins,
+            described=described,
+            embedded=not (args.address or args.scheduler_file),
+        )
+
+
+def verify(
+    client: Client,
+    exp: Expectations,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    smoke: set[str] | None = None,
+    smoke_timeout: float = DEFAULT_SMOKE_TIMEOUT,
+    bench: bool = False,
+    plugins: bool = True,
+    described: str = "",
+    embedded: bool = False,
+) -> Report:
+    """Everything after connecting: facts, checks, smoke tests, measurements -> one Report."""
+    from envcheck.verify.checks import run_node_checks
+
+    options = CollectOptions(exp.import_modules, exp.libraries, exp.probe_timeout)
+    cluster = gather_facts(client, timeout, options)
+    processes = cluster.by_process()
+    results: list[Result] = [_membership(cluster), *cluster.errors]
+    lock_names = tuple(p.name for p in exp.lock_packages)
+    table, skew_results = skew_report(processes, lock_names)
+    results += skew_results
+    results += node_checks_per_worker(
+        cluster.workers,
+        exp,
+        lambda f, e, node: run_node_checks(f, e, node, plugins=plugins),
+        cluster_pids_by_host(processes),
+    )
+    if cluster.workers:
+        results += check_pinning(cluster.workers)
+        results += check_resources(
+            client, {a: f.resources for a, f in cluster.workers.items()}, timeout
+        )
+    measurements = [
+        Measurement("facts round", cluster.seconds, "s", node=f"{len(processes)} processes")
+    ]
+    if cluster.workers and smoke != set():
+        from envcheck.verify.smoke import run_smoke
+
+        results += run_smoke(client, cluster.workers, smoke, smoke_timeout)
+    if bench and cluster.workers:
+        got, problems = _bench(client, cluster, embedded, timeout, smoke_timeout)
+        measurements += got
+        results += problems
+    return Report(
+        title="verify cluster",
+        results=tuple(results),
+        measurements=tuple(measurements),
+        tables=(table,),
+        environment=_environment(client, cluster, described),
+    )
+
+
+def _bench(
+    client: Client, cluster: ClusterFacts, embedded: bool, timeout: float, limit: float
+) -> tuple[list[Measurement], list[Result]]:
+    """Transfers and all-reduce on this cluster; for the embedded default, UCX transfers too.
+
+    The embedded default runs over TCP; a second local cluster over UCX (when distributed-ucxx
+    is installed) shows the user what the protocol costs on this machine.
+    """
+    import importlib.util
+
+    from envcheck.verify.measure import measure_transfers, run_measurements
+
+    got = run_measurements(client, cluster.workers, timeout=limit)
+    measurements, problems = list(got), list(got.problems)
+    if not embedded:
+        return measurements, problems
+    if importlib.util.find_spec("distributed_ucxx") is None:
+        problems.append(
+            Result(
+                "bench.ucx",
+                Status.SKIP,
+                "UCX transfers not measured: distributed-ucxx is not installed",
+                fix="pip install distributed-ucxx-cu12 (or -cu13) to compare TCP with UCX",
+                group="bench",
+            )
+        )
+        return measurements, problems
+    local_gpus = len(cluster.client.gpus)  # the embedded cluster runs here
+    with embedded_cluster("ucx", n_workers=len(cluster.workers), gpus=local_gpus) as ucx:
+        ucx_facts = gather_facts(ucx, timeout)
+        problems += ucx_facts.errors
+        transfers = measure_transfers(ucx, ucx_facts.workers, timeout=limit)
+        measurements += list(transfers)
+        problems += list(transfers.problems)
+    return measurements, problems
+
+
+def _membership(cluster: ClusterFacts) -> Result:
+    n = len(cluster.expected_workers)
+    if n == 0:
+        return Result(
+            "workers",
+            Status.FAIL,
+            "the scheduler has no workers",
+            fix="start workers: dask worker SCHEDULER_ADDRESS (dask cuda worker on GPU hosts)",
+            group=GROUP,
+        )
+    hosts = by_host(cluster.workers)
+    answered = len(cluster.workers)
+    status = Status.PASS if answered == n else Status.ERROR
+    return Result(
+        "workers",
+        status,
+        f"{answered} of {n} workers reported facts, on {len(hosts)} host(s): "
+        + ", ".join(f"{h} ({len(w)})" for h, w in hosts.items()),
+        group=GROUP,
+    )
+
+
+def _environment(client: Client, cluster: ClusterFacts, described: str) -> dict[str, str]:
+    c = cluster.client
+    return {
+        "cluster": described,
+        "scheduler": getattr(client.scheduler, "address", "") or "",
+        "workers": str(len(cluster.expected_workers)),
+        "client host": c.host,
+        "client python": f"{c.python} ({c.python_executable})",
+        "facts round": f"{cluster.seconds:.3f} s",
+    }
+

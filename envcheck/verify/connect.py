@@ -1,0 +1,182 @@
+"""Reaching the cluster to verify: an address, a scheduler file, or one envcheck starts itself.
+
+Every way in is bounded by a timeout and turns the usual failures into one-line errors:
+BadInput for what the user typed, Unreachable when nothing answered in time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envcheck.errors import BadInput, Unreachable
+
+if TYPE_CHECKING:
+    from distributed import Client
+    from distributed.security import Security
+
+DEFAULT_TIMEOUT = 30.0
+
+_SCHEMES = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
+
+
+def security_from_files(
+    ca_file: Path | None, cert: Path | None, key: Path | None
+) -> Security | None:
+    """distributed's Security for a TLS cluster, or None when no TLS flag was given."""
+    if ca_file is None and cert is None and key is None:
+        return None
+    if ca_file is None:
+        raise BadInput("--tls-cert/--tls-key need --tls-ca-file (the CA that signed the cluster)")
+    if (cert is None) != (key is None):
+        raise BadInput("--tls-cert and --tls-key go together")
+    for flag, path in (("--tls-ca-file", ca_file), ("--tls-cert", cert), ("--tls-key", key)):
+        if path is not None and not path.is_file():
+            raise BadInput(f"{flag}: file not found: {path}")
+    from distributed.security import Security
+
+    try:
+        return Security(
+            tls_ca_file=str(ca_file),
+            tls_client_cert=str(cert) if cert else None,
+            tls_client_key=str(key) if key else None,
+            require_encryption=True,
+        )
+    except Exception as e:  # unreadable or malformed PEM shows up here or at connect time
+        raise BadInput(f"TLS files not usable: {e}") from e
+
+
+def address_from_scheduler_file(path: Path) -> str:
+    """The scheduler address in a file written by `dask scheduler --scheduler-file`."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise BadInput(f"scheduler file not found: {path}") from None
+    except (OSError, ValueError) as e:
+        raise BadInput(f"{path}: not a scheduler file ({e})") from None
+    address = data.get("address") if isinstance(data, dict) else None
+    if not isinstance(address, str) or not address:
+        raise BadInput(f"{path}: not a scheduler file (no 'address')")
+    return address
+
+
+def check_address(address: str, security: Security | None) -> str:
+    """Validate a scheduler address before any connection attempt; returns it normalised."""
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if scheme not in _SCHEMES:
+        raise BadInput(f"unknown protocol {scheme!r} in {address!r} (use tcp://, tls://, ucx://)")
+    if not rest or rest.startswith(":"):
+        raise BadInput(f"no host in scheduler address {address!r}")
+    if scheme == "ucx" and importlib.util.find_spec("distributed_ucxx") is None:
+        raise BadInput("a ucx:// address needs distributed-ucxx installed where envcheck runs")
+    if scheme == "tls" and security is None and not _tls_configured():
+        raise BadInput(
+            "a tls:// address needs --tls-ca-file, --tls-cert and --tls-key "
+            "(or distributed.comm.tls settings in the Dask config)"
+        )
+    return f"{scheme}://{rest}"
+
+
+def _tls_configured() -> bool:
+    from distributed.security import Security
+
+    return Security().get_connection_args("client").get("ssl_context") is not None
+
+
+@contextlib.contextmanager
+def connect(address: str, security: Security | None, timeout: float) -> Iterator[Client]:
+    """A Client to a running scheduler; Unreachable when none answers within timeout."""
+    from distributed import Client
+
+    try:
+        client = Client(address, security=security, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError) as e:
+        raise Unreachable(
+            f"no scheduler answered at {address} within {timeout:g} s ({_reason(e)})"
+        ) from e
+    except (TypeError, ValueError) as e:  # distributed's reaction to malformed TLS/addresses
+        raise BadInput(f"cannot connect to {address}: {e}") from e
+    try:
+        yield client
+    finally:
+        with contextlib.suppress(Exception):
+            client.close(timeout=timeout)
+
+
+def _reason(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0][:300]
+
+
+def gpu_count() -> int:
+    """GPUs NVML sees on this machine (0 without a driver), through the facts collector."""
+    from envcheck.verify.facts import collect_node_facts
+
+    return len(collect_node_facts("client").gpus)
+
+
+def embedded_kind(gpus: int) -> tuple[str, str]:
+    """("LocalCUDACluster" | "LocalCluster", why): what the embedded default starts here."""
+    if gpus == 0:
+        return "LocalCluster", "no GPU on this machine"
+    if importlib.util.find_spec("dask_cuda") is None:
+        return "LocalCluster", f"{gpus} GPUs but dask-cuda is not installed"
+    return "LocalCUDACluster", f"one worker per GPU ({gpus})"
+
+
+@contextlib.contextmanager
+def embedded_cluster(
+    protocol: str = "tcp",
+    n_workers: int | None = None,
+    *,
+    gpus: int | None = None,
+    timeout: float = 120.0,
+) -> Iterator[Client]:
+    """Start a local cluster on this machine, yield a Client to it, shut both down after.
+
+    LocalCUDACluster (one worker per GPU, or n_workers) when GPUs and dask-cuda are present,
+    else a LocalCluster of worker processes (processes, not threads: a worker must be a
+    separate interpreter for the checks to mean what they mean on a real cluster).
+    """
+    from distributed import Client
+
+    if gpus is None:
+        gpus = gpu_count()
+    kind, _ = embedded_kind(gpus)
+    if protocol == "ucx" and importlib.util.find_spec("distributed_ucxx") is None:
+        raise BadInput("protocol ucx needs distributed-ucxx installed")
+    common = dict(
+        protocol=f"{protocol}://",
+        dashboard_address=None,  # no dashboard...
+        # ...but the scheduler's HTTP routes still bind: a free port, not 8787 plus a warning
+        scheduler_kwargs={"dashboard_address": ":0"},
+        silence_logs=logging.ERROR,
+    )
+    try:
+        if kind == "LocalCUDACluster":
+            from dask_cuda import LocalCUDACluster
+
+            cluster = LocalCUDACluster(n_workers=n_workers, **common)
+        else:
+            from distributed import LocalCluster
+
+            cluster = LocalCluster(n_workers=n_workers, processes=True, host="127.0.0.1", **common)
+    except Exception as e:
+        raise Unreachable(f"the embedded {kind} did not start: {_reason(e)}") from e
+    try:
+        client = Client(cluster, timeout=timeout, set_as_default=False)
+        try:
+            yield client
+        finally:
+            with contextlib.suppress(Exception):
+                client.close(timeout=timeout)
+    finally:
+        with contextlib.suppress(Exception):
+            cluster.close(timeout=timeout)
