@@ -244,3 +244,35 @@ def test_probe_libraries_finds_pip_wheel_libraries_loaded_by_path(tmp_path, monk
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site-packages"))
     [probe] = probe_libraries(["libenvcheck_test.so.1"], 30)
     assert probe.found and probe.path == str(lib_dir / "libenvcheck_test.so.1")
+
+
+def test_collector_ships_by_value_to_an_interpreter_without_envcheck(tmp_path):
+    # what verify cluster does: cloudpickle the collector by value; the worker side has
+    # cloudpickle (it comes with distributed) but no envcheck
+    cloudpickle = pytest.importorskip("cloudpickle")
+    cloudpickle.register_pickle_by_value(facts_mod)
+    try:
+        payload = cloudpickle.dumps((facts_mod.collect_node_facts, facts_mod.facts_to_dict))
+    finally:
+        cloudpickle.unregister_pickle_by_value(facts_mod)
+    (tmp_path / "payload.pkl").write_bytes(payload)
+    site = str(Path(cloudpickle.__file__).parents[1])
+    code = (
+        "import sys, json, pickle;"
+        f"sys.path.append({site!r});"  # cloudpickle's site-packages, without its .pth files
+        "collect, to_dict = pickle.loads(open(sys.argv[1], 'rb').read());"
+        "assert 'envcheck' not in sys.modules;"
+        "import importlib.util; assert importlib.util.find_spec('envcheck') is None;"
+        "print(json.dumps(to_dict(collect(role='worker'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code, str(tmp_path / "payload.pkl")],
+        cwd=tmp_path,  # not the checkout: envcheck must not be importable
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["role"] == "worker" and data["pid"] != os.getpid()
+    assert facts_from_dict(data).host == socket.gethostname()
