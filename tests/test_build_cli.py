@@ -137,13 +137,32 @@ def test_exclusion_steers_the_solver_and_is_recorded(tmp_path: Path, capsys) -> 
     assert [(e.name, e.reason) for e in lock.exclusions] == [("cuml", "breaks xgboost.dask")]
 
 
-def test_channel_data_flag_solves_against_a_snapshot(tmp_path: Path, channel: str) -> None:
-    r = recipe(tmp_path, "conda-forge", "[python=3.9]")
-    assert build(r, "--out", tmp_path / "locks", "--channel-data", channel) == ExitCode.OK
-    lock = read_lock(tmp_path / "locks" / "demo.conda-lock.yml")
+def test_channel_data_flag_solves_against_a_snapshot(tmp_path: Path) -> None:
+    snapshot = write_channel(
+        tmp_path / "snap",
+        [pkg("python", "3.9.18"), pkg("dask", "2022.7.1", ["python"], noarch="python")],
+        info={"envcheck_snapshot_of": "real.conda-lock.yml"},
+        base_url="https://conda.anaconda.org/conda-forge",
+    )
+    r = recipe(tmp_path, "conda-forge", "[python=3.9, dask]")
+    out = tmp_path / "locks"
+    assert build(r, "--out", out, "--channel-data", snapshot) == ExitCode.OK
+    lock = read_lock(out / "demo.conda-lock.yml")
     assert lock.channels == ("https://conda.anaconda.org/conda-forge",)
-    assert lock.channel_data[0].startswith(f"{channel} (linux-64/repodata.json sha256:")
-    assert build(r, "--out", tmp_path / "locks", "--check") == ExitCode.OK
+    assert {p.url for p in lock.packages} == {
+        "https://conda.anaconda.org/conda-forge/linux-64/python-3.9.18-0.tar.bz2",
+        "https://conda.anaconda.org/conda-forge/noarch/dask-2022.7.1-0.tar.bz2",
+    }
+    (data,) = lock.channel_data
+    assert data.startswith(f"{snapshot} (linux-64/repodata.json sha256:")
+    assert data.endswith(
+        "; snapshot of real.conda-lock.yml; packages at https://conda.anaconda.org/conda-forge)"
+    )
+    assert build(r, "--out", out, "--check") == ExitCode.OK
+    # an explicit file from another build of the recipe is caught too
+    explicit = out / "demo.linux-64.lock"
+    explicit.write_text(explicit.read_text().replace("# input_hash: ", "# input_hash: 0"))
+    assert build(r, "--out", out, "--check") == ExitCode.STALE
 
 
 @pytest.mark.parametrize(

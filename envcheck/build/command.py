@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import socket
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -159,8 +160,24 @@ def _explain_failure(
     raise Unsolvable(f"{where}: {diagnosis.summary()}", detail=detail)
 
 
+def _repodata_info(head: bytes) -> dict[str, Any]:
+    """The repodata's ``info`` object when it comes first (as sorted JSON writes it), else {}."""
+    text = head.decode("utf-8", errors="replace")
+    at = text.find('"info"')
+    start = text.find("{", at) if at >= 0 else -1
+    if start < 0:
+        return {}
+    try:
+        info, _ = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
 def channel_data(channels: Sequence[str], platform_list: Sequence[str]) -> list[str]:
-    """One line per channel saying what data the solve read (sha256 of local repodata)."""
+    """One line per channel saying what data the solve read: sha256 of each local repodata,
+    and what a snapshot says of itself (its source lock, the real channel its URLs point at).
+    """
     lines = []
     for ch in channels:
         url = resolve_channel(ch)
@@ -169,12 +186,19 @@ def channel_data(channels: Sequence[str], platform_list: Sequence[str]) -> list[
             continue
         root = local_path(url)
         parts = []
+        about: dict[str, str] = {}
         for sd in [*platform_list, "noarch"]:
             rd = root / sd / "repodata.json"
             if rd.is_file():
-                digest = hashlib.sha256(rd.read_bytes()).hexdigest()
-                parts.append(f"{sd}/repodata.json sha256:{digest}")
-        lines.append(f"{url} ({', '.join(parts)})")
+                data = rd.read_bytes()
+                parts.append(f"{sd}/repodata.json sha256:{hashlib.sha256(data).hexdigest()}")
+                info = _repodata_info(data[:65536])
+                if isinstance(info.get("envcheck_snapshot_of"), str):
+                    about["snapshot of"] = info["envcheck_snapshot_of"]
+                if isinstance(info.get("base_url"), str):
+                    about["packages at"] = info["base_url"].rstrip("/").rsplit("/", 1)[0]
+        described = "".join(f"; {k} {v}" for k, v in about.items())
+        lines.append(f"{url} ({', '.join(parts)}{described})")
     return lines
 
 
@@ -307,6 +331,11 @@ def _reachable(url: str, timeout: float = 3.0) -> bool:
         return False
 
 
+def _head(path: Path, lines: int = 5) -> list[str]:
+    with path.open(encoding="utf-8", errors="replace") as f:
+        return [f.readline().rstrip("\n") for _ in range(lines)]
+
+
 def check_one(recipe: Recipe, out: Path) -> Result:
     """Whether the recipe's lock exists and was built from this exact recipe content."""
     paths = lock_paths(out, recipe.name, recipe.platforms)
@@ -322,6 +351,11 @@ def check_one(recipe: Recipe, out: Path) -> Result:
             missing = [str(paths[p]) for p in recipe.platforms if not paths[p].exists()]
             if missing:
                 problem = f"{', '.join(missing)} missing"
+            else:
+                want = f"# input_hash: {recipe.content_hash()}"
+                stale = [str(paths[p]) for p in recipe.platforms if want not in _head(paths[p])]
+                if stale:
+                    problem = f"{', '.join(stale)} not written with {paths['lock'].name}"
     if problem is None:
         return Result(check, Status.PASS, f"{paths['lock']} is up to date", group="build")
     fix = f"envcheck build {recipe.path} --out {out}"
