@@ -167,6 +167,11 @@ def allreduce_verdict(busbw: float, ref: float | None, basis: str, env: Mapping[
     )
 
 
+def bus_bandwidth(algbw: float, world: int) -> float:
+    """nccl-tests' busbw for all-reduce: algbw * 2(n-1)/n, comparable to the link's speed."""
+    return algbw * 2 * (world - 1) / world
+
+
 def pick_pairs(facts: Mapping[str, NodeFacts], max_pairs: int) -> list[tuple[str, str]]:
     """Ring pairs (w0->w1, w1->w2, ...) over GPU workers (all workers when none has a GPU)."""
     gpu = sorted(a for a, f in facts.items() if ddp.is_gpu_worker(f))
@@ -367,7 +372,7 @@ def measure_allreduce(
             continue
         seconds = max(r["seconds"] for r in replies)  # the slowest rank bounds the collective
         algbw = nbytes / seconds / 1e9
-        busbw = algbw * 2 * (world - 1) / world
+        busbw = bus_bandwidth(algbw, world)
         label = f"{plan.backend} all-reduce {human_size(nbytes)}"
         out.append(Measurement(f"{label} algbw", round(algbw, 3), "GB/s", node=node))
         out.append(

@@ -44,6 +44,7 @@ class SmokeRun:
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
         self._futures: list[Any] = []
+        self._where: dict[Any, str] = {}  # future key -> the worker it was pinned to
 
     @property
     def workers(self) -> list[str]:
@@ -70,6 +71,7 @@ class SmokeRun:
             allow_other_workers=False,
             pure=False,
         )
+        self._where[fut.key] = worker
         return self.track([fut])[0]
 
     def outcomes(self, futures: Mapping[str, Any], what: str) -> dict[str, tuple[Any, Any]]:
@@ -80,8 +82,12 @@ class SmokeRun:
             with self.client.as_current():  # wait() finds its client there
                 wait(list(futures.values()), timeout=self.remaining())
         except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
-            pending = sorted(n for n, f in futures.items() if not f.done())
-            raise SmokeTimeout(f"waiting for {what} on {', '.join(pending)}") from None
+            pending = [f for f in futures.values() if not f.done()]
+            where = sorted({self._where.get(f.key, "") for f in pending} - {""})
+            if where:
+                raise SmokeTimeout(f"waiting for {what} on {', '.join(where)}") from None
+            unfinished = f"{len(pending)} of {len(futures)} tasks unfinished"
+            raise SmokeTimeout(f"waiting for {what} ({unfinished})") from None
         out: dict[str, tuple[Any, Any]] = {}
         for name, fut in futures.items():
             if fut.status == "error":

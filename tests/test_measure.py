@@ -1,0 +1,164 @@
+"""Measurements: references from topology and verdicts (pure), and real transfers/all-reduce on a
+LocalCluster of worker processes (host memory, small sizes so CI stays quick)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import time
+
+import pytest
+
+from envcheck.report import Status
+from envcheck.verify.facts import NodeFacts
+from envcheck.verify.measure import (
+    MiB,
+    allreduce_reference,
+    allreduce_verdict,
+    bus_bandwidth,
+    measure_transfers,
+    pick_pairs,
+    reference_bandwidth,
+    run_measurements,
+    transfer_verdict,
+)
+from tests.factories import A100, H200, RTX3090, V100, no_driver_node, node, with_env
+from tests.smoke_cluster import local_cluster_fixture  # noqa: F401  (the fixture)
+
+
+def gpu_worker(model: str, index: int, *, host: str = "gpu-node-1", **gpu: object) -> NodeFacts:
+    """A dask-cuda style worker on a host of 8 such GPUs, whose own GPU ``index`` comes first."""
+    base = node(8, model, host=host, role="worker")
+    if gpu:
+        base = dataclasses.replace(
+            base, gpus=tuple(dataclasses.replace(g, **gpu) for g in base.gpus)
+        )
+    order = [index, *(i for i in range(8) if i != index)]
+    return with_env(base, CUDA_VISIBLE_DEVICES=",".join(map(str, order)))
+
+
+def test_h200_pair_reference_is_18_nvlink4_links():
+    ref, basis = reference_bandwidth(gpu_worker(H200, 0), gpu_worker(H200, 1), "ucx")
+    assert ref == 450.0
+    assert basis.startswith("NVLink4 x18")
+
+
+def test_a100_and_v100_references_follow_link_count():
+    assert reference_bandwidth(gpu_worker(A100, 0), gpu_worker(A100, 3), "ucx")[0] == 300.0
+    assert reference_bandwidth(gpu_worker(V100, 0), gpu_worker(V100, 1), "ucx")[0] == 150.0
+
+
+def test_gpus_without_nvlink_are_judged_against_pcie():
+    ref, basis = reference_bandwidth(gpu_worker(RTX3090, 0), gpu_worker(RTX3090, 1), "ucx")
+    assert ref == pytest.approx(25.2)
+    assert "PCIe gen4 x16" in basis
+    gen5 = gpu_worker(H200, 0, nvlinks_active=0, pcie_gen=5)
+    assert reference_bandwidth(gen5, gpu_worker(H200, 1, nvlinks_active=0, pcie_gen=5), "ucx")[
+        0
+    ] == pytest.approx(50.4)
+
+
+def test_bridged_rtx3090_pair_uses_the_bridge_rate():
+    ref, basis = reference_bandwidth(
+        gpu_worker(RTX3090, 0, nvlinks_active=4), gpu_worker(RTX3090, 1, nvlinks_active=4), "ucx"
+    )
+    assert ref == pytest.approx(56.25)
+    assert "bridge" in basis
+
+
+def test_no_reference_across_hosts_for_cpu_workers_or_one_shared_gpu():
+    a = gpu_worker(H200, 0)
+    assert reference_bandwidth(a, gpu_worker(H200, 1, host="gpu-node-2"), "tcp")[0] is None
+    cpu = no_driver_node(role="worker")
+    ref, basis = reference_bandwidth(cpu, cpu, "tcp")
+    assert ref is None and "host memory" in basis
+    assert reference_bandwidth(a, gpu_worker(H200, 0), "ucx") == (
+        None,
+        "both workers use the same GPU",
+    )
+
+
+def test_tcp_between_nvlinked_gpus_gets_the_use_ucx_verdict():
+    ref, basis = reference_bandwidth(gpu_worker(H200, 0), gpu_worker(H200, 1), "tcp")
+    verdict = transfer_verdict(3.2, ref, "tcp", basis)
+    assert "protocol tcp between NVLinked GPUs: use UCX" in verdict
+    assert verdict.startswith("1% of 450 GB/s")
+    assert transfer_verdict(120.0, ref, "ucx", basis) == ""  # 27%: not far below
+
+
+def test_slow_ucx_points_at_ucx_tls():
+    ref, basis = reference_bandwidth(gpu_worker(A100, 0), gpu_worker(A100, 1), "ucx")
+    verdict = transfer_verdict(10.0, ref, "ucx", basis)
+    assert "UCX is not using NVLink" in verdict and "cuda_ipc" in verdict
+    assert transfer_verdict(10.0, None, "ucx", "no link") == ""
+
+
+def test_busbw_is_algbw_times_2_n_minus_1_over_n():
+    assert bus_bandwidth(100.0, 2) == 100.0
+    assert bus_bandwidth(100.0, 8) == 175.0
+
+
+def test_allreduce_reference_and_verdict_name_disabled_p2p():
+    facts = {f"w{i}": gpu_worker(H200, i) for i in range(4)}
+    ref, basis = allreduce_reference(facts, sorted(facts))
+    assert ref == 450.0
+    verdict = allreduce_verdict(30.0, ref, basis, {"NCCL_P2P_DISABLE": "1"})
+    assert "NCCL_P2P_DISABLE is set on the workers" in verdict
+    assert "fabricmanager" in allreduce_verdict(30.0, ref, basis, {})
+    assert allreduce_verdict(400.0, ref, basis, {}) == ""
+    spread = {**facts, "w9": gpu_worker(H200, 0, host="gpu-node-2")}
+    assert allreduce_reference(spread, sorted(spread))[0] is None
+
+
+def test_pairs_form_a_ring_over_gpu_workers_capped():
+    facts = {f"tcp://h:{i}": gpu_worker(H200, i) for i in range(6)}
+    facts["tcp://h:99"] = no_driver_node(role="worker")  # CPU worker: not paired with GPUs
+    pairs = pick_pairs(facts, 4)
+    assert pairs[0] == ("tcp://h:0", "tcp://h:1")
+    assert len(pairs) == 4
+    assert all("99" not in a + b for a, b in pairs)
+    assert pick_pairs({"tcp://h:1": no_driver_node()}, 4) == []
+
+
+# --- on a real cluster --------------------------------------------------------------------
+
+
+def test_transfers_and_gloo_allreduce_on_a_local_cluster(local_cluster):
+    client, facts = local_cluster
+    started = time.monotonic()
+    ms = run_measurements(
+        client, facts, sizes=(1 * MiB, 4 * MiB), repeats=2, allreduce_sizes=(MiB,)
+    )
+    took = time.monotonic() - started
+    transfers = [m for m in ms if m.name.startswith("transfer tcp host")]
+    assert [m.name for m in transfers] == [
+        "transfer tcp host (NumPy) 1 MiB",
+        "transfer tcp host (NumPy) 4 MiB",
+    ]
+    a, b = sorted(facts)
+    assert all(m.node == f"{a} -> {b}" and m.value > 0 and m.unit == "GB/s" for m in transfers)
+    assert all(m.reference is None and m.verdict == "" for m in transfers)
+    if importlib.util.find_spec("torch") is not None:
+        busbw = [m for m in ms if m.name == "gloo all-reduce 1 MiB busbw"]
+        algbw = [m for m in ms if m.name == "gloo all-reduce 1 MiB algbw"]
+        assert busbw and algbw and busbw[0].value == algbw[0].value  # 2 ranks: factor 1
+        assert ms.problems == []
+    else:
+        assert [p.message for p in ms.problems] == ["torch is not installed on any worker"]
+    assert took < 60
+
+
+def test_a_worker_that_never_runs_the_task_is_an_error_not_a_hang(local_cluster):
+    client, facts = local_cluster
+    real = sorted(facts)[0]
+    ghost = "tcp://127.0.0.1:9"  # in the facts, but no such worker: its task never runs
+    fake = {real: facts[real], ghost: dataclasses.replace(facts[real], address=ghost)}
+    started = time.monotonic()
+    out = measure_transfers(client, fake, sizes=(MiB,), repeats=1, timeout=1.0)
+    assert time.monotonic() - started < 15
+    assert list(out) == []
+    assert len(out.problems) == 1
+    problem = out.problems[0]
+    assert problem.status is Status.ERROR
+    assert problem.check == "bench.transfer"
+    assert "not measured" in problem.message and "TimeoutError" in problem.message
