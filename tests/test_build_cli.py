@@ -78,17 +78,22 @@ def test_check_exits_stale_until_the_lock_matches_the_recipe(
     assert build(r, "--out", out, "--check") == ExitCode.STALE
 
 
-def test_check_says_where_to_build_when_channels_are_unreachable(tmp_path: Path, capsys) -> None:
+def test_unreachable_channels_say_where_to_build(tmp_path: Path, capsys) -> None:
     r = tmp_path / "remote.yaml"
-    # an address no machine answers on (TEST-NET-1), so the check is fast and offline-safe
+    # .invalid never resolves (RFC 2606): offline-safe and fast, like a channel behind no network
     r.write_text(
-        "name: remote\nchannels: ['https://192.0.2.1/conda-forge']\nplatforms: [linux-64]\n"
-        "dependencies: [python]\n"
+        "name: remote\nchannels: ['https://conda.example.invalid/conda-forge']\n"
+        "platforms: [linux-64]\ndependencies: [python]\n"
     )
     assert build(r, "--out", tmp_path / "locks", "--check") == ExitCode.STALE
     err = capsys.readouterr().err
-    assert "this machine cannot reach https://192.0.2.1/conda-forge" in err
+    assert "this machine cannot reach https://conda.example.invalid/conda-forge" in err
     assert "build the lock on a machine that reaches them" in err
+    assert build(r, "--out", tmp_path / "locks") == ExitCode.UNREACHABLE
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("envcheck: channel data cannot be fetched from here")
+    assert "build this lock on a machine that reaches https://conda.example.invalid" in err
+    assert not (tmp_path / "locks" / "remote.conda-lock.yml").exists()
 
 
 def test_unsolvable_names_the_clashing_entries_and_keeps_the_old_lock(
