@@ -88,11 +88,13 @@ def test_conda_meta_file_names_give_versions_and_builds(tmp_path):
         "python-3.9.13-h9a8a25e_0_cpython",
         "cuda-python-11.7.1-py39h3fd9d12_0",
         "libgcc-ng-12.2.0-h65d4601_19",
+        "_libgcc_mutex-0.1-conda_forge",
         "ucx-1.13.1-h538f049_1",
     ):
         (meta / f"{name}.json").write_text("{}")
     (meta / "history").write_text("")
     versions, builds = facts_mod._conda_meta_packages(tmp_path)
+    assert builds["_libgcc_mutex"] == "conda_forge" and versions.pop("_libgcc_mutex") == "0.1"
     assert versions == {
         "cuda-python": "11.7.1",
         "libgcc-ng": "12.2.0",

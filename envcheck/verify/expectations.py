@@ -221,7 +221,8 @@ def read_lock(path: Path) -> tuple[LockedPackage, ...]:
         )
         out.append(
             LockedPackage(
-                normalize_name(dep.name),
+                # pip names compare PEP 503-normalised; conda names are canonical as written
+                normalize_name(dep.name) if dep.manager == "pip" else dep.name,
                 str(dep.version),
                 build,
                 dep.manager,

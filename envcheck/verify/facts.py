@@ -248,7 +248,7 @@ def _conda_meta_packages(prefix: Path) -> tuple[dict[str, str], dict[str, str]] 
         parts = fname[: -len(".json")].rsplit("-", 2)
         if len(parts) != 3:
             continue
-        name = normalize_name(parts[0])
+        name = parts[0]  # conda names are canonical already ("_libgcc_mutex" stays)
         versions[name], builds[name] = parts[1], parts[2]
     return dict(sorted(versions.items())), dict(sorted(builds.items()))
 
