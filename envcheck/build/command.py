@@ -105,22 +105,21 @@ def _solve_platform(
     try:
         solved = solve_specs(specs, channels, platform, vps, constraints=constraints)
     except SolveFailed as first:
-        _explain_failure(recipe, channels, platform, vps, first)
-        raise AssertionError("unreachable: _explain_failure always raises") from first
+        raise explain_failure(recipe, channels, platform, vps, first) from None
     leaked = recipe.excluded_names & {p.name for p in solved}
     if leaked:  # the constraints forbid this; a solver that ignored them must not go unnoticed
         raise EnvcheckError(f"the solver returned excluded packages: {', '.join(sorted(leaked))}")
     return solved
 
 
-def _explain_failure(
+def explain_failure(
     recipe: Recipe,
     channels: Sequence[str],
     platform: str,
     vps: Mapping[str, str],
     failure: SolveFailed,
-) -> None:
-    """Raise Unsolvable saying why: a dependency needs an excluded package, or entries clash."""
+) -> Unsolvable:
+    """Why the recipe does not solve: a dependency needs an excluded package, or entries clash."""
     specs = list(recipe.dependencies)
     where = f"{recipe.name} ({platform})"
     if recipe.exclude:
@@ -137,7 +136,7 @@ def _explain_failure(
                         f"{e.name} is excluded ({e.reason}) but required: " + " -> ".join(chain)
                     )
             if chains:
-                raise Unsolvable(f"{where}: " + "; ".join(chains), detail=failure.message)
+                return Unsolvable(f"{where}: " + "; ".join(chains), detail=failure.message)
     from envcheck.build import conflicts
 
     constraints = exclusion_constraints(recipe)
@@ -152,12 +151,12 @@ def _explain_failure(
     try:
         diagnosis = conflicts.diagnose(specs, outcome, virtual_packages=vps)
     except conflicts.NothingToDiagnose:  # the solve is flaky, or a timeout read as a failure
-        raise Unsolvable(f"{where}: {failure}", detail=failure.message) from None
+        return Unsolvable(f"{where}: {failure}", detail=failure.message)
     detail = f"solver message for the whole recipe:\n{failure.message}"
     if diagnosis.solver_message and diagnosis.solver_message != failure.message:
         detail += f"\n\nfor {', '.join(diagnosis.entries)} alone:\n{diagnosis.solver_message}"
     detail += f"\n\n({diagnosis.solves} solves, {diagnosis.seconds:.2f} s to find the entries)"
-    raise Unsolvable(f"{where}: {diagnosis.summary()}", detail=detail)
+    return Unsolvable(f"{where}: {diagnosis.summary()}", detail=detail)
 
 
 def _repodata_info(head: bytes) -> dict[str, Any]:

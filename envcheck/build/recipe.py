@@ -172,24 +172,23 @@ def parse_recipe(text: str, path: Path) -> Recipe:
     def value(key: str) -> yaml.Node | None:
         return top[key][1] if key in top else None
 
-    name_node = value("name")
-    assert name_node is not None  # required key, checked above
+    name_node = top["name"][1]  # required: _check_keys made sure it is there
     name = _scalar(err, name_node, "name")
     if not _NAME.match(name):
         raise err.at(name_node, "name", f"{name!r} must be lower-case letters, digits, . _ -")
 
     channels: list[str] = []
-    for node, ch in _list(err, value("channels"), "channels"):  # type: ignore[arg-type]
+    for node, ch in _list(err, top["channels"][1], "channels"):
         try:
             resolve_channel(ch)
         except EnvcheckError as e:
             raise err.at(node, "channels", e.message) from None
         channels.append(ch)
     if not channels:
-        raise err.at(value("channels"), "channels", "needs at least one channel")  # type: ignore[arg-type]
+        raise err.at(top["channels"][1], "channels", "needs at least one channel")
 
     platforms: list[str] = []
-    for node, p in _list(err, value("platforms"), "platforms"):  # type: ignore[arg-type]
+    for node, p in _list(err, top["platforms"][1], "platforms"):
         if p not in PLATFORMS:
             raise err.at(
                 node, "platforms", f"unknown platform {p!r} ({', '.join(sorted(PLATFORMS))})"
@@ -198,7 +197,7 @@ def parse_recipe(text: str, path: Path) -> Recipe:
             raise err.at(node, "platforms", f"{p} appears twice")
         platforms.append(p)
     if not platforms:
-        raise err.at(value("platforms"), "platforms", "needs at least one platform")  # type: ignore[arg-type]
+        raise err.at(top["platforms"][1], "platforms", "needs at least one platform")
 
     system: dict[str, str] = {}
     if (snode := value("system")) is not None:
@@ -218,7 +217,7 @@ def parse_recipe(text: str, path: Path) -> Recipe:
 
     deps: list[str] = []
     seen: dict[str, str] = {}
-    for node, spec in _list(err, value("dependencies"), "dependencies"):  # type: ignore[arg-type]
+    for node, spec in _list(err, top["dependencies"][1], "dependencies"):
         try:
             ms = MatchSpec(spec)
         except InvalidMatchSpecError as e:
@@ -233,7 +232,7 @@ def parse_recipe(text: str, path: Path) -> Recipe:
         seen[pname] = spec
         deps.append(spec)
     if not deps:
-        raise err.at(value("dependencies"), "dependencies", "needs at least one package")  # type: ignore[arg-type]
+        raise err.at(top["dependencies"][1], "dependencies", "needs at least one package")
 
     pip: list[str] = []
     if (pnode := value("pip")) is not None:
@@ -273,7 +272,7 @@ def parse_recipe(text: str, path: Path) -> Recipe:
                 exclude.append(Exclusion(xname.lower(), reason))
 
     targets = [t for _, t in _list(err, value("targets"), "targets")] if value("targets") else []
-    text_of = {k: _scalar(err, value(k), k) for k in ("description", "notes") if value(k)}  # type: ignore[arg-type]
+    text_of = {k: _scalar(err, top[k][1], k) for k in ("description", "notes") if k in top}
     return Recipe(
         name=name,
         channels=tuple(channels),
