@@ -32,8 +32,13 @@ def test_missing_module_and_timeout_get_their_own_fix():
 
 
 def test_module_expected_but_not_probed_is_an_error_not_a_pass():
-    [r] = check_imports(healthy_a100x8(), expect(import_modules=("torch",)))
-    assert r.status is Status.ERROR and "torch was not probed" in r.message
+    facts = with_imports(healthy_a100x8(), numpy="")
+    results = check_imports(facts, expect(import_modules=("numpy", "torch", "cupy")))
+    assert [r.status for r in results] == [Status.PASS, Status.ERROR]
+    assert results[1].message == "not probed: torch, cupy (facts were collected without them)"
+    assert "--save-facts" in results[1].fix
+    [r] = check_libraries(healthy_a100x8(), expect(libraries=("libcuda.so.1",)))
+    assert r.status is Status.ERROR and "not probed: libcuda.so.1" in r.message
 
 
 def test_libraries_found_and_missing():

@@ -43,7 +43,9 @@ def run(args: argparse.Namespace) -> Report:
         title="verify node",
         results=tuple(results),
         measurements=(
-            Measurement("collect_node_facts", facts.collect_seconds, "s", node=facts.host),
+            (Measurement("collect_node_facts", facts.collect_seconds, "s", node=facts.host),)
+            if facts.collect_seconds
+            else ()
         ),
         environment=environment_summary(facts),
     )

@@ -46,7 +46,7 @@ def check_gpus(facts: NodeFacts, exp: Expectations) -> list[Result]:
     where = f"{len(seen)} of {len(facts.gpus)} GPUs visible" if hidden else f"{len(seen)} GPUs"
     problems: list[str] = []
     if exp.expect_gpus is not None and len(seen) != exp.expect_gpus:
-        why = " (CUDA_VISIBLE_DEVICES hides the rest)" if hidden else ""
+        why = f" (CUDA_VISIBLE_DEVICES hides {hidden} of {len(facts.gpus)})" if hidden else ""
         problems.append(f"expected {exp.expect_gpus} GPUs, a job sees {len(seen)}{why}")
     if exp.expect_gpu_model:
         wrong = [g for g in seen if exp.expect_gpu_model.lower() not in g.name.lower()]

@@ -7,6 +7,10 @@ from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
 CHECK = "imports"
+NOT_PROBED_FIX = (
+    "collect the facts with the same expectations (envcheck verify node --lock/--import/"
+    "--library ... --save-facts FILE), or pass the probes to collect_node_facts"
+)
 
 
 def _fix(error: str) -> str:
@@ -30,18 +34,21 @@ def check_imports(facts: NodeFacts, exp: Expectations) -> list[Result]:
         return [Result(CHECK, Status.SKIP, "no module to import (--import, or a --lock)")]
     probes = {p.module: p for p in facts.imports}
     results, ok = [], []
+    unprobed = [m for m in exp.import_modules if m not in probes]
+    if unprobed:
+        results.append(
+            Result(
+                CHECK,
+                Status.ERROR,
+                f"not probed: {', '.join(unprobed)} (facts were collected without them)",
+                fix=NOT_PROBED_FIX,
+            )
+        )
     for module in exp.import_modules:
         p = probes.get(module)
         if p is None:
-            results.append(
-                Result(
-                    CHECK,
-                    Status.ERROR,
-                    f"{module} was not probed: facts were collected without it",
-                    fix="collect facts with import_modules including it",
-                )
-            )
-        elif p.ok:
+            continue
+        if p.ok:
             ok.append(f"{module} ({p.seconds:.2f} s)")
         else:
             results.append(

@@ -6,6 +6,8 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
+from .imports import NOT_PROBED_FIX
+
 CHECK = "libraries"
 
 
@@ -15,15 +17,21 @@ def check_libraries(facts: NodeFacts, exp: Expectations) -> list[Result]:
         return [Result(CHECK, Status.SKIP, "no library to resolve (--library, or a --lock)")]
     probes = {p.name: p for p in facts.libraries}
     results, ok = [], []
+    unprobed = [n for n in exp.libraries if n not in probes]
+    if unprobed:
+        results.append(
+            Result(
+                CHECK,
+                Status.ERROR,
+                f"not probed: {', '.join(unprobed)} (facts were collected without them)",
+                fix=NOT_PROBED_FIX,
+            )
+        )
     for name in exp.libraries:
         p = probes.get(name)
         if p is None:
-            results.append(
-                Result(
-                    CHECK, Status.ERROR, f"{name} was not probed: facts were collected without it"
-                )
-            )
-        elif p.found:
+            continue
+        if p.found:
             ok.append(f"{name} -> {p.path}")
         else:
             hint = (

@@ -37,7 +37,8 @@ def check_visible(facts: NodeFacts, exp: Expectations) -> list[Result]:
             Result(
                 CHECK,
                 status,
-                f"CUDA_VISIBLE_DEVICES={value!r}: {problem}; CUDA will expose {shown}",
+                f"CUDA_VISIBLE_DEVICES={value!r}: {problem}"
+                + (f"; CUDA will expose {shown}" if uuids else ""),
                 fix=f"list each GPU once, by index ({all_gpus}) or UUID "
                 "(nvidia-smi -L), e.g. CUDA_VISIBLE_DEVICES=0,1; or unset it",
             )
