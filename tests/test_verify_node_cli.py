@@ -169,3 +169,13 @@ def test_bad_input_is_one_line_and_exit_4(argv, says, tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 4
     assert says in err and "Traceback" not in err
+
+
+def test_saved_facts_judge_the_same_elsewhere(tmp_path):
+    saved = tmp_path / "node1.json"
+    argv = ["--import", "json", "--library", "m", "--min-glibc", "2.17", "--no-plugins"]
+    rc1, first = _run([*argv, "--save-facts", str(saved)], tmp_path)
+    rc2, second = _run([*argv, "--facts", str(saved)], tmp_path)
+    assert rc1 == rc2 == 0
+    assert first["results"] == second["results"]
+    assert json.loads(saved.read_text())["python_executable"] == sys.executable
