@@ -1,0 +1,112 @@
+"""GPU smoke tests on a real LocalCUDACluster (one worker per GPU): run on the device machine.
+
+python3 -m pytest -m gpu tests/gpu
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from envcheck.report import Status
+from envcheck.verify.smoke import run_smoke
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+
+
+def _gpus() -> int:
+    from envcheck.verify.connect import gpu_count
+
+    return gpu_count()
+
+
+@pytest.fixture(scope="module")
+def cuda_cluster() -> Iterator[tuple[object, dict]]:
+    pytest.importorskip("dask_cuda")
+    from envcheck.verify.connect import embedded_cluster
+    from envcheck.verify.gather import gather_facts
+
+    with embedded_cluster("tcp") as client:
+        yield client, dict(gather_facts(client, 60).workers)
+
+
+def _by_check(results: list) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for r in results:
+        out.setdefault(r.check, []).append(r)
+    return out
+
+
+def test_gpu_kernel_runs_and_checks_out_on_every_gpu_worker(cuda_cluster):
+    client, facts = cuda_cluster
+    assert len(facts) == _gpus()
+    results = run_smoke(client, facts, {"gpu-kernel"}, timeout=120)
+    assert sorted(r.node for r in results) == sorted(facts)
+    assert all(r.status is Status.PASS for r in results), [r.message for r in results]
+    # each worker's kernel ran on the worker's own GPU, and the GPUs differ
+    for r in results:
+        assert facts[r.node].visible_gpu_uuids[0] in r.message
+    assert len({facts[r.node].visible_gpu_uuids[0] for r in results}) == len(results)
+
+
+def test_torch_ddp_all_reduce_over_nccl(cuda_cluster):
+    pytest.importorskip("torch")
+    client, facts = cuda_cluster
+    results = run_smoke(client, facts, {"torch-ddp"}, timeout=180)
+    assert [r.status for r in results] == [Status.PASS] * len(facts), [r.message for r in results]
+    assert all("over nccl on cuda:0" in r.message for r in results)
+
+
+def test_xgboost_trains_on_the_gpus_or_says_why_not(cuda_cluster):
+    client, facts = cuda_cluster
+    (r,) = run_smoke(client, facts, {"xgboost"}, timeout=180)
+    if importlib.util.find_spec("xgboost") is None:
+        assert r.status is Status.SKIP and "xgboost" in r.message
+    else:
+        assert r.status is Status.PASS, r.message
+        assert "device=cuda" in r.message
+
+
+def test_dask_cudf_groupby_or_skip_saying_cudf_is_absent(cuda_cluster):
+    client, facts = cuda_cluster
+    (r,) = run_smoke(client, facts, {"dask-cudf"}, timeout=180)
+    if importlib.util.find_spec("cudf") is None:
+        assert r.status is Status.SKIP
+        assert r.message in (
+            "cudf is not installed on the workers",
+            "dask-cudf is not installed on the workers",
+        ) or r.message.startswith("dask_cudf does not import on the client")
+    else:
+        assert r.status is Status.PASS, r.message
+
+
+def test_two_workers_on_one_gpu_fail_the_nccl_all_reduce():
+    """NCCL refuses two ranks on one GPU: the DDP smoke test must fail, naming the ranks."""
+    pytest.importorskip("torch")
+    dask_cuda = pytest.importorskip("dask_cuda")
+    from distributed import Client
+
+    from envcheck.verify.gather import gather_facts
+
+    with (
+        dask_cuda.LocalCUDACluster(
+            CUDA_VISIBLE_DEVICES="0,0",
+            n_workers=2,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        facts = dict(gather_facts(client, 60).workers)
+        assert {f.visible_gpu_uuids[0] for f in facts.values()} == {
+            next(iter(facts.values())).visible_gpu_uuids[0]
+        }
+        results = run_smoke(client, facts, {"gpu-kernel", "torch-ddp"}, timeout=60)
+    by = _by_check(results)
+    assert all(r.status is Status.PASS for r in by["smoke.gpu-kernel"])  # kernels share a GPU
+    ddp = by["smoke.torch-ddp"]
+    assert any(r.status is Status.FAIL for r in ddp), [r.message for r in ddp]
+    assert all(r.status is not Status.PASS for r in ddp)
