@@ -55,3 +55,11 @@ def test_compute_capability_flag_and_pass():
 def test_compute_capability_without_minimum_skips():
     [r] = check_compute_capability(healthy_a100x8(), expect())
     assert r.status is Status.SKIP
+
+
+def test_mig_instances_in_cuda_visible_devices_count_as_devices():
+    mig = "MIG-1f6d5b1e-1111-2222-3333-444444444444"
+    facts = with_env(healthy_a100x8(), CUDA_VISIBLE_DEVICES=mig)
+    [r] = check_gpus(facts, expect(expect_gpus=1))
+    assert r.status is Status.PASS and "1 MIG instance(s), not inspected" in r.message
+    assert check_gpus(facts, expect(expect_gpus=2))[0].status is Status.FAIL

@@ -521,7 +521,7 @@ def _ucx_facts(
         if found:
             module, module_version = mod, _by_prefix(allpkgs, dists)
             break
-    ucx_version = _by_prefix(allpkgs, _UCX_LIB_PACKAGES)
+    ucx_version = _by_prefix(allpkgs, _UCX_LIB_PACKAGES) or _libucx_wheel_version()
     cmd = _ucx_info_command()
     if cmd is None:
         error = "" if not module else "ucx_info not found (PATH, <prefix>/bin, libucx wheel)"
@@ -545,6 +545,17 @@ def parse_ucx_info(text: str) -> tuple[tuple[str, ...], str]:
     transports = sorted(set(re.findall(r"^#\s*Transport:\s*(\S+)", text, re.M)))
     m = re.search(r"^#\s*(?:Library|UCT) version:\s*(\S+)", text, re.M)
     return tuple(transports), (m[1] if m else "")
+
+
+def _libucx_wheel_version() -> str:
+    """UCX version bundled in RAPIDS' libucx wheel (libucx/UCX_VERSION.txt), '' without it."""
+    for base in _site_dirs():
+        try:
+            with open(os.path.join(base, "libucx", "UCX_VERSION.txt")) as f:
+                return f.read().strip()
+        except OSError:
+            continue
+    return ""
 
 
 def _ucx_info_command() -> tuple[str, dict[str, str] | None] | None:

@@ -42,12 +42,21 @@ def check_gpus(facts: NodeFacts, exp: Expectations) -> list[Result]:
             ]
         return [Result(check, Status.SKIP, f"no GPU to check ({facts.nvml_error})")]
     seen = visible_gpus(facts)
-    hidden = len(facts.gpus) - len(seen)
+    # MIG instances named in CUDA_VISIBLE_DEVICES are devices too, though NVML facts list only
+    # their parent GPUs: count them, do not inspect them
+    mig = [
+        u
+        for u in resolve_visible_devices(facts.env.get("CUDA_VISIBLE_DEVICES"), facts.gpus)[0]
+        if u.startswith("MIG-")
+    ]
+    hidden = len(facts.gpus) - len(seen) if not mig else 0
     where = f"{len(seen)} of {len(facts.gpus)} GPUs visible" if hidden else f"{len(seen)} GPUs"
+    if mig:
+        where += f" + {len(mig)} MIG instance(s), not inspected"
     problems: list[str] = []
-    if exp.expect_gpus is not None and len(seen) != exp.expect_gpus:
+    if exp.expect_gpus is not None and len(seen) + len(mig) != exp.expect_gpus:
         why = f" (CUDA_VISIBLE_DEVICES hides {hidden} of {len(facts.gpus)})" if hidden else ""
-        problems.append(f"expected {exp.expect_gpus} GPUs, a job sees {len(seen)}{why}")
+        problems.append(f"expected {exp.expect_gpus} GPUs, a job sees {len(seen) + len(mig)}{why}")
     if exp.expect_gpu_model:
         wrong = [g for g in seen if exp.expect_gpu_model.lower() not in g.name.lower()]
         if wrong:
