@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envcheck.errors import BadInput
+from envcheck.errors import BadInput, EnvcheckError
 from envcheck.report import Measurement, Report, Result, Status
 from envcheck.verify.cluster_checks import cluster_pids_by_host, node_checks_per_worker
 from envcheck.verify.connect import (
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
 
 GROUP = "cluster"
 DEFAULT_SMOKE_TIMEOUT = 120.0
+
+# distributed imports pynvml at import time; the `pynvml` wheel that redirects to nvidia-ml-py
+# then warns on every run, on stderr, about how *it* was installed: noise above our one line.
+warnings.filterwarnings("ignore", "The pynvml package is deprecated", FutureWarning)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -188,8 +193,11 @@ def verify(
     )
     if cluster.workers:
         results += check_pinning(cluster.workers)
-        results += check_resources(
-            client, {a: f.resources for a, f in cluster.workers.items()}, timeout
+        results += _guarded(
+            "resources",
+            lambda: check_resources(
+                client, {a: f.resources for a, f in cluster.workers.items()}, timeout
+            ),
         )
     measurements = [
         Measurement("facts round", cluster.seconds, "s", node=f"{len(processes)} processes")
@@ -197,7 +205,9 @@ def verify(
     if cluster.workers and smoke != set():
         from envcheck.verify.smoke import run_smoke
 
-        results += run_smoke(client, cluster.workers, smoke, smoke_timeout)
+        results += _guarded(
+            "smoke", lambda: run_smoke(client, cluster.workers, smoke, smoke_timeout)
+        )
     if bench and cluster.workers:
         got, problems = _bench(client, cluster, embedded, timeout, smoke_timeout)
         measurements += got
@@ -209,6 +219,25 @@ def verify(
         tables=(table,),
         environment=_environment(client, cluster, described),
     )
+
+
+def _guarded(what: str, step: Callable[[], list[Result]]) -> list[Result]:
+    """A step that talks to the cluster; if it breaks unexpectedly, the report says so and the
+    rest of the report (facts, skew, checks) still comes out."""
+    try:
+        return step()
+    except EnvcheckError:
+        raise
+    except Exception as e:
+        return [
+            Result(
+                what,
+                Status.ERROR,
+                f"{what} could not run: {type(e).__name__}: {str(e).strip()[:300]}",
+                fix="run again with --debug; report it if the cluster is healthy",
+                group=GROUP,
+            )
+        ]
 
 
 def _bench(

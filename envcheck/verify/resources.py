@@ -58,7 +58,8 @@ def _one(
     with dask.annotate(resources={name: amount}):
         futures = client.map(_make_where(), range(n), pure=False)
     try:
-        _, not_done = wait(futures, timeout=timeout)
+        with client.as_current():  # wait() looks for "the" client; ours is not the default
+            _, not_done = wait(futures, timeout=timeout)
     except TimeoutError:
         not_done = set(futures)
     try:

@@ -1,0 +1,121 @@
+"""The facts round against real clusters: LocalCluster processes and a worker from a venv
+that has no envcheck."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from envcheck.report import Status
+from envcheck.verify import gather
+from envcheck.verify.gather import facts_payload, gather_facts
+from tests.subprocess_cluster import start_cluster
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def two_workers() -> Iterator[object]:
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        yield client
+
+
+def test_every_process_reports_once(two_workers) -> None:
+    client = two_workers
+    cf = gather_facts(client, timeout=30)
+    addresses = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    assert cf.errors == ()
+    assert sorted(cf.workers) == addresses == list(cf.expected_workers)
+    assert cf.client.role == "client" and cf.scheduler is not None
+    assert cf.scheduler.role == "scheduler"
+    assert cf.scheduler_address == client.scheduler.address
+    pids = {f.pid for f in cf.workers.values()}
+    assert len(pids) == 2 and cf.client.pid not in pids  # worker processes, not threads
+    for address, f in cf.workers.items():
+        assert f.role == "worker" and f.address == address
+        assert f.python_packages["distributed"] == cf.client.python_packages["distributed"]
+    assert list(cf.by_process()) == ["client", "scheduler", *addresses]
+
+
+def test_source_is_compiled_once_per_worker_and_kept(two_workers) -> None:
+    client = two_workers
+    gather_facts(client, timeout=30)
+    name = f"_envcheck_facts_{facts_payload().digest}"
+
+    def has_module() -> bool:
+        import sys
+
+        return name in sys.modules
+
+    assert set(client.run(has_module).values()) == {True}
+
+
+def _raising_runner(bad_address: str):
+    real = gather._RUNNER
+
+    async def runner(digest, source, role, kwargs, dask_worker=None, dask_scheduler=None):
+        if dask_worker is not None and dask_worker.address == bad_address:
+            raise RuntimeError("collector broke on purpose")
+        return await real(
+            digest, source, role, kwargs, dask_worker=dask_worker, dask_scheduler=dask_scheduler
+        )
+
+    return runner
+
+
+def test_a_raising_collector_is_an_error_naming_the_worker_others_still_report(
+    two_workers,
+) -> None:
+    client = two_workers
+    bad, good = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    cf = gather_facts(client, timeout=30, runner=_raising_runner(bad))
+    assert list(cf.workers) == [good]
+    (err,) = cf.errors
+    assert err.status is Status.ERROR and err.node == bad and err.check == "facts"
+    assert "collector broke on purpose" in err.message
+    assert cf.scheduler is not None  # the scheduler's own facts still came back
+
+
+def test_worker_whose_venv_lacks_envcheck_reports_facts(
+    tmp_path: Path, venv_distributed_only: str
+) -> None:
+    """The collector travels by value: a worker from a separate venv (only distributed and
+    its dependencies, no envcheck) still reports its facts."""
+    from distributed import Client
+
+    cluster = start_cluster(tmp_path / "cluster")
+    try:
+        cluster.add_worker("bare", python=venv_distributed_only)
+        address = cluster.wait_for_workers(["bare"])["bare"]
+        with Client(cluster.address, set_as_default=False, timeout=30) as client:
+            (can_import,) = client.run(
+                lambda: importlib.util.find_spec("envcheck") is not None
+            ).values()
+            assert can_import is False
+            cf = gather_facts(client, timeout=30)
+        assert cf.errors == ()
+        f = cf.workers[address]
+        assert f.python_executable.startswith(str(Path(venv_distributed_only).parent.parent))
+        assert "envcheck" not in f.python_packages
+        assert f.python_packages["distributed"] == cf.client.python_packages["distributed"]
+        assert f.python_executable != sys.executable
+    finally:
+        cluster.stop()
