@@ -27,3 +27,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("gpu"):
             item.add_marker(skip)
+
+
+# --- verify cluster: worker environments without envcheck (session-scoped, made once) ---------
+
+OTHER_MSGPACK = "1.1.0"  # wire-compatible with msgpack 1.2 but a different version
+
+
+@pytest.fixture(scope="session")
+def venv_without_envcheck(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """python of a venv that sees this environment's packages but cannot import envcheck."""
+    from tests.subprocess_cluster import linked_venv
+
+    return linked_venv(tmp_path_factory.mktemp("venvs") / "same")
+
+
+@pytest.fixture(scope="session")
+def venv_with_other_msgpack(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Like venv_without_envcheck, but msgpack OTHER_MSGPACK shadows ours."""
+    from tests.subprocess_cluster import linked_venv
+
+    return linked_venv(
+        tmp_path_factory.mktemp("venvs") / "odd", own_packages=(f"msgpack=={OTHER_MSGPACK}",)
+    )
+
+
+@pytest.fixture(scope="session")
+def venv_distributed_only(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """python of a separate venv holding only our distributed version and its dependencies."""
+    import importlib.metadata
+
+    from tests.subprocess_cluster import standalone_venv
+
+    pin = f"distributed=={importlib.metadata.version('distributed')}"
+    return standalone_venv(tmp_path_factory.mktemp("venvs") / "bare", (pin,))
