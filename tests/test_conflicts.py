@@ -21,10 +21,34 @@ from tests.worlds import RELEASES, write_world
 EL7 = {"cuda": "11.5", "glibc": "2.17"}
 # 28 entries that install with either release: the haystack around the culprits
 NEUTRAL = [
-    "python=3.8", "numpy", "scipy", "scikit-learn", "numba", "cupy", "bokeh", "datashader",
-    "panel", "holoviews", "geopandas", "xarray", "pyarrow", "tqdm", "tabulate", "pynvml",
-    "zict", "click", "fsspec", "toolz", "cloudpickle", "pyyaml", "partd", "packaging",
-    "tornado", "psutil", "networkx", "jinja2",
+    "python=3.8",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "numba",
+    "cupy",
+    "bokeh",
+    "datashader",
+    "panel",
+    "holoviews",
+    "geopandas",
+    "xarray",
+    "pyarrow",
+    "tqdm",
+    "tabulate",
+    "pynvml",
+    "zict",
+    "click",
+    "fsspec",
+    "toolz",
+    "cloudpickle",
+    "pyyaml",
+    "partd",
+    "packaging",
+    "tornado",
+    "psutil",
+    "networkx",
+    "jinja2",
 ]
 
 
@@ -126,11 +150,13 @@ def test_cuml_cugraph_clash_among_30_entries(world, guided):
 @pytest.mark.slow
 def test_entry_clashing_with_a_recipe_pin_through_a_chain(world):
     solve, vps = solver(world, EL7)
-    d = diagnose(["python=3.9", "cuxfilter=22.08", "numpy", "dask=2023.3.2"], solve,
-                 virtual_packages=vps)
+    d = diagnose(
+        ["python=3.9", "cuxfilter=22.08", "numpy", "dask=2023.3.2"], solve, virtual_packages=vps
+    )
     assert d.entries == ("cuxfilter=22.08", "dask=2023.3.2")
     assert any(
-        r.startswith("cuxfilter 22.8.0 requires") and "dask ==2022.7.1" in r
+        r.startswith("cuxfilter 22.8.0 requires")
+        and "dask ==2022.7.1" in r
         and r.endswith("the recipe pins dask=2023.3.2")
         for r in d.reasons
     ), d.reasons

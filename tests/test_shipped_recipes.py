@@ -34,7 +34,10 @@ RAPIDS = {"rapids-22.08-el7": "22.08", "rapids-24.04-el7": "24.04", "rapids-26.1
 def envcheck(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "envcheck", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -57,8 +60,9 @@ def test_rapids_recipe_solves_in_a_world_shaped_like_its_release(tmp_path, name)
     release = RELEASES[RAPIDS[name]]
     url = write_channel(tmp_path, [*base_packages(), *release_packages(release)])
     vps = virtual_packages(recipe.system, "linux-64")
-    solved = solve_specs(recipe.dependencies, [url], "linux-64", vps,
-                         constraints=exclusion_constraints(recipe))
+    solved = solve_specs(
+        recipe.dependencies, [url], "linux-64", vps, constraints=exclusion_constraints(recipe)
+    )
     got = {p.name: p.version for p in solved}
     for lib in ("cudf", "dask-cudf", "dask-cuda"):
         assert got[lib] == f"{release.version}.00"
@@ -127,10 +131,20 @@ def test_pangeo_lock_rebuilds_from_its_snapshot_and_renders(tmp_path, name):
     rebuilt = read_lock(out / f"{name}.conda-lock.yml")
     assert rebuilt.packages == shipped.packages
     render = subprocess.run(
-        [sys.executable, "-m", "conda_lock", "render", "--kind", "explicit",
-         "--filename-template", str(tmp_path / "render-{platform}.lock"),
-         str(ROOT / "locks" / f"{name}.conda-lock.yml")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "conda_lock",
+            "render",
+            "--kind",
+            "explicit",
+            "--filename-template",
+            str(tmp_path / "render-{platform}.lock"),
+            str(ROOT / "locks" / f"{name}.conda-lock.yml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert render.returncode == 0, render.stderr
     lines = (tmp_path / "render-linux-64.lock").read_text().splitlines()

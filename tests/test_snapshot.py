@@ -56,11 +56,25 @@ def _closure_without(packages: list[dict], bad: set[str]) -> list[dict]:
 
 def test_depends_go_back_to_conda_match_specs():
     got = depends_from_lock(
-        {"python": "3.10.* *_cp310", "tzdata": "", "libabseil": "20230125 cxx17*",
-         "mpi": "1.0 mpich", "protobuf": "~=1.15", "numpy": ">=1.21.6,<2.0a0"}
+        {
+            "python": "3.10.* *_cp310",
+            "tzdata": "",
+            "libabseil": "20230125 cxx17*",
+            "mpi": "1.0 mpich",
+            "protobuf": "~=1.15",
+            "numpy": ">=1.21.6,<2.0a0",
+        }
     )
-    assert got == sorted(["python 3.10.* *_cp310", "tzdata", "libabseil 20230125 cxx17*",
-                          "mpi 1.0 mpich", "protobuf ~=1.15", "numpy >=1.21.6,<2.0a0"])
+    assert got == sorted(
+        [
+            "python 3.10.* *_cp310",
+            "tzdata",
+            "libabseil 20230125 cxx17*",
+            "mpi 1.0 mpich",
+            "protobuf ~=1.15",
+            "numpy >=1.21.6,<2.0a0",
+        ]
+    )
     parsed = {str(MatchSpec(s).name.normalized): MatchSpec(s) for s in got}
     assert str(parsed["python"].build) == "*_cp310"
     assert str(parsed["libabseil"].build) == "cxx17*"
@@ -87,8 +101,9 @@ def test_snapshot_resolves_to_the_locked_packages(tmp_path, lock):
     bad = PYTORCH_INCONSISTENT if lock == PYTORCH else set()
     keep = _closure_without(_conda_packages(lock), bad)
     assert len(keep) > 600
-    want = {(p["name"], p["version"], p["url"], p["hash"]["md5"], p["hash"]["sha256"])
-            for p in keep}
+    want = {
+        (p["name"], p["version"], p["url"], p["hash"]["md5"], p["hash"]["sha256"]) for p in keep
+    }
     depended = {d for p in keep for d in p["dependencies"]}
     leaves = sorted(p["name"] for p in keep if p["name"] not in depended)
     # the leaves alone pull in every other package: the depends were converted whole

@@ -281,9 +281,7 @@ def _path_text(node: _Node) -> str:
     return f"{text} {verb} {_requirement(node)}"
 
 
-def explain(
-    entries: Sequence[str], message: str, virtual_packages: Mapping[str, str]
-) -> list[str]:
+def explain(entries: Sequence[str], message: str, virtual_packages: Mapping[str, str]) -> list[str]:
     """Lines naming the clashing requirements in recipe terms, read from the solver's tree."""
     roots = parse_message(message)
     names = _entry_names(entries)
@@ -331,11 +329,7 @@ def _why_clash(n: _Node, names: Mapping[str, str], wanted: Mapping[str, list[_No
     req = parent if parent is not None and parent.kind not in ("requires", "constrains") else n
     path = _path_text(req)
     entry = names.get(n.name)
-    others = [
-        w
-        for w in wanted.get(n.name, [])
-        if w is not req and w.kind == "alive" and _chain(w)
-    ]
+    others = [w for w in wanted.get(n.name, []) if w is not req and w.kind == "alive" and _chain(w)]
     if others:
         return f"{path}; but {_path_text(others[0])}"
     if entry is not None:
