@@ -98,3 +98,24 @@ def test_virtual_packages_for_el7() -> None:
         "__cuda": "11.5",
         "__archspec": "x86_64",
     }
+
+
+def _child_pid() -> int:
+    from envcheck.build import solve
+
+    assert solve._child is not None
+    return solve._child.proc.pid
+
+
+def test_one_child_serves_every_solve_and_a_dead_one_is_replaced(channel: str) -> None:
+    import os
+    import signal
+
+    solve_specs(["dask"], [channel], "linux-64", EL7)
+    first = _child_pid()
+    solve_specs(["python"], [channel], "linux-64", EL7)
+    assert _child_pid() == first  # no process start per solve: bisection stays cheap
+    os.kill(first, signal.SIGKILL)
+    names = {p.name for p in solve_specs(["cuml"], [channel], "linux-64", EL7)}
+    assert names == {"cuml", "dask", "python"}
+    assert _child_pid() != first
