@@ -37,8 +37,7 @@ from envcheck.build.conflicts import SolveOutcome, diagnose  # noqa: E402
 from envcheck.build.recipe import load_recipe  # noqa: E402
 from envcheck.build.solve import SolveFailed, solve_specs, virtual_packages  # noqa: E402
 from tests.channel import write_channel  # noqa: E402
-from tests.test_conflicts import NEUTRAL  # noqa: E402
-from tests.worlds import filler_packages, filler_roots, world_packages  # noqa: E402
+from tests.worlds import NEUTRAL, filler_packages, filler_roots, world_packages  # noqa: E402
 
 # The bare solve: nothing of envcheck, only what any rattler user writes. It leaves through
 # os._exit because rattler 0.28 may crash while the interpreter shuts down after a solve.

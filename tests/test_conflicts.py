@@ -16,40 +16,9 @@ from envcheck.build.conflicts import (
     minimal_conflict,
 )
 from envcheck.build.solve import SolveFailed, solve_specs, virtual_packages
-from tests.worlds import RELEASES, write_world
+from tests.worlds import NEUTRAL, RELEASES, write_world
 
 EL7 = {"cuda": "11.5", "glibc": "2.17"}
-# 28 entries that install with either release: the haystack around the culprits
-NEUTRAL = [
-    "python=3.8",
-    "numpy",
-    "scipy",
-    "scikit-learn",
-    "numba",
-    "cupy",
-    "bokeh",
-    "datashader",
-    "panel",
-    "holoviews",
-    "geopandas",
-    "xarray",
-    "pyarrow",
-    "tqdm",
-    "tabulate",
-    "pynvml",
-    "zict",
-    "click",
-    "fsspec",
-    "toolz",
-    "cloudpickle",
-    "pyyaml",
-    "partd",
-    "packaging",
-    "tornado",
-    "psutil",
-    "networkx",
-    "jinja2",
-]
 
 
 def bound(n: int) -> int:

@@ -18,7 +18,14 @@ from envcheck.build.recipe import load_recipe
 from envcheck.build.snapshot import write_snapshot
 from envcheck.build.solve import SolveFailed, solve_specs, virtual_packages
 from tests.channel import write_channel
-from tests.worlds import RELEASES, base_packages, release_packages
+from tests.worlds import (
+    RELEASES,
+    base_packages,
+    filler_packages,
+    filler_roots,
+    release_packages,
+    world_packages,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = sorted((ROOT / "recipes").glob("*.yaml"))
@@ -51,6 +58,26 @@ def test_every_shipped_recipe_validates():
     assert {e.name for e in r2208.exclude} == {"cuml", "cugraph"}
     assert r2208.system == {"cuda": "11.5", "glibc": "2.17"}
     assert "dask-pytorch-ddp==0.2.2" in r2208.pip
+
+
+def _missing_dependencies(records: list[dict]) -> set[str]:
+    """Dependency names no record provides (virtual packages come from the target system)."""
+    from rattler import MatchSpec
+
+    names = {r["name"] for r in records}
+    needed = {MatchSpec(d).name.normalized for r in records for d in r["depends"]}
+    return {n for n in needed - names if not n.startswith("__")}
+
+
+def test_generated_worlds_are_closed_and_scale_past_50000_records():
+    world = world_packages()
+    assert _missing_dependencies(world) == set()
+    filler = filler_packages(50_000 - len(world))
+    assert len(world) + len(filler) >= 50_000
+    assert _missing_dependencies([*world, *filler]) == set()
+    # the library names never shadow a package of the world
+    assert not {r["name"] for r in filler} & {r["name"] for r in world}
+    assert len(filler_roots(filler, 8)) == 8
 
 
 @pytest.mark.slow

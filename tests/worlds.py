@@ -115,6 +115,14 @@ RELEASES: dict[str, Release] = {
     )
 }
 
+# 28 recipe entries that install with any 22.x/23.x release: the haystack around culprits
+NEUTRAL = [
+    "python=3.8", "numpy", "scipy", "scikit-learn", "numba", "cupy", "bokeh", "datashader",
+    "panel", "holoviews", "geopandas", "xarray", "pyarrow", "tqdm", "tabulate", "pynvml",
+    "zict", "click", "fsspec", "toolz", "cloudpickle", "pyyaml", "partd", "packaging",
+    "tornado", "psutil", "networkx", "jinja2",
+]  # fmt: skip
+
 PYTHONS = {
     "3.8": "3.8.13",
     "3.9": "3.9.13",
