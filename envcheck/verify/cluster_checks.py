@@ -18,6 +18,24 @@ from envcheck.verify.facts import NodeFacts
 NodeChecks = Callable[[NodeFacts, Expectations, str], list[Result]]
 
 
+def node_checks(plugins: bool = True) -> NodeChecks:
+    """verify node's checks as one function; plugins (entry points) are loaded once here,
+    not once per worker: scanning entry points costs milliseconds, a cluster has hundreds."""
+    from envcheck.verify.checks import run_check, run_node_checks
+    from envcheck.verify.plugins import load_plugins
+
+    loaded, errors = load_plugins() if plugins else ([], [])
+
+    def run(facts: NodeFacts, exp: Expectations, node: str) -> list[Result]:
+        out = run_node_checks(facts, exp, node, plugins=False)
+        out += [dataclasses.replace(r, node=node) for r in errors]
+        for p in loaded:
+            out += run_check(p.name, p.check, facts, exp, node, "plugins")
+        return out
+
+    return run
+
+
 def cluster_pids_by_host(processes: Mapping[str, NodeFacts]) -> dict[str, frozenset[int]]:
     """host -> pids of the cluster's own processes there (GPU use by them is not foreign).
 

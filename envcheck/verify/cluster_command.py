@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.report import Measurement, Report, Result, Status
-from envcheck.verify.cluster_checks import cluster_pids_by_host, node_checks_per_worker
+from envcheck.verify.cluster_checks import (
+    cluster_pids_by_host,
+    node_checks,
+    node_checks_per_worker,
+)
 from envcheck.verify.connect import (
     DEFAULT_TIMEOUT,
     address_from_scheduler_file,
@@ -176,8 +180,6 @@ def verify(
     embedded: bool = False,
 ) -> Report:
     """Everything after connecting: facts, checks, smoke tests, measurements -> one Report."""
-    from envcheck.verify.checks import run_node_checks
-
     options = CollectOptions(exp.import_modules, exp.libraries, exp.probe_timeout)
     cluster = gather_facts(client, timeout, options)
     processes = cluster.by_process()
@@ -188,7 +190,7 @@ def verify(
     results += node_checks_per_worker(
         cluster.workers,
         exp,
-        lambda f, e, node: run_node_checks(f, e, node, plugins=plugins),
+        node_checks(plugins),
         cluster_pids_by_host(processes),
     )
     if cluster.workers:

@@ -7,6 +7,7 @@ message can say *which* worker differs, and it fails where a difference breaks j
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ ABSENT = "-"
 _CONDA_ALIASES = {"pytorch": "torch", "py-xgboost": "xgboost", "dask-core": "dask"}
 
 
+@functools.lru_cache(maxsize=4096)  # the same few hundred names, once per process each
 def canonical_name(name: str) -> str:
     """One name per library across pip and conda: cudf-cu12 -> cudf, cupy-cuda12x -> cupy."""
     n = re.sub(r"[-_.]+", "-", name).lower()
@@ -235,7 +237,7 @@ def _results(
             )
         )
     if not out:
-        present = sum(1 for v in verdicts.values())
+        present = len(verdicts)
         out.append(
             Result(
                 check="skew",

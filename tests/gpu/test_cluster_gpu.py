@@ -1,0 +1,55 @@
+"""verify cluster on real GPUs (marker gpu; skipped without a GPU; run on the device machine).
+
+The embedded default is a LocalCUDACluster there (needs dask-cuda); the shared-GPU case needs
+only distributed: two `dask worker` processes both given CUDA_VISIBLE_DEVICES=0.
+Run: python3 -m pytest -m gpu tests/gpu/test_cluster_gpu.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from envcheck.errors import ExitCode
+from tests.subprocess_cluster import run_envcheck, start_cluster
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+
+
+def _results(report: dict, check: str) -> list[dict]:
+    return [r for r in report["results"] if r["check"] == check]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("dask_cuda") is None, reason="needs dask-cuda")
+def test_embedded_default_is_a_local_cuda_cluster_with_one_worker_per_gpu(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    proc, _ = run_envcheck("verify", "cluster", "--smoke", "none", "--json", str(out), timeout=300)
+    report = json.loads(out.read_text())
+    assert report["environment"]["cluster"].startswith("embedded LocalCUDACluster")
+    for check in ("gpu.visible", "gpu.shared", "gpu.unused"):
+        assert {r["status"] for r in _results(report, check)} == {"pass"}, report["results"]
+    # the cluster's own CUDA contexts are not "other people's" processes
+    assert not [r for r in _results(report, "busy-gpus") if r["status"] == "fail"]
+    assert proc.returncode in (ExitCode.OK, ExitCode.WARN), proc.stderr[-2000:]
+
+
+def test_two_workers_forced_onto_one_gpu_fail_pinning(tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path / "cluster")
+    try:
+        for name in ("a", "b"):
+            cluster.add_worker(name, env={"CUDA_VISIBLE_DEVICES": "0"})
+        names = cluster.wait_for_workers(["a", "b"])
+        out = tmp_path / "out.json"
+        proc, _ = run_envcheck(
+            "verify", "cluster", cluster.address, "--smoke", "none", "--json", str(out)
+        )
+        assert proc.returncode == ExitCode.FAIL, proc.stderr[-2000:]
+        report = json.loads(out.read_text())
+        (shared,) = [r for r in _results(report, "gpu.shared") if r["status"] == "fail"]
+        assert names["a"] in shared["message"] and names["b"] in shared["message"]
+        assert "GPU 0" in shared["message"]
+    finally:
+        cluster.stop()
