@@ -119,3 +119,17 @@ def test_worker_whose_venv_lacks_envcheck_reports_facts(
         assert f.python_executable != sys.executable
     finally:
         cluster.stop()
+
+
+def test_import_probes_run_on_every_worker_in_child_processes(two_workers) -> None:
+    from envcheck.verify.gather import CollectOptions
+
+    client = two_workers
+    options = CollectOptions(import_modules=("json", "no_such_module_for_envcheck"))
+    cf = gather_facts(client, timeout=30, options=options)
+    assert cf.errors == () and len(cf.workers) == 2
+    for f in (*cf.workers.values(), cf.scheduler, cf.client):
+        probes = {p.module: p for p in f.imports}
+        assert probes["json"].ok
+        assert not probes["no_such_module_for_envcheck"].ok
+        assert "No module named" in probes["no_such_module_for_envcheck"].error

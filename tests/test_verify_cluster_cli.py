@@ -124,6 +124,20 @@ def test_nothing_listening_is_unreachable_within_the_timeout() -> None:
     assert took < 15  # 2 s of connecting plus interpreter start-up
 
 
+def test_scheduler_without_workers_fails(tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path / "cluster")
+    try:
+        out = tmp_path / "out.json"
+        proc, _ = run_envcheck(
+            "verify", "cluster", cluster.address, "--timeout", "5", "--json", str(out)
+        )
+        assert proc.returncode == ExitCode.FAIL, proc.stderr[-2000:]
+        (workers,) = _results(_report(out), "workers")
+        assert workers["status"] == "fail" and "no workers" in workers["message"]
+    finally:
+        cluster.stop()
+
+
 # A preload that turns the worker into one that dies the moment verify asks it for facts:
 # SIGKILL, as the OOM killer would, in the middle of the round.
 _DIE_ON_RUN = """
