@@ -30,6 +30,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 warnings.filterwarnings("ignore", "The pynvml package is deprecated", FutureWarning)
@@ -66,15 +67,15 @@ def envcheck_round(client: Any, runner: Callable[..., Any] | None = None) -> int
     from envcheck.verify.pinning import check_pinning
     from envcheck.verify.skew import skew_report
 
-    cluster = gather_facts(client, 60, runner=runner)
+    with ThreadPoolExecutor(1) as pool:  # as cluster_command.verify does
+        checks = pool.submit(node_checks, True)
+        cluster = gather_facts(client, 60, runner=runner)
+        run_checks = checks.result()
     assert not cluster.errors, cluster.errors
     processes = cluster.by_process()
     _, results = skew_report(processes)
     results += node_checks_per_worker(
-        cluster.workers,
-        Expectations(),
-        node_checks(plugins=True),
-        cluster_pids_by_host(processes),
+        cluster.workers, Expectations(), run_checks, cluster_pids_by_host(processes)
     )
     results += check_pinning(cluster.workers)
     return len(results)

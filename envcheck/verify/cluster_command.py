@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -181,7 +182,12 @@ def verify(
 ) -> Report:
     """Everything after connecting: facts, checks, smoke tests, measurements -> one Report."""
     options = CollectOptions(exp.import_modules, exp.libraries, exp.probe_timeout)
-    cluster = gather_facts(client, timeout, options)
+    with ThreadPoolExecutor(1) as pool:
+        # The entry-point scan for plugin checks reads every installed distribution: do it
+        # while this thread only waits for the cluster's answers.
+        checks = pool.submit(node_checks, plugins)
+        cluster = gather_facts(client, timeout, options)
+        run_checks = checks.result()
     processes = cluster.by_process()
     results: list[Result] = [_membership(cluster), *cluster.errors]
     lock_names = tuple(p.name for p in exp.lock_packages)
@@ -190,7 +196,7 @@ def verify(
     results += node_checks_per_worker(
         cluster.workers,
         exp,
-        node_checks(plugins),
+        run_checks,
         cluster_pids_by_host(processes),
     )
     if cluster.workers:
