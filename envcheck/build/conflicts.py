@@ -123,7 +123,7 @@ def diagnose(
     ``virtual_packages`` maps names such as ``__glibc`` to the versions the target
     system provides (the recipe's ``system``), so a clash with the host can be named.
     With ``guided``, the entries the solver's message names are tried first: when they
-    fail together the bisection runs over them only (usually 4 solves for a pair);
+    fail together the bisection runs over them only (4 solves for a pair named alone);
     otherwise it runs over every entry, one solve later. Raises NothingToDiagnose when
     ``specs`` solve.
     """
