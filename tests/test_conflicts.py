@@ -16,6 +16,7 @@ from envcheck.build.conflicts import (
     minimal_conflict,
 )
 from envcheck.build.solve import SolveFailed, solve_specs, virtual_packages
+from tests.channel import pkg, write_channel
 from tests.worlds import NEUTRAL, RELEASES, write_world
 
 EL7 = {"cuda": "11.5", "glibc": "2.17"}
@@ -155,3 +156,23 @@ def test_solvable_specs_have_nothing_to_diagnose(world):
     solve, _ = solver(world, EL7)
     with pytest.raises(NothingToDiagnose):
         diagnose(["python=3.9", "cudf=22.08", "dask-cuda=22.08"], solve)
+
+
+@pytest.mark.slow
+def test_a_run_constraint_clashing_with_a_recipe_pin_is_named(tmp_path):
+    # dask-sql releases constrain the Dask they work with without depending on a version
+    url = write_channel(
+        tmp_path,
+        [
+            pkg("python", "3.9.13"),
+            pkg("dask", "2022.7.1", ["python"]),
+            pkg("dask", "2023.3.2", ["python"]),
+            pkg("dask-sql", "2022.8.0", ["python"], constrains=["dask <=2022.8.1"]),
+        ],
+    )
+    solve, vps = solver(url, EL7)
+    d = diagnose(["python=3.9", "dask-sql", "dask=2023.3.2"], solve, virtual_packages=vps)
+    assert d.entries == ("dask-sql", "dask=2023.3.2")
+    assert d.reasons == (
+        "dask-sql 2022.8.0 constrains dask <=2022.8.1; the recipe pins dask=2023.3.2",
+    )
