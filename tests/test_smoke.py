@@ -147,6 +147,7 @@ def test_gpu_kernel_expected_sum_is_exact():
 # --- on a real cluster --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_embedded_style_cluster_passes_cpu_tests_and_skips_gpu_tests(local_cluster):
     client, facts = local_cluster
     results = run_smoke(client, facts, timeout=60)
@@ -186,6 +187,7 @@ def _ignores_deadline(run: SmokeRun) -> list:
     return [result("stuck", Status.PASS, "unreachable")]
 
 
+@pytest.mark.slow
 def test_a_task_hung_past_its_timeout_fails_and_the_run_goes_on(local_cluster):
     client, facts = local_cluster
     tests = {
@@ -204,6 +206,48 @@ def test_a_task_hung_past_its_timeout_fails_and_the_run_goes_on(local_cluster):
     assert [r.status for r in submit] == [Status.PASS, Status.PASS]
     # the hung task was cancelled: the scheduler no longer counts it as running anywhere
     assert all(not tasks for tasks in client.processing().values())
+
+
+def _kill_own_worker(run: SmokeRun) -> list:
+    """A task that takes its worker process down (like the OOM killer would)."""
+    fut = run.submit(os._exit, 1, worker=run.workers[0])
+    run.values([fut], "the task")
+    return [result("kill", Status.PASS, "unreachable")]
+
+
+@pytest.mark.slow
+def test_a_worker_dying_under_a_smoke_test_is_an_error_and_the_run_goes_on():
+    import logging
+
+    import dask
+    from distributed import Client, LocalCluster
+
+    from envcheck.verify.gather import gather_facts
+
+    # one death marks the task as a killer at once (default: retried on 3 more workers)
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        ) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        facts = dict(gather_facts(client, 30).workers)
+        tests = {
+            "kill": SmokeTest("kill", "kills its worker", _kill_own_worker),
+            "array": SMOKE_TESTS["array"],
+        }
+        started = time.monotonic()
+        killed, array = run_smoke(client, facts, timeout=30, tests=tests)
+        assert time.monotonic() - started < 30
+    assert killed.status is Status.ERROR
+    assert killed.message.startswith("KilledWorker: ")
+    assert array.status is Status.PASS
 
 
 BLOCKER = "raise ImportError('envcheck is not installed on this worker')\n"

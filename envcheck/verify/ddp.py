@@ -7,6 +7,8 @@ All ranks must run at once, so each worker needs a free thread.
 
 from __future__ import annotations
 
+import uuid
+
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +84,7 @@ def launch(
     master, port = rendezvous(client, plan, timeout)
     world = len(plan.workers)
     remote = worker_tasks.shipped(fn)
+    run_id = uuid.uuid4().hex[:12]  # a stale rank of an earlier, hung run must not be reused
     return [
         client.submit(
             remote,
@@ -95,7 +98,7 @@ def launch(
             workers=[w],
             allow_other_workers=False,
             pure=False,
-            key=f"{key_prefix}-{port}-rank{rank}",
+            key=f"{key_prefix}-{run_id}-rank{rank}",
         )
         for rank, w in enumerate(plan.workers)
     ]

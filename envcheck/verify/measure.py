@@ -46,7 +46,7 @@ _PCIE_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 _PCIE_PRACTICAL = 0.8
 
 
-class MeasurementList(list):
+class MeasurementList(list[Measurement]):
     """The measurements, plus ``problems``: Results for what could not be measured and why."""
 
     def __init__(self, items: Sequence[Measurement] = (), problems: Sequence[Result] = ()):
