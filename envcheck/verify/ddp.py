@@ -8,7 +8,6 @@ All ranks must run at once, so each worker needs a free thread.
 from __future__ import annotations
 
 import uuid
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
