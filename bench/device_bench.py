@@ -58,6 +58,8 @@ def _noop() -> int:
 
 def bare_transfer(client, a: str, b: str, nbytes: int, gpu: bool, repeats: int) -> float:
     """GB/s of a plain dependent-task transfer a -> b, timed from the client."""
+    from distributed import wait
+
     pin = dict(allow_other_workers=False, pure=False)
     overhead = min(
         _timed(lambda: client.submit(_noop, workers=[b], **pin).result()) for _ in range(5)
@@ -68,7 +70,8 @@ def bare_transfer(client, a: str, b: str, nbytes: int, gpu: bool, repeats: int) 
     rates = []
     for _ in range(repeats):
         x = client.submit(_payload, nbytes, gpu, workers=[a], **pin)
-        x.result()  # on A before the clock starts
+        with client.as_current():  # on A before the clock starts; result() would fetch it
+            wait([x])
         seconds = _timed(lambda x=x: client.submit(_nbytes, x, workers=[b], **pin).result())
         rates.append(nbytes / max(seconds - overhead, 1e-9) / 1e9)
         del x

@@ -217,7 +217,10 @@ def transfer_seconds(
     )
     futures = [make]
     try:
-        make.result(timeout=timeout)  # small: make_payload returns the array, kept on src
+        # wait, never result(): that would pull the whole payload to the client
+        _wait(client, [make], timeout)
+        if make.status == "error":
+            raise make.exception()
         take = client.submit(
             worker_tasks.shipped(worker_tasks.received),
             make,
@@ -417,12 +420,17 @@ def run_measurements(
     return MeasurementList([*transfers, *reduce], [*transfers.problems, *reduce.problems])
 
 
-def _gather(client: Any, futures: list[Any], timeout: float) -> list[Any]:
-    """Results of every future, waiting at most ``timeout`` (TimeoutError after that)."""
+def _wait(client: Any, futures: list[Any], timeout: float) -> None:
+    """Wait until every future is done (TimeoutError after ``timeout``); fetch nothing."""
     from distributed import wait
 
     with client.as_current():
         wait(futures, timeout=timeout)
+
+
+def _gather(client: Any, futures: list[Any], timeout: float) -> list[Any]:
+    """Results of every future, waiting at most ``timeout`` (TimeoutError after that)."""
+    _wait(client, futures, timeout)
     return client.gather(futures, errors="raise")
 
 
