@@ -20,7 +20,7 @@ system: {cuda: 11.10, glibc: "2.17"}
 dependencies:
   - python=3.9
   - dask-cuda=22.08
-  - pytorch=*=*cuda*
+  - pytorch * *cuda*
 pip:
   - dask-pytorch-ddp==0.2.2
 exclude:
@@ -44,7 +44,7 @@ def test_loads_every_contract_key(tmp_path: Path) -> None:
     assert r.platforms == ("linux-64",)
     # the raw text, not YAML's float: 11.10 stays 11.10
     assert dict(r.system) == {"cuda": "11.10", "glibc": "2.17"}
-    assert r.dependencies == ("python=3.9", "dask-cuda=22.08", "pytorch=*=*cuda*")
+    assert r.dependencies == ("python=3.9", "dask-cuda=22.08", "pytorch * *cuda*")
     assert r.pip == ("dask-pytorch-ddp==0.2.2",)
     assert r.exclude == (Exclusion("cuml", "conflicts with cugraph in 22.08"),)
     assert r.targets == ("A100x8, RHEL 7.5", "RTX3090x4, CentOS 7")
@@ -75,6 +75,19 @@ MINIMAL = "name: x\nchannels: [conda-forge]\nplatforms: [linux-64]\ndependencies
         ("name: x\n  bad: indent\n", ":2:6:", "malformed YAML"),
         (MINIMAL + "colour: blue\n", ":5:1:", "colour: unknown key"),
         (MINIMAL.replace("[python]", '[python, "numpy >>=1"]'), ":4:24:", "not a conda match spec"),
+        # conda reads these two, but rattler.solve parses strictly and would reject them
+        (
+            MINIMAL.replace("[python]", "[python, ucx-proc=*=gpu]"),
+            ":4:24:",
+            "dependencies: 'ucx-proc=*=gpu' is not a conda match spec: the build string '=gpu'"
+            " is not valid",
+        ),
+        (
+            MINIMAL.replace("[python]", "[python, 'pytorch 2.0.0 cuda112*']"),
+            ":4:24:",
+            "missing range specifier for '2.0.0'. Did you mean '==2.0.0' or '2.0.0.*'? (the "
+            "solver parses specs strictly; a lenient reading is 'pytorch ==2.0.0 cuda112*')",
+        ),
         (MINIMAL + 'pip: ["requests >>> 2"]\n', ":5:7:", "not a PEP 508 requirement"),
         (MINIMAL.replace("linux-64", "linux-65"), ":3:13:", "unknown platform 'linux-65'"),
         (MINIMAL + "system: {cuda: abc!}\n", ":5:16:", "system.cuda: 'abc!' is not a version"),
@@ -85,6 +98,7 @@ MINIMAL = "name: x\nchannels: [conda-forge]\nplatforms: [linux-64]\ndependencies
         (MINIMAL + "exclude: [{name: cuml}]\n", ":5:11:", "exclude[0].reason: missing"),
         (MINIMAL.replace("dependencies: [python]\n", ""), ":1:1:", "dependencies: missing"),
         (MINIMAL.replace("[conda-forge]", "[ftp://x/ch]"), ":2:12:", "only https://"),
+        (MINIMAL.replace("[conda-forge]", "['https://exa mple.org/ch']"), ":2:12:", "parse url"),
         (MINIMAL.replace("name: x", "name: My Env"), ":1:7:", "must be lower-case"),
         (MINIMAL.replace("[python]", "python"), ":4:15:", "expected a list"),
     ],

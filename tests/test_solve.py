@@ -88,6 +88,33 @@ def test_channel_names_resolve_to_anaconda_org() -> None:
     assert resolve_channel("file:///x/ch/") == "file:///x/ch"
     with pytest.raises(BadInput):
         resolve_channel("ftp://example.org/ch")
+    # rattler cannot read these URLs: bad input before any solve, not a solver failure
+    with pytest.raises(BadInput, match=r"^channel https://exa mple.org/ch: could not parse url"):
+        resolve_channel("https://exa mple.org/ch")
+    with pytest.raises(BadInput, match="invalid channel name"):
+        resolve_channel("https://")
+
+
+@pytest.mark.parametrize(
+    ("specs", "constraints", "vps", "says"),
+    [
+        # conda accepts both; rattler.solve parses strictly and rejects them
+        (["ucx-proc=*=gpu"], [], {}, "InvalidMatchSpecError: the build string '=gpu'"),
+        (["python 3.9.18 h0*"], [], {}, "missing range specifier for '3.9.18'"),
+        (["python"], ["dask=*=py_0"], {}, "InvalidMatchSpecError"),
+        (["python"], [], {"__glibc": "2..17"}, "InvalidVersionError"),
+        (["python"], [], {"__archspec": "x86 64"}, "invalid character ' ' in build string"),
+    ],
+)
+def test_input_the_solver_cannot_parse_is_bad_input(
+    channel: str, specs: list[str], constraints: list[str], vps: dict[str, str], says: str
+) -> None:
+    with pytest.raises(BadInput) as e:
+        solve_specs(specs, [channel], "linux-64", vps, constraints=constraints)
+    assert e.value.message.startswith("the solver cannot parse its input: ")
+    assert says in e.value.message and "\n" not in e.value.message
+    # the child keeps serving after a rejected request
+    assert {p.name for p in solve_specs(["python=3.9"], [channel], "linux-64", EL7)} == {"python"}
 
 
 def test_virtual_packages_for_el7() -> None:

@@ -18,7 +18,30 @@ from typing import Any
 
 import rattler
 from rattler import BuildString, GenericVirtualPackage, PackageName, Version
-from rattler.exceptions import GatewayError, SolverError
+from rattler.exceptions import (
+    GatewayError,
+    InvalidChannelError,
+    InvalidMatchSpecError,
+    InvalidPackageNameError,
+    InvalidUrlError,
+    InvalidVersionError,
+    InvalidVersionSpecError,
+    ParseArchError,
+    ParseSubdirError,
+    SolverError,
+)
+
+# rattler's errors for text it cannot parse: the request, not the solver, is at fault
+_PARSE_ERRORS = (
+    InvalidChannelError,
+    InvalidMatchSpecError,
+    InvalidPackageNameError,
+    InvalidUrlError,
+    InvalidVersionError,
+    InvalidVersionSpecError,
+    ParseArchError,
+    ParseSubdirError,
+)
 
 
 def _record(r: Any) -> dict[str, Any]:
@@ -52,10 +75,13 @@ class _Solver:
             if self.seen.get(path, stat) != stat:
                 self.gateway.clear_repodata_cache(channel)
             self.seen[path] = stat
-        vps = [
-            GenericVirtualPackage(PackageName(n), Version(v), BuildString(b))
-            for n, v, b in req["virtual_packages"]
-        ]
+        try:
+            vps = [
+                GenericVirtualPackage(PackageName(n), Version(v), BuildString(b))
+                for n, v, b in req["virtual_packages"]
+            ]
+        except (*_PARSE_ERRORS, ValueError) as e:  # BuildString raises a plain ValueError
+            return {"ok": False, "kind": "input", "message": f"{type(e).__name__}: {e}"}
         try:
             records = asyncio.run(
                 rattler.solve(
@@ -72,6 +98,8 @@ class _Solver:
             return {"ok": False, "kind": "solve", "message": str(e)}
         except GatewayError as e:
             return {"ok": False, "kind": "channel", "message": str(e)}
+        except _PARSE_ERRORS as e:
+            return {"ok": False, "kind": "input", "message": f"{type(e).__name__}: {e}"}
         except Exception as e:  # any other rattler failure: report it, keep serving
             return {"ok": False, "kind": "error", "message": f"{type(e).__name__}: {e}"}
         return {"ok": True, "records": [_record(r) for r in records]}

@@ -386,6 +386,8 @@ def run(args: argparse.Namespace) -> Report | int:
         )
     for r in recipes:
         _platforms(r, args.platform)
+    for c in args.channel_data or ():
+        resolve_channel(c)  # a URL the solver cannot read is bad input before any work
     check_writable(out)
     preload_conda_lock()
     results: list[Result] = []

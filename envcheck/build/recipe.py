@@ -87,6 +87,26 @@ class Recipe:
         return frozenset(e.name for e in self.exclude)
 
 
+def strict_match_spec(spec: str) -> MatchSpec:
+    """Parse ``spec`` exactly as the solver does (rattler.solve: strict, exact names only).
+
+    A lenient parse accepts conda's ``name=version=build`` and bare-version forms that the
+    solver then rejects: validating leniently would let a recipe pass and its build fail.
+    Raises ValueError, one line naming the spec.
+    """
+    try:
+        return MatchSpec(spec, strict=True, exact_names_only=True)
+    except InvalidMatchSpecError as e:
+        problem = f"{spec!r} is not a conda match spec: {str(e).splitlines()[0]}"
+        try:
+            lenient = str(MatchSpec(spec))
+        except InvalidMatchSpecError:
+            raise ValueError(problem) from None
+        raise ValueError(
+            f"{problem} (the solver parses specs strictly; a lenient reading is {lenient!r})"
+        ) from None
+
+
 class _Errors:
     """Builds 'FILE:LINE:COL: key: problem' messages from yaml node marks."""
 
@@ -219,9 +239,9 @@ def parse_recipe(text: str, path: Path) -> Recipe:
     seen: dict[str, str] = {}
     for node, spec in _list(err, top["dependencies"][1], "dependencies"):
         try:
-            ms = MatchSpec(spec)
-        except InvalidMatchSpecError as e:
-            raise err.at(node, "dependencies", f"{spec!r} is not a conda match spec: {e}") from None
+            ms = strict_match_spec(spec)
+        except ValueError as e:
+            raise err.at(node, "dependencies", str(e)) from None
         pname = ms.name.normalized if ms.name else None
         if not pname:
             raise err.at(node, "dependencies", f"{spec!r} names no package")

@@ -68,8 +68,28 @@ def resolve_channel(channel: str) -> str:
         scheme = channel.split("://", 1)[0]
         if scheme not in ("https", "http", "file"):
             raise BadInput(f"channel {channel}: only https://, http:// and file:// URLs work")
-        return channel.rstrip("/")
-    return f"{CHANNEL_ALIAS}/{channel.strip('/')}"
+        url = channel.rstrip("/")
+    else:
+        url = f"{CHANNEL_ALIAS}/{channel.strip('/')}"
+    # parsed as rattler.solve parses it (Channel(str)), so a URL it cannot read is bad input
+    # here rather than a solver failure later
+    from rattler import Channel
+    from rattler.exceptions import InvalidChannelError
+
+    try:
+        Channel(url)
+    except InvalidChannelError as e:
+        raise BadInput(f"channel {channel}: {one_line(str(e))}") from None
+    return url
+
+
+def one_line(message: str) -> str:
+    """rattler's 'problem\nCaused by: cause' as 'problem (cause)'."""
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    if not lines:
+        return "no message"
+    causes = [ln.removeprefix("Caused by:").strip() for ln in lines[1:]]
+    return lines[0] + (f" ({'; '.join(c for c in causes if c)})" if any(causes) else "")
 
 
 def is_local(url: str) -> bool:
@@ -292,6 +312,10 @@ def solve_specs(
                 detail=reply["message"],
             )
         raise BadInput(f"bad channel: {first}", detail=reply["message"])
+    if reply["kind"] == "input":
+        # a spec, constraint, channel or virtual package the solver cannot parse: the input
+        # is at fault (recipes are validated the same way, so this is for other callers)
+        raise BadInput(f"the solver cannot parse its input: {one_line(reply['message'])}")
     raise EnvcheckError(
         f"the solver failed: {reply['message'].splitlines()[0]}", detail=reply["message"]
     )
