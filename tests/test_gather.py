@@ -133,3 +133,40 @@ def test_import_probes_run_on_every_worker_in_child_processes(two_workers) -> No
         assert probes["json"].ok
         assert not probes["no_such_module_for_envcheck"].ok
         assert "No module named" in probes["no_such_module_for_envcheck"].error
+
+
+def _slow_runner(slow: str):
+    """Delegates to the real collector, except that `slow` ("scheduler" or a worker
+    address) takes three seconds to answer."""
+    real = gather._RUNNER
+
+    async def runner(digest, source, role, kwargs, dask_worker=None, dask_scheduler=None):
+        import asyncio
+
+        me = dask_worker.address if dask_worker is not None else "scheduler"
+        if me == slow:
+            await asyncio.sleep(3)
+        return await real(
+            digest, source, role, kwargs, dask_worker=dask_worker, dask_scheduler=dask_scheduler
+        )
+
+    return runner
+
+
+@pytest.mark.parametrize("who", ["worker", "scheduler"])
+def test_a_slow_process_is_an_error_after_the_timeout_the_rest_report(two_workers, who) -> None:
+    import time
+
+    client = two_workers
+    slow, fast = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    target = slow if who == "worker" else "scheduler"
+    t0 = time.monotonic()
+    cf = gather_facts(client, timeout=1, runner=_slow_runner(target))
+    assert time.monotonic() - t0 < 2.5
+    (err,) = cf.errors
+    assert "no answer within 1 s" in err.message and err.message.startswith(who)
+    if who == "worker":
+        assert err.node == slow and list(cf.workers) == [fast] and cf.scheduler is not None
+    else:
+        assert err.node == client.scheduler.address and cf.scheduler is None
+        assert sorted(cf.workers) == [slow, fast]

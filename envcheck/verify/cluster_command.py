@@ -287,6 +287,13 @@ def _bench(
 
 def _membership(cluster: ClusterFacts) -> Result:
     n = len(cluster.expected_workers)
+    if cluster.scheduler is None and n == 0 and cluster.errors:
+        return Result(
+            "workers",
+            Status.ERROR,
+            "unknown: the scheduler did not answer the facts round (see the facts error)",
+            group=GROUP,
+        )
     if n == 0:
         return Result(
             "workers",

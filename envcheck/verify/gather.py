@@ -178,6 +178,8 @@ def _make_fan_out() -> Callable[..., Any]:
                     deadline,
                 )
             except (asyncio.TimeoutError, TimeoutError):
+                if address not in dask_scheduler.workers:  # refused until it was removed
+                    return failure("lost", "it left the cluster while being asked")
                 return failure("timeout", "")
             reply = replies.get(address)
             if reply is None:
@@ -198,8 +200,10 @@ def _make_fan_out() -> Callable[..., Any]:
                     digest, source, "scheduler", kwargs, dask_scheduler=dask_scheduler
                 )
                 if inspect.isawaitable(facts):
-                    facts = await facts
+                    facts = await asyncio.wait_for(facts, deadline)
                 return {"facts": facts}
+            except (asyncio.TimeoutError, TimeoutError):
+                return failure("timeout", "")
             except Exception as e:
                 return failure("raised", f"{type(e).__name__}: {e}")
 
