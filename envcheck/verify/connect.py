@@ -150,10 +150,11 @@ def embedded_cluster(
     if gpus is None:
         gpus = gpu_count()
     kind, _ = embedded_kind(gpus)
+    protocol = protocol.removesuffix("://")
     if protocol == "ucx" and importlib.util.find_spec("distributed_ucxx") is None:
         raise BadInput("protocol ucx needs distributed-ucxx installed")
     common = dict(
-        protocol=f"{protocol}://",
+        protocol=protocol,  # "ucx", not "ucx://": dask-cuda compares the bare name
         dashboard_address=None,  # no dashboard...
         # ...but the scheduler's HTTP routes still bind: a free port, not 8787 plus a warning
         scheduler_kwargs={"dashboard_address": ":0"},
