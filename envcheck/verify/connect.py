@@ -10,6 +10,7 @@ import contextlib
 import importlib.util
 import json
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -131,6 +132,18 @@ def embedded_kind(gpus: int) -> tuple[str, str]:
     return "LocalCUDACluster", f"one worker per GPU ({gpus})"
 
 
+_PYNVML_WARNING = "ignore:The pynvml package is deprecated:FutureWarning"
+
+
+def _quiet_pynvml_in_children() -> None:
+    """Worker processes import distributed, which imports pynvml; the redirecting `pynvml`
+    wheel then prints a FutureWarning per worker on our stderr. PYTHONWARNINGS is read at
+    interpreter start, so it must be in the environment the workers inherit."""
+    current = os.environ.get("PYTHONWARNINGS", "")
+    if _PYNVML_WARNING not in current:
+        os.environ["PYTHONWARNINGS"] = ",".join(p for p in (current, _PYNVML_WARNING) if p)
+
+
 @contextlib.contextmanager
 def embedded_cluster(
     protocol: str = "tcp",
@@ -160,6 +173,7 @@ def embedded_cluster(
         scheduler_kwargs={"dashboard_address": ":0"},
         silence_logs=logging.ERROR,
     )
+    _quiet_pynvml_in_children()
     try:
         if kind == "LocalCUDACluster":
             from dask_cuda import LocalCUDACluster
