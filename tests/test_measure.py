@@ -17,6 +17,7 @@ from envcheck.verify.measure import (
     allreduce_verdict,
     bus_bandwidth,
     measure_transfers,
+    pair_verdict,
     pick_pairs,
     reference_bandwidth,
     run_measurements,
@@ -84,6 +85,13 @@ def test_tcp_between_nvlinked_gpus_gets_the_use_ucx_verdict():
     assert "protocol tcp between NVLinked GPUs: use UCX" in verdict
     assert verdict.startswith("1% of 450 GB/s")
     assert transfer_verdict(120.0, ref, "ucx", basis) == ""  # 27%: not far below
+
+
+def test_a_pair_is_judged_by_its_best_size():
+    ref, basis = reference_bandwidth(gpu_worker(H200, 0), gpu_worker(H200, 1), "ucx")
+    # 64 MiB over NVLink is latency-bound (24 GB/s) while 4 GiB reaches 302 GB/s: no verdict
+    assert pair_verdict([23.9, 75.7, 230.0, 302.0], ref, "ucx", basis) == ""
+    assert "UCX is not using NVLink" in pair_verdict([20.0, 60.0, 100.0], ref, "ucx", basis)
 
 
 def test_slow_ucx_points_at_ucx_tls():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from envcheck.report import Measurement, Result, Status
@@ -154,6 +154,12 @@ def transfer_verdict(value: float, ref: float | None, protocol: str, basis: str)
     return f"{head}: {fix}"
 
 
+def pair_verdict(values: Iterable[float], ref: float | None, protocol: str, basis: str) -> str:
+    """One verdict for a pair, from its best size: small transfers are latency-bound on any
+    link, so only a pair whose best is far below the link is judged (on every size)."""
+    return transfer_verdict(max(values), ref, protocol, basis)
+
+
 def allreduce_verdict(busbw: float, ref: float | None, basis: str, env: Mapping[str, str]) -> str:
     if ref is None or busbw >= FAR_BELOW * ref:
         return ""
@@ -283,9 +289,7 @@ def measure_transfers(
                     wire = seconds - latency if seconds > 2 * latency else seconds
                     rates.append(nbytes / wire / 1e9)
                 values[nbytes] = statistics.median(rates)
-            # Judge the pair by its best size: small transfers are latency-bound on any link,
-            # and a pair whose best is far below the link gets the verdict on every size.
-            verdict = transfer_verdict(max(values.values()), ref, protocol, basis)
+            verdict = pair_verdict(values.values(), ref, protocol, basis)
             for nbytes, value in values.items():
                 out.append(
                     Measurement(
