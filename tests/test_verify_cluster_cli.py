@@ -31,6 +31,21 @@ def _results(report: dict, check: str) -> list[dict]:
     return [r for r in report["results"] if r["check"] == check]
 
 
+def _pip_lock(path: Path, packages: dict[str, str]) -> Path:
+    """A conda-lock v1 file of pip entries, the shape conda-lock writes for pip dependencies."""
+    entries = "".join(
+        f"- name: {name}\n  version: '{version}'\n  manager: pip\n  platform: linux-64\n"
+        f"  dependencies: {{}}\n  url: https://files.pythonhosted.org/{name}-{version}.whl\n"
+        f"  hash:\n    sha256: '{'0' * 64}'\n  category: main\n  optional: false\n"
+        for name, version in packages.items()
+    )
+    path.write_text(
+        "version: 1\nmetadata:\n  content_hash:\n    linux-64: x\n  channels: []\n"
+        "  platforms:\n  - linux-64\n  sources: []\npackage:\n" + entries
+    )
+    return path
+
+
 # --- the README's main command ---------------------------------------------------------------
 
 
@@ -108,6 +123,20 @@ def test_skew_passes_for_identical_workers_and_fails_naming_the_odd_one(
         assert f"have {ours}" in msgpack["message"]
         row = next(r for r in report["tables"][0]["rows"] if r[0] == "msgpack")
         assert OTHER_MSGPACK in row and ours in row and row[-1] == "fail"
+
+        # every worker against a lock: only the odd worker drifted from it
+        lock = _pip_lock(tmp_path / "env.lock.yml", {"msgpack": ours})
+        out = tmp_path / "lock.json"
+        proc, _ = run_envcheck(
+            "verify", "cluster", cluster.address, "--smoke", "none", "--lock", str(lock),
+            "--no-plugins", "--json", str(out),
+        )
+        assert proc.returncode == ExitCode.FAIL, proc.stderr
+        packages = {r["node"]: r for r in _results(_report(out), "packages")}
+        assert set(packages) == {names["main"], names["same"], odd}
+        assert packages[odd]["status"] == "fail"
+        assert f"msgpack {OTHER_MSGPACK} (lock {ours})" in packages[odd]["message"]
+        assert packages[names["main"]]["status"] == packages[names["same"]]["status"] == "pass"
     finally:
         cluster.stop()
 
