@@ -71,6 +71,27 @@ def test_embedded_default_passes_with_gpu_checks_skipped_saying_why(tmp_path: Pa
     assert "no GPU" in proc.stdout or "skip" in proc.stdout  # the table was rendered too
 
 
+def test_embedded_bench_measures_tcp_and_says_why_ucx_is_missing(tmp_path: Path) -> None:
+    import importlib.util
+
+    out = tmp_path / "out.json"
+    proc, _ = run_envcheck(
+        "verify", "cluster", "--bench", "--smoke", "none", "--workers", "2", "--json", str(out),
+        timeout=300,
+    )
+    report = _report(out)
+    assert proc.returncode in (ExitCode.OK, ExitCode.WARN), proc.stderr[-2000:]
+    names = [m["name"] for m in report["measurements"]]
+    assert names[0] == "facts round"
+    assert any(n.startswith("transfer tcp") for n in names), names
+    assert all(m["value"] > 0 for m in report["measurements"])
+    if importlib.util.find_spec("distributed_ucxx") is None:
+        (ucx,) = _results(report, "bench.ucx")
+        assert ucx["status"] == "skip" and "distributed-ucxx is not installed" in ucx["message"]
+    else:
+        assert any(n.startswith("transfer ucx") for n in names), names
+
+
 # --- skew across environments, with workers that cannot import envcheck ----------------------
 
 

@@ -217,7 +217,10 @@ def verify(
             "smoke", lambda: run_smoke(client, cluster.workers, smoke, smoke_timeout)
         )
     if bench and cluster.workers:
-        got, problems = _bench(client, cluster, embedded, timeout, smoke_timeout)
+        try:
+            got, problems = _bench(client, cluster, embedded, timeout, smoke_timeout)
+        except Exception as e:
+            got, problems = [], [_step_error("bench", e)]
         measurements += got
         results += problems
     return Report(
@@ -234,18 +237,20 @@ def _guarded(what: str, step: Callable[[], list[Result]]) -> list[Result]:
     rest of the report (facts, skew, checks) still comes out."""
     try:
         return step()
-    except EnvcheckError:
-        raise
     except Exception as e:
-        return [
-            Result(
-                what,
-                Status.ERROR,
-                f"{what} could not run: {type(e).__name__}: {str(e).strip()[:300]}",
-                fix="run again with --debug; report it if the cluster is healthy",
-                group=GROUP,
-            )
-        ]
+        return [_step_error(what, e)]
+
+
+def _step_error(what: str, e: Exception) -> Result:
+    if isinstance(e, EnvcheckError):
+        raise e
+    return Result(
+        what,
+        Status.ERROR,
+        f"{what} could not run: {type(e).__name__}: {str(e).strip()[:300]}",
+        fix="run again with --debug; report it if the cluster is healthy",
+        group=GROUP,
+    )
 
 
 def _bench(
@@ -276,12 +281,18 @@ def _bench(
         )
         return measurements, problems
     local_gpus = len(cluster.client.gpus)  # the embedded cluster runs here
-    with embedded_cluster("ucx", n_workers=len(cluster.workers), gpus=local_gpus) as ucx:
-        ucx_facts = gather_facts(ucx, timeout)
-        problems += ucx_facts.errors
-        transfers = measure_transfers(ucx, ucx_facts.workers, timeout=limit)
-        measurements += list(transfers)
-        problems += list(transfers.problems)
+    try:
+        with embedded_cluster("ucx", n_workers=len(cluster.workers), gpus=local_gpus) as ucx:
+            ucx_facts = gather_facts(ucx, timeout)
+            problems += ucx_facts.errors
+            transfers = measure_transfers(ucx, ucx_facts.workers, timeout=limit)
+            measurements += list(transfers)
+            problems += list(transfers.problems)
+    except EnvcheckError as e:  # the UCX cluster did not start: the TCP numbers still count
+        problems.append(
+            Result("bench.ucx", Status.ERROR, f"UCX transfers not measured: {e.message}",
+                   group="bench")
+        )
     return measurements, problems
 
 
