@@ -170,3 +170,29 @@ def test_a_slow_process_is_an_error_after_the_timeout_the_rest_report(two_worker
     else:
         assert err.node == client.scheduler.address and cf.scheduler is None
         assert sorted(cf.workers) == [slow, fast]
+
+
+def test_scheduler_that_runs_no_code_still_gets_worker_facts() -> None:
+    """blocked-handlers: run_function (a locked-down scheduler): the scheduler's own facts
+    are an error saying why; the workers are asked directly and report."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},
+            blocked_handlers=["run_function"],
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        cf = gather_facts(client, timeout=30)
+        (err,) = cf.errors
+        assert err.message.startswith("scheduler did not report") and "disallowed" in err.message
+        assert cf.scheduler is None
+        assert sorted(cf.workers) == sorted(client.scheduler_info(n_workers=-1)["workers"])
+        assert all(f.role == "worker" and f.address for f in cf.workers.values())

@@ -260,6 +260,10 @@ def gather_facts(
             )
         except Exception as e:  # the scheduler itself hung, died or refused
             reply = {"scheduler": {"error": _kind(e), "text": f"{type(e).__name__}: {e}"}}
+            if _kind(e) == "raised":
+                # It answered but will not run our code (blocked-handlers: run_function):
+                # ask the workers directly, in one broadcast without per-worker deadlines.
+                reply.update(_direct(client, runner or _RUNNER, payload, kwargs, deadline))
         client_facts = local.result()
     scheduler_address = getattr(client.scheduler, "address", "") or ""
     errors: list[Result] = []
@@ -282,6 +286,30 @@ def gather_facts(
         scheduler_address=scheduler_address,
         seconds=time.perf_counter() - t0,
     )
+
+
+def _direct(
+    client: Client, runner: Callable[..., Any], payload: Payload, kwargs: dict, deadline: float
+) -> dict:
+    """Workers' facts through client.run: the fallback when the scheduler runs no code."""
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    try:
+        replies = client.run(
+            runner, payload.digest, payload.source, "worker", kwargs,
+            on_error="return", callback_timeout=deadline,
+        )
+    except Exception as e:  # one hung worker holds the whole broadcast: all are unknown
+        replies = {address: e for address in info}
+    answers = {
+        address: (
+            {"error": _kind(r), "text": f"{type(r).__name__}: {r}"}
+            if isinstance(r, BaseException)
+            else {"facts": r}
+        )
+        for address, r in replies.items()
+    }
+    resources = {a: dict(w.get("resources") or {}) for a, w in info.items()}
+    return {"workers": answers, "resources": resources}
 
 
 def _kind(e: BaseException) -> str:
