@@ -41,7 +41,14 @@ def _add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The full parser; given ``argv``, only the verb it names imports its module.
+
+    A verb module may import heavy things (rattler, conda-lock, dask): `envcheck build` should
+    not pay for verify's imports, nor `envcheck --help` for any. Top-level flags take no
+    values, so the first words that are not flags name the verb.
+    """
+    words = None if argv is None else tuple(a for a in argv if not a.startswith("-"))
     parser = _Parser(prog="envcheck", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -60,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
         _add_report_arguments(sub)
         sub.set_defaults(_module=module)
-        importlib.import_module(module).add_arguments(sub)
+        if words is None or words[: len(path)] == path:
+            importlib.import_module(module).add_arguments(sub)
     return parser
 
 
@@ -82,7 +90,8 @@ def render(report: Report, args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     try:

@@ -299,3 +299,30 @@ def test_interrupted_build_leaves_the_previous_lock_byte_identical(tmp_path: Pat
     assert proc.returncode == ExitCode.INTERRUPTED, err
     assert err.strip() == "envcheck: interrupted"
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_build_imports_no_verify_module_and_help_still_covers_every_verb() -> None:
+    """cli.py imports only the named verb's module: verify's imports cost build nothing."""
+    code = (
+        "import sys\n"
+        "from envcheck.cli import main\n"
+        "try:\n"
+        "    main(['build', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('envcheck.verify.')))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "usage: envcheck build" in run.stdout and "--channel-data" in run.stdout
+    assert run.stdout.strip().splitlines()[-1] == "[]"
+    for words, says in [
+        ([], "{build,verify}"),
+        (["verify"], "{node,cluster}"),
+        (["verify", "node"], "usage: envcheck verify node"),
+    ]:
+        help_ = subprocess.run(
+            [sys.executable, "-m", "envcheck", *words, "--help"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert help_.returncode == 0 and says in help_.stdout, help_.stderr

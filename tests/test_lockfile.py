@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from envcheck.build.atomic import check_writable, write_files_atomically
-from envcheck.build.lockfile import PipPackage, build_lockfile, read_lock, write_lock
+from envcheck.build.lockfile import (
+    PipPackage,
+    build_lockfile,
+    conda_lock_text,
+    explicit_text,
+    read_lock,
+    read_lockfile_model,
+    write_lock,
+)
 from envcheck.build.recipe import load_recipe
 from envcheck.build.solve import solve_specs, virtual_packages
 from envcheck.errors import BadInput
@@ -114,6 +122,54 @@ def test_conda_lock_parser_and_render_cli_accept_the_lock(built, tmp_path: Path)
     # dependencies first (topological), each url#md5 exactly as solved
     assert body[:3] == [f"{by_name[n].url}#{by_name[n].md5}" for n in ("libzlib", "python", "dask")]
     assert body[3] == f"# pip dask-pytorch-ddp @ {DDP.url}#sha256={DDP.sha256}"
+
+
+SHIPPED = Path(__file__).resolve().parents[1] / "locks" / "pangeo-ml-2023.10.conda-lock.yml"
+
+
+@pytest.mark.parametrize("which", ["test lock with pip entries", "shipped pangeo-ml lock"])
+def test_lock_texts_match_conda_locks_own_writer_and_renderer(
+    built, tmp_path: Path, which: str
+) -> None:
+    """envcheck reads and dumps with libyaml and renders explicit files itself: conda-lock's
+    models and bytes."""
+    from conda_lock.conda_lock import render_lockfile_for_platform
+    from conda_lock.lockfile import parse_conda_lock_file, write_conda_lock_file
+
+    _, _, out, _ = built
+    source = out / "demo.conda-lock.yml" if which.startswith("test") else SHIPPED
+    model = read_lockfile_model(source)
+    assert model == parse_conda_lock_file(source)
+    assert len(model.package) > 3 and model.metadata.custom_metadata
+    theirs = tmp_path / source.name
+    write_conda_lock_file(model.model_copy(deep=True), theirs, metadata_choices=None)
+    assert conda_lock_text(model.model_copy(deep=True), source.name) == theirs.read_text()
+    for platform in model.metadata.platforms:
+        lines = render_lockfile_for_platform(
+            lockfile=model.model_copy(deep=True),
+            include_dev_dependencies=False,
+            extras=None,
+            kind="explicit",
+            platform=platform,
+            suppress_warning_for_pip_and_explicit=True,
+        )
+        assert explicit_text(model.model_copy(deep=True), platform) == "\n".join(lines) + "\n"
+
+
+def test_lock_modules_load_without_conda_locks_cli() -> None:
+    """conda-lock's package __init__ (its whole CLI) is skipped, and still runs when asked."""
+    code = (
+        "import sys\n"
+        "from envcheck.build import lockfile\n"
+        "lockfile._import_conda_lock()\n"
+        "assert 'conda_lock.conda_lock' not in sys.modules, 'CLI imported'\n"
+        "import conda_lock\n"
+        "from importlib.metadata import version\n"
+        "assert conda_lock.__version__ == version('conda-lock'), conda_lock.__version__\n"
+        "assert callable(conda_lock.main) and 'conda_lock.conda_lock' in sys.modules\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
 
 
 def test_read_lock_rejects_missing_and_foreign_files(tmp_path: Path) -> None:

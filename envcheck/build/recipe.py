@@ -11,7 +11,6 @@ from pathlib import Path
 from types import MappingProxyType
 
 import yaml
-from packaging.requirements import InvalidRequirement, Requirement
 from rattler import MatchSpec, Version
 from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError
 
@@ -256,6 +255,9 @@ def parse_recipe(text: str, path: Path) -> Recipe:
 
     pip: list[str] = []
     if (pnode := value("pip")) is not None:
+        # imported here: packaging's parser costs 30 ms, and most recipes have no pip entries
+        from packaging.requirements import InvalidRequirement, Requirement
+
         for node, req in _list(err, pnode, "pip"):
             try:
                 Requirement(req)
