@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The batched GPU run behind BENCHMARKS.md's device numbers (device machine, e.g. nvidia-h200-x2).
+# Needs the Dask/UCX wheels of ../shared/tools/device-wheels (core ucx) in .whl/.
+# Usage (repo root, on the GPU machine): bash bench/gpu_batch.sh OUTDIR
+set -u
+out=${1:?OUTDIR}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+fi
+step() {  # step NAME TIMEOUT CMD...: one log per step, a hang costs only that step
+  local name=$1 limit=$2; shift 2
+  local t0=$(date +%s.%N)
+  timeout "$limit" "$@" >"$out/$name.txt" 2>&1
+  local rc=$?
+  printf '%-14s rc=%-3s %6.1f s\n' "$name" "$rc" "$(echo "$(date +%s.%N) - $t0" | bc)" | tee -a "$out/steps.txt"
+}
+date -u +%FT%TZ >"$out/steps.txt"
+step topo 30 bash -c 'nvidia-smi; nvidia-smi topo -m; python3 -c "import torch,cupy;print(torch.__version__, cupy.__version__)"'
+step node 120 python3 -m envcheck verify node --expect-gpus 2 --json "$out/node.json"
+step cluster 300 python3 -m envcheck verify cluster --bench --json "$out/cluster.json" --junit "$out/cluster.xml"
+step pytest 400 python3 -m pytest -m gpu tests/gpu -p no:cacheprovider -rA -q --durations=10
+step facts_bench 120 python3 bench/facts.py --repeat 50 --cold 3
+step device_bench 300 python3 bench/device_bench.py --repeats 4 --allreduce 256MiB,1GiB
+cat "$out/steps.txt"
