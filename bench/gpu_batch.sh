@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The batched GPU run behind BENCHMARKS.md's device numbers (device machine, e.g. nvidia-h200-x2).
 # Needs the Dask/UCX wheels of ../shared/tools/device-wheels (core ucx) in .whl/.
-# Usage (repo root, on the GPU machine): bash bench/gpu_batch.sh OUTDIR
+# Usage (repo root, on the GPU machine): bash bench/gpu_batch.sh OUTDIR [STEP...]
+# Steps: topo node cluster pytest facts_bench device_bench (default: all).
 set -u
-out=${1:?OUTDIR}
+out=${1:?OUTDIR}; shift
+steps=${*:-topo node cluster pytest facts_bench device_bench}
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 if [ -d .whl ]; then
@@ -13,12 +15,12 @@ if [ -d .whl ]; then
 fi
 step() {  # step NAME TIMEOUT CMD...: one log per step, a hang costs only that step
   local name=$1 limit=$2; shift 2
-  local t0=$(date +%s.%N)
+  case " $steps " in *" $name "*) ;; *) return ;; esac
+  local t0=$SECONDS
   timeout "$limit" "$@" >"$out/$name.txt" 2>&1
-  local rc=$?
-  printf '%-14s rc=%-3s %6.1f s\n' "$name" "$rc" "$(echo "$(date +%s.%N) - $t0" | bc)" | tee -a "$out/steps.txt"
+  printf '%-14s rc=%-3s %4d s\n' "$name" "$?" "$((SECONDS - t0))" | tee -a "$out/steps.txt"
 }
-date -u +%FT%TZ >"$out/steps.txt"
+date -u +%FT%TZ >>"$out/steps.txt"
 step topo 30 bash -c 'nvidia-smi; nvidia-smi topo -m; python3 -c "import torch,cupy;print(torch.__version__, cupy.__version__)"'
 step node 120 python3 -m envcheck verify node --expect-gpus 2 --json "$out/node.json"
 step cluster 300 python3 -m envcheck verify cluster --bench --json "$out/cluster.json" --junit "$out/cluster.xml"
