@@ -20,6 +20,7 @@ from envcheck.errors import BadInput
 
 _META = "envcheck."  # prefix of our keys in conda-lock's custom_metadata
 _preload: threading.Thread | None = None
+_ready = False  # conda-lock's modules are imported
 
 
 def _skip_conda_lock_init() -> None:
@@ -74,9 +75,13 @@ def preload_conda_lock() -> None:
 def _conda_lock_ready() -> None:
     # Two threads importing conda-lock's circular modules at once break the import: every
     # conda-lock import in this module waits for the preload first.
+    global _ready
+    if _ready:
+        return
     if _preload is not None:
         _preload.join()
     _import_conda_lock()
+    _ready = True
 
 
 @dataclass(frozen=True)
