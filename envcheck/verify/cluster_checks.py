@@ -9,6 +9,7 @@ reported once with the host as node, not once per worker.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Mapping
 
 from envcheck.report import Result
@@ -22,9 +23,8 @@ def node_checks(plugins: bool = True) -> NodeChecks:
     """verify node's checks as one function; plugins (entry points) are loaded once here,
     not once per worker: scanning entry points costs milliseconds, a cluster has hundreds."""
     from envcheck.verify.checks import run_check, run_node_checks
-    from envcheck.verify.plugins import load_plugins
 
-    loaded, errors = load_plugins() if plugins else ([], [])
+    loaded, errors = _plugins() if plugins else ([], [])
 
     def run(facts: NodeFacts, exp: Expectations, node: str) -> list[Result]:
         out = run_node_checks(facts, exp, node, plugins=False)
@@ -34,6 +34,27 @@ def node_checks(plugins: bool = True) -> NodeChecks:
         return out
 
     return run
+
+
+_PLUGINS: dict[str, tuple[object, tuple[list, list]]] = {}
+
+
+def _plugins() -> tuple[list, list]:
+    """load_plugins(), again only when a sys.path directory changed (a distribution was
+    installed or removed): the entry-point scan reads every distribution's metadata, 3 ms
+    for 97, which a process verifying clusters repeatedly need not pay each time. Returned
+    lists are the cached ones: callers only read them."""
+    from envcheck.verify.facts import dirs_key
+    from envcheck.verify.plugins import load_plugins
+
+    key = (dirs_key(sys.path), tuple(sys.path))
+    hit = _PLUGINS.get("plugins")
+    if key[0] is not None and hit is not None and hit[0] == key:
+        return hit[1]
+    found = load_plugins()
+    if key[0] is not None and not found[1]:  # a plugin that failed is tried again next time
+        _PLUGINS["plugins"] = (key, found)
+    return found
 
 
 def cluster_pids_by_host(processes: Mapping[str, NodeFacts]) -> dict[str, frozenset[int]]:

@@ -16,10 +16,10 @@ import asyncio
 import functools
 import hashlib
 import inspect
+import json
 import time
 import zlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -104,6 +104,8 @@ def _make_runner() -> Callable[..., Any]:
         name = f"_envcheck_facts_{digest}"
         module = sys.modules.get(name)
         if module is None:
+            if not source:  # asked by digest alone: the caller sends the source again
+                return None
             module = types.ModuleType(name)
             sys.modules[name] = module  # dataclasses look their module up while being made
             try:
@@ -121,18 +123,33 @@ def _make_runner() -> Callable[..., Any]:
         kwargs: dict,
         dask_worker: Any = None,
         dask_scheduler: Any = None,
-    ) -> dict:
+    ) -> bytes:
         import asyncio
 
         server = dask_worker if dask_worker is not None else dask_scheduler
         address = getattr(server, "address", "") or ""
 
-        def collect() -> dict:
-            module = load_facts_module(digest, source)
-            return module.facts_to_dict(module.collect_node_facts(role, address, **kwargs))
+        module = load_facts_module(digest, source)
+        if module is None:
+            return b""  # "send the source": this process has not compiled this version yet
 
-        # In a thread: import probes can take seconds, and the event loop must keep the
-        # worker's heartbeats going meanwhile.
+        def collect() -> bytes:
+            import json
+
+            facts = module.collect_node_facts(role, address, **kwargs)
+            module._envcheck_last_seconds = facts.collect_seconds
+            # One JSON string, not a dict: Dask serializes a nested dict of a few hundred
+            # strings element by element (headers and frames for each), and that cost as
+            # much as the collection itself at every hop (worker, scheduler, client).
+            return json.dumps(module.facts_to_dict(facts), separators=(",", ":")).encode()
+
+        # Import probes, `ucx_info` and a first scan can take seconds, and the event loop must
+        # keep the worker's heartbeats going meanwhile: those run in a thread. A collection
+        # that took under 5 ms last time (cached scans, no probes) runs right here: on a busy
+        # process the thread would wait up to the GIL's 5 ms switch interval to start.
+        quick = getattr(module, "_envcheck_last_seconds", 1.0) < 0.005
+        if quick and not kwargs.get("import_modules") and not kwargs.get("libraries"):
+            return collect()
         return await asyncio.get_running_loop().run_in_executor(None, collect)
 
     return run_facts
@@ -158,25 +175,43 @@ def _make_fan_out() -> Callable[..., Any]:
             address: dict(getattr(ws, "resources", None) or {})
             for address, ws in dask_scheduler.workers.items()
         }
-        msg = {
-            "op": "run",
-            "function": runner,
-            "args": dumps((digest, source, "worker", kwargs)),
-            "kwargs": dumps({}),
-            "wait": True,
-        }
+
+        def message(with_source: bool) -> dict:
+            return {
+                "op": "run",
+                "function": runner,
+                "args": dumps((digest, source if with_source else b"", "worker", kwargs)),
+                "kwargs": dumps({}),
+                "wait": True,
+            }
+
+        # By digest first: a worker that compiled this facts.py in an earlier round (they
+        # live long) needs only the digest; one that has not answers b"" and gets the source.
+        # This saves sending 12 KB to every worker in every round.
+        by_digest, with_source = message(False), message(True)
 
         def failure(kind: str, text: str) -> dict:
             return {"error": kind, "text": text[:500]}
 
+        async def ask(address: str) -> dict:
+            replies = await dask_scheduler.broadcast(
+                msg=by_digest, workers=[address], on_error="return_pickle"
+            )
+            reply = replies.get(address)
+            if isinstance(reply, dict) and reply.get("status") == "OK":
+                result = reply["result"]
+                if hasattr(result, "header") and hasattr(result, "frames"):  # still serialized
+                    result = deserialize(result.header, result.frames)
+                    replies = {**replies, address: {**reply, "result": result}}
+                if result == b"":
+                    replies = await dask_scheduler.broadcast(
+                        msg=with_source, workers=[address], on_error="return_pickle"
+                    )
+            return replies
+
         async def one(address: str) -> dict:
             try:
-                replies = await asyncio.wait_for(
-                    dask_scheduler.broadcast(
-                        msg=msg, workers=[address], on_error="return_pickle"
-                    ),
-                    deadline,
-                )
+                replies = await asyncio.wait_for(ask(address), deadline)
             except (asyncio.TimeoutError, TimeoutError):
                 if address not in dask_scheduler.workers:  # refused until it was removed
                     return failure("lost", "it left the cluster while being asked")
@@ -245,26 +280,21 @@ def gather_facts(
     deadline = timeout + (options.probe_timeout if options.probes else 0.0)
     payload = facts_payload()
     kwargs = options.kwargs()
-    with ThreadPoolExecutor(1) as pool:
-        local = pool.submit(collect_node_facts, "client", "", **kwargs)
-        try:
-            # The scheduler bounds each worker by `deadline`; this bounds the scheduler.
-            reply = client.run_on_scheduler(
-                _FAN_OUT,
-                _pickled(runner or _RUNNER),
-                payload.digest,
-                payload.source,
-                kwargs,
-                deadline,
-                callback_timeout=deadline + timeout,
-            )
-        except Exception as e:  # the scheduler itself hung, died or refused
-            reply = {"scheduler": {"error": _kind(e), "text": f"{type(e).__name__}: {e}"}}
-            if _kind(e) == "raised":
-                # It answered but will not run our code (blocked-handlers: run_function):
-                # ask the workers directly, in one broadcast without per-worker deadlines.
-                reply.update(_direct(client, runner or _RUNNER, payload, kwargs, deadline))
-        client_facts = local.result()
+    args = (_pickled(runner or _RUNNER), payload.digest, payload.source, kwargs, deadline)
+    # The request goes out on the client's event loop; this thread collects the client's own
+    # facts meanwhile (no thread to start, no GIL hand-over to wait for), then waits.
+    asked = asyncio.run_coroutine_threadsafe(
+        _on_scheduler(client, args, deadline + timeout), client.loop.asyncio_loop
+    )
+    client_facts = collect_node_facts("client", "", **kwargs)
+    try:
+        reply = asked.result()
+    except Exception as e:  # the scheduler itself hung, died or refused
+        reply = {"scheduler": {"error": _kind(e), "text": f"{type(e).__name__}: {e}"}}
+        if _kind(e) == "raised":
+            # It answered but will not run our code (blocked-handlers: run_function):
+            # ask the workers directly, in one broadcast without per-worker deadlines.
+            reply.update(_direct(client, runner or _RUNNER, payload, kwargs, deadline))
     scheduler_address = getattr(client.scheduler, "address", "") or ""
     errors: list[Result] = []
     scheduler_facts = _decode("scheduler", scheduler_address, reply["scheduler"], deadline,
@@ -286,6 +316,24 @@ def gather_facts(
         scheduler_address=scheduler_address,
         seconds=time.perf_counter() - t0,
     )
+
+
+async def _on_scheduler(client: Client, args: tuple, limit: float) -> dict:
+    """The fan-out on the scheduler (as client.run_on_scheduler, with the function pickled
+    once per process); the scheduler bounds each worker, `limit` bounds the scheduler."""
+    from distributed.core import clean_exception
+    from distributed.protocol.pickle import dumps
+
+    response = await asyncio.wait_for(
+        client.scheduler.run_function(
+            function=_pickled(_FAN_OUT), args=dumps(args), kwargs=dumps({}), wait=True
+        ),
+        limit,
+    )
+    if response["status"] == "error":
+        _, exc, tb = clean_exception(**response)
+        raise exc.with_traceback(tb)
+    return response["result"]
 
 
 def _direct(
@@ -325,7 +373,8 @@ def _decode(
 ) -> NodeFacts | None:
     if "facts" in answer:
         try:
-            return facts_from_dict(answer["facts"])
+            data = answer["facts"]
+            return facts_from_dict(json.loads(data) if isinstance(data, bytes) else data)
         except Exception as e:  # a collector of another version sent something unreadable
             answer = {"error": "raised", "text": f"unreadable facts ({type(e).__name__}: {e})"}
     errors.append(error_result(role, node, answer.get("error", "raised"), answer.get("text", ""),
