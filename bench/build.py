@@ -9,6 +9,8 @@ plus named-like C/C++ libraries with deep depends):
    fresh process each time (python startup + import rattler + solve). Target: at most 1.5x.
    Two seeds: rapids-22.08-el7's conda entries (a light solve, where envcheck's fixed cost
    shows), and the same plus eight libraries from the deep graph (a solve of real weight).
+   Then the same build again with its lock present (the old lock is read to report what
+   changed) and `envcheck build --check`, also medians of fresh processes.
 2. The conflict diagnosis for one culprit pair (cuml 22.08 vs cugraph 23.04) among 30 recipe
    entries, with real solves. Target: at most 2*ceil(log2 n)+2 solves.
 Medians of --repeat runs are printed, the two builds alternating so neither gets a warmer cache.
@@ -77,25 +79,17 @@ def bare_solve(request: dict) -> tuple[float, dict]:
     return time.perf_counter() - t, json.loads(out.stdout)
 
 
-def envcheck_build(recipe: Path, out: Path, channel: str) -> float:
+def envcheck_build(recipe: Path, out: Path, channel: str | None) -> float:
+    """Wall time of one `envcheck build` process; ``channel`` None runs `--check` instead."""
+    more = ["--channel-data", channel] if channel else ["--check"]
     t = time.perf_counter()
     run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "envcheck",
-            "build",
-            str(recipe),
-            "--out",
-            str(out),
-            "--channel-data",
-            channel,
-            "--quiet",
-        ],
+        [sys.executable, "-m", "envcheck", "build", str(recipe), "--out", str(out), *more,
+         "--quiet"],
         capture_output=True,
         text=True,
         cwd=ROOT,
-    )
+    )  # fmt: skip
     took = time.perf_counter() - t
     if run.returncode != 0:
         raise SystemExit(f"envcheck build failed ({run.returncode}): {run.stderr.strip()}")
@@ -136,6 +130,11 @@ def _compare(label: str, specs: list[str], shipped, url: str, work: Path, repeat
             else:
                 out = work / f"locks-{seed['name']}-{i}"
                 build_wall.append(envcheck_build(seed_path, out, url))
+    # again with the lock present (the old lock is read to report what changed), and --check
+    rebuild_wall, check_wall = [], []
+    for _ in range(repeat):
+        rebuild_wall.append(envcheck_build(seed_path, out, url))
+        check_wall.append(envcheck_build(seed_path, out, None))
     med_bare, med_build = statistics.median(bare_wall), statistics.median(build_wall)
     med_solve = statistics.median(bare_solve_s)
     ratio = med_build / med_bare
@@ -147,6 +146,8 @@ def _compare(label: str, specs: list[str], shipped, url: str, work: Path, repeat
         f"  ratio build / bare: {ratio:.2f}x (target <= 1.5x: {verdict});"
         f" build - bare: {med_build - med_bare:+.2f} s"
     )
+    med_rebuild, med_check = statistics.median(rebuild_wall), statistics.median(check_wall)
+    print(f"  rebuild with the lock present: {med_rebuild:.2f} s; --check: {med_check:.2f} s")
     return {
         "recipe": seed,
         "specs": len(specs),
@@ -155,6 +156,8 @@ def _compare(label: str, specs: list[str], shipped, url: str, work: Path, repeat
         "bare_solve_call_s": med_solve,
         "build_s": med_build,
         "ratio": ratio,
+        "rebuild_s": med_rebuild,
+        "check_s": med_check,
     }
 
 
