@@ -278,3 +278,56 @@ def test_collector_ships_by_value_to_an_interpreter_without_envcheck(tmp_path):
     data = json.loads(out.stdout)
     assert data["role"] == "worker" and data["pid"] != os.getpid()
     assert facts_from_dict(data).host == socket.gethostname()
+
+
+def _age(path: Path) -> None:
+    """Make path's mtime old enough to be cached (past the racy window)."""
+    past = time.time() - 5
+    os.utime(path, (past, past))
+
+
+def test_dist_info_scan_is_kept_per_directory_until_the_directory_changes(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    (site / "alpha_pkg-1.0.dist-info").mkdir(parents=True)
+    _age(site)
+    monkeypatch.syspath_prepend(str(site))
+    assert collect_node_facts().python_packages["alpha-pkg"] == "1.0"
+    real = facts_mod._dists_in
+    scanned: list[str] = []
+    monkeypatch.setattr(facts_mod, "_dists_in", lambda d: scanned.append(d) or real(d))
+    f = collect_node_facts()
+    # not listed again (another sys.path directory changed just now may be: not this one)
+    assert f.python_packages["alpha-pkg"] == "1.0" and str(site) not in scanned
+    f.python_packages["alpha-pkg"] = "mutated by a caller"  # must not reach the cache
+    (site / "alpha_pkg-1.0.dist-info").rename(site / "alpha_pkg-2.0.dist-info")  # an upgrade
+    f = collect_node_facts()
+    assert str(site) in scanned  # the changed directory is listed again
+    assert f.python_packages["alpha-pkg"] == "2.0"
+    assert f.packages is f.python_packages  # no conda-meta: one dict, sent once
+
+
+def test_a_directory_changed_just_now_is_not_cached(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    (site / "beta-3.1.dist-info").mkdir(parents=True)  # mtime: now (inside the racy window)
+    monkeypatch.syspath_prepend(str(site))
+    assert facts_mod.dirs_key([str(site)]) is None
+    assert collect_node_facts().python_packages["beta"] == "3.1"
+    assert f"dist-info:{site}" not in facts_mod._CACHE
+    _age(site)
+    assert facts_mod.dirs_key([str(site)]) is not None
+
+
+def test_facts_to_dict_matches_asdict_and_sends_a_shared_dict_once():
+    import dataclasses
+    import pickle
+
+    rich = with_libraries(
+        with_imports(with_process(healthy_a100x8(), 3, 31337, "bob", 30000), numpy=""),
+        nccl="/opt/libnccl.so.2",
+    )
+    assert facts_to_dict(rich) == dataclasses.asdict(rich)
+    f = collect_node_facts()
+    d = facts_to_dict(f)
+    assert d == dataclasses.asdict(f)
+    assert d["packages"] is d["python_packages"] and d["packages"] is not f.packages
+    assert len(pickle.dumps(d)) < len(pickle.dumps(dataclasses.asdict(f)))

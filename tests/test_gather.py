@@ -196,3 +196,40 @@ def test_scheduler_that_runs_no_code_still_gets_worker_facts() -> None:
         assert cf.scheduler is None
         assert sorted(cf.workers) == sorted(client.scheduler_info(n_workers=-1)["workers"])
         assert all(f.role == "worker" and f.address for f in cf.workers.values())
+
+
+def test_workers_get_the_source_by_digest_and_again_when_they_lack_it(two_workers) -> None:
+    """Rounds send only the digest to workers that compiled facts.py before; a worker that
+    has not (here: one that forgot it, like a worker started since) is sent the source."""
+    client = two_workers
+    gather_facts(client, timeout=30)
+    forgetful, other = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    name = f"_envcheck_facts_{facts_payload().digest}"
+
+    def forget() -> bool:
+        import sys
+
+        return sys.modules.pop(name, None) is not None
+
+    real = gather._RUNNER
+
+    async def recording(digest, source, role, kwargs, dask_worker=None, dask_scheduler=None):
+        if dask_worker is not None:  # what each worker was sent, kept on the worker
+            dask_worker.__dict__.setdefault("_test_sources", []).append(len(source))
+        return await real(
+            digest, source, role, kwargs, dask_worker=dask_worker, dask_scheduler=dask_scheduler
+        )
+
+    def sent(dask_worker) -> list[int]:
+        return dask_worker.__dict__.pop("_test_sources", [])
+
+    assert client.run(forget, workers=[forgetful]) == {forgetful: True}
+    cf = gather_facts(client, timeout=30, runner=recording)
+    assert cf.errors == () and sorted(cf.workers) == [forgetful, other]
+    size = len(facts_payload().source)
+    assert client.run(sent) == {forgetful: [0, size], other: [0]}  # digest; source on request
+    assert cf.workers[forgetful].python_packages == cf.workers[other].python_packages
+    assert client.run(lambda: name in __import__("sys").modules) == {
+        forgetful: True,
+        other: True,
+    }
