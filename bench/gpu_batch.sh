@@ -8,9 +8,10 @@ out=${1:?OUTDIR}; shift
 steps=${*:-topo node cluster pytest facts_bench device_bench}
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-if [ -d .whl ]; then
+whl=${WHL:-.whl}  # WHL=.whlx for the core + xgboost set (UCX and xgboost do not fit in one carry)
+if [ -d "$whl" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
+    --target /tmp/site "$whl"/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD
 fi
 step() {  # step NAME TIMEOUT CMD...: one log per step, a hang costs only that step
