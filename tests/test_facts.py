@@ -331,3 +331,69 @@ def test_facts_to_dict_matches_asdict_and_sends_a_shared_dict_once():
     assert d == dataclasses.asdict(f)
     assert d["packages"] is d["python_packages"] and d["packages"] is not f.packages
     assert len(pickle.dumps(d)) < len(pickle.dumps(dataclasses.asdict(f)))
+
+
+class _FakeNvml:
+    """A pynvml stand-in describing two GPUs (hardware description only), counting calls."""
+
+    class NVMLError(Exception):
+        pass
+
+    class NVMLError_Uninitialized(NVMLError):  # noqa: N801 - pynvml's name
+        pass
+
+    NVML_NVLINK_MAX_LINKS = 2
+    NVML_FEATURE_ENABLED = 1
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+        self.used_mib = 100
+
+    def __getattr__(self, name: str):
+        answers = {
+            "nvmlInit": lambda: None,
+            "nvmlDeviceGetCount": lambda: 2,
+            "nvmlSystemGetDriverVersion": lambda: b"580.159.04",
+            "nvmlSystemGetCudaDriverVersion_v2": lambda: 13000,
+            "nvmlDeviceGetHandleByIndex": lambda i: i,
+            "nvmlDeviceGetMemoryInfo": lambda h: type(
+                "Mem", (), {"total": 141 * 2**30, "used": self.used_mib * 2**20}
+            )(),
+            "nvmlDeviceGetCudaComputeCapability": lambda h: (9, 0),
+            "nvmlDeviceGetNvLinkState": lambda h, link: 1,
+            "nvmlDeviceGetCurrPcieLinkGeneration": lambda h: 5,
+            "nvmlDeviceGetCurrPcieLinkWidth": lambda h: 16,
+            "nvmlDeviceGetUUID": lambda h: f"GPU-{h}",
+            "nvmlDeviceGetName": lambda h: "NVIDIA H200",
+            "nvmlDeviceGetPciInfo": lambda h: type("Pci", (), {"busId": f"0000:0{h}:00.0"})(),
+            "nvmlDeviceGetComputeRunningProcesses": lambda h: [],
+            "nvmlDeviceGetGraphicsRunningProcesses": lambda h: [],
+        }
+        if name not in answers:
+            raise AttributeError(name)
+
+        def counted(*args):
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return answers[name](*args)
+
+        return counted
+
+
+def test_nvml_identity_is_read_once_memory_and_links_every_time(monkeypatch):
+    nv = _FakeNvml()
+    monkeypatch.setattr(facts_mod, "_CACHE", {})
+    monkeypatch.setattr(facts_mod, "_NVML_STATIC", {})
+    monkeypatch.setattr(facts_mod, "_try_pynvml", lambda: nv)
+    first = collect_node_facts()
+    nv.used_mib = 5000  # a job started on the GPUs between two rounds
+    second = collect_node_facts()
+    assert [g.uuid for g in second.gpus] == ["GPU-0", "GPU-1"] and second.driver_version
+    assert [g.memory_used_mib for g in first.gpus] == [100, 100]
+    assert [g.memory_used_mib for g in second.gpus] == [5000, 5000]  # fresh, not kept
+    for static in ("nvmlDeviceGetUUID", "nvmlDeviceGetName", "nvmlDeviceGetPciInfo",
+                   "nvmlSystemGetDriverVersion"):
+        assert nv.calls[static] == (1 if static.startswith("nvmlSystem") else 2), static
+    for live in ("nvmlDeviceGetMemoryInfo", "nvmlDeviceGetComputeRunningProcesses",
+                 "nvmlDeviceGetCurrPcieLinkGeneration"):
+        assert nv.calls[live] == 4, live  # 2 GPUs x 2 rounds
+    assert nv.calls["nvmlDeviceGetNvLinkState"] == 8  # 2 links x 2 GPUs x 2 rounds

@@ -136,51 +136,59 @@ def collect_node_facts(
 ) -> NodeFacts:
     """Gather this process's view of its machine; never raises for missing hardware."""
     t0 = time.perf_counter()
-    env = _interesting_env(extra_env)
-    python_packages = _dist_info_packages(sys.path)
-    meta = os.path.join(sys.prefix, "conda-meta")
-    conda = _cached("conda-meta", dirs_key([meta]), lambda: _conda_meta_packages(Path(sys.prefix)))
-    if conda is not None:
-        packages, builds, source = conda[0], conda[1], "conda-meta"
-    else:
-        # The same dict object for both fields: pickle and facts_to_dict then send it once.
-        packages, builds, source = python_packages, {}, "importlib.metadata"
-    nvml_error, driver, cuda_driver, gpus = _nvml_facts()
-    visible, problem = resolve_visible_devices(env.get("CUDA_VISIBLE_DEVICES"), gpus)
-    own: tuple[int, ...] = (os.getpid(),)
-    if any(g.processes for g in gpus):  # walking /proc costs ms: only when it can matter
-        own = _own_pids(os.getpid())
-    nccl_version, nccl_source = _nccl_version()
-    facts = NodeFacts(
-        host=socket.gethostname(),
-        pid=os.getpid(),
-        user=_current_user(),
-        role=role,
-        address=address,
-        python=_process_constant("python", platform.python_version),
-        python_executable=sys.executable,
-        platform=_process_constant("platform", conda_platform),
-        glibc=_process_constant("glibc", glibc_version),
-        packages=packages,
-        package_builds=builds,
-        package_source=source,
-        env=env,
-        nvml_error=nvml_error,
-        driver_version=driver,
-        cuda_driver_version=cuda_driver,
-        gpus=gpus,
-        visible_gpu_uuids=visible,
-        ucx=_ucx_facts(python_packages, packages, ucx_info_timeout),
-        nccl_version=nccl_version,
-        cuda_device_order=env.get("CUDA_DEVICE_ORDER", ""),
-        visible_devices_problem=problem,
-        own_pids=own,
-        python_packages=python_packages,
-        imports=probe_imports(import_modules, probe_timeout) if import_modules else (),
-        libraries=probe_libraries(libraries, probe_timeout) if libraries else (),
-        nccl_source=nccl_source,
-    )
-    return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
+    # One stat per directory per collection: every stat releases the GIL, and taking it back
+    # behind a busy event loop thread (a client's, a scheduler's) costs tens of microseconds.
+    _STAT_MEMO[threading.get_ident()] = {}
+    try:
+        env = _interesting_env(extra_env)
+        python_packages = _dist_info_packages(sys.path)
+        meta = os.path.join(sys.prefix, "conda-meta")
+        conda = _cached(
+            "conda-meta", dirs_key([meta]), lambda: _conda_meta_packages(Path(sys.prefix))
+        )
+        if conda is not None:
+            packages, builds, source = conda[0], conda[1], "conda-meta"
+        else:
+            # The same dict object for both fields: pickle and facts_to_dict then send it once.
+            packages, builds, source = python_packages, {}, "importlib.metadata"
+        nvml_error, driver, cuda_driver, gpus = _nvml_facts()
+        visible, problem = resolve_visible_devices(env.get("CUDA_VISIBLE_DEVICES"), gpus)
+        own: tuple[int, ...] = (os.getpid(),)
+        if any(g.processes for g in gpus):  # walking /proc costs ms: only when it can matter
+            own = _own_pids(os.getpid())
+        nccl_version, nccl_source = _nccl_version()
+        facts = NodeFacts(
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            user=_current_user(),
+            role=role,
+            address=address,
+            python=_process_constant("python", platform.python_version),
+            python_executable=sys.executable,
+            platform=_process_constant("platform", conda_platform),
+            glibc=_process_constant("glibc", glibc_version),
+            packages=packages,
+            package_builds=builds,
+            package_source=source,
+            env=env,
+            nvml_error=nvml_error,
+            driver_version=driver,
+            cuda_driver_version=cuda_driver,
+            gpus=gpus,
+            visible_gpu_uuids=visible,
+            ucx=_ucx_facts(python_packages, packages, ucx_info_timeout),
+            nccl_version=nccl_version,
+            cuda_device_order=env.get("CUDA_DEVICE_ORDER", ""),
+            visible_devices_problem=problem,
+            own_pids=own,
+            python_packages=python_packages,
+            imports=probe_imports(import_modules, probe_timeout) if import_modules else (),
+            libraries=probe_libraries(libraries, probe_timeout) if libraries else (),
+            nccl_source=nccl_source,
+        )
+        return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
+    finally:
+        _STAT_MEMO.pop(threading.get_ident(), None)
 
 
 # ---- per-process caches --------------------------------------------------------------------
@@ -201,14 +209,28 @@ _CACHE: dict[str, tuple[Any, Any]] = {}
 _RACY_NS = 100_000_000
 
 
+# thread id -> {path: os.stat result or None}, during one collection by that thread. A plain
+# dict, not threading.local: cloudpickle must be able to ship this module by value.
+_STAT_MEMO: dict[int, dict[str, Any]] = {}
+
+
 def dirs_key(dirs: list[str]) -> tuple[tuple[str, int, int], ...] | None:
     """(dir, mtime_ns, inode) for each entry; None (do not cache) when one just changed."""
     out = []
     now = time.time_ns()
+    memo = _STAT_MEMO.get(threading.get_ident())
     for d in dirs:
-        try:
-            st = os.stat(d or ".")
-        except OSError:
+        path = d or "."
+        if memo is not None and path in memo:
+            st = memo[path]
+        else:
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None
+            if memo is not None:
+                memo[path] = st
+        if st is None:
             out.append((d, -1, -1))
             continue
         if now - st.st_mtime_ns < _RACY_NS:
@@ -244,6 +266,14 @@ def _process_constant(name: str, read: Any) -> Any:
 
 
 def _current_user() -> str:
+    # getpass reads these variables, then the passwd database (0.2 ms through NSS): kept per
+    # uid and variables, which is everything its answer depends on.
+    names = ("LOGNAME", "USER", "LNAME", "USERNAME")
+    key = (os.getuid() if hasattr(os, "getuid") else -1, *(os.environ.get(n) for n in names))
+    return _cached("user", key, _read_user)
+
+
+def _read_user() -> str:
     try:
         return getpass.getuser()
     except Exception:  # no passwd entry for this uid (containers): the uid still says who

@@ -243,10 +243,12 @@ def _make_fan_out() -> Callable[..., Any]:
                 return failure("raised", f"{type(e).__name__}: {e}")
 
         addresses = sorted(workers)
-        replies = await asyncio.gather(own(), *(one(a) for a in addresses))
+        # Workers first: their requests go out before the scheduler's own collection, which
+        # may run right on this event loop, holds it.
+        replies = await asyncio.gather(*(one(a) for a in addresses), own())
         return {
-            "scheduler": replies[0],
-            "workers": dict(zip(addresses, replies[1:], strict=True)),
+            "scheduler": replies[-1],
+            "workers": dict(zip(addresses, replies[:-1], strict=True)),
             "resources": workers,
         }
 
