@@ -443,18 +443,22 @@ def _nvml_facts() -> tuple[str, str, str, tuple[Gpu, ...]]:
             return (f"NVML did not start: {e}", "", "", ())
     except nv.NVMLError as e:
         return (f"NVML did not answer: {e}", "", "", ())
+    global _NVML_STATIC
     try:
         count = nv.nvmlDeviceGetCount()
-        if _NVML_STATIC.get("count") != count:  # first call, or the driver's view changed
-            _NVML_STATIC.clear()
+        static = _NVML_STATIC
+        if static.get("count") != count:  # first call, or the driver's view changed
             cuda = nv.nvmlSystemGetCudaDriverVersion_v2()  # 12040 -> "12.4"
-            _NVML_STATIC.update(
-                count=count,
-                driver=_text(nv.nvmlSystemGetDriverVersion()),
-                cuda=f"{cuda // 1000}.{(cuda % 1000) // 10}",
-            )
-        driver, cuda_text = _NVML_STATIC["driver"], _NVML_STATIC["cuda"]
-        gpus = tuple(_gpu_facts(nv, i) for i in range(count))
+            # A new dict, swapped in whole: a client and an in-process scheduler may collect
+            # at the same time in two threads.
+            static = {
+                "count": count,
+                "driver": _text(nv.nvmlSystemGetDriverVersion()),
+                "cuda": f"{cuda // 1000}.{(cuda % 1000) // 10}",
+            }
+            _NVML_STATIC = static
+        driver, cuda_text = static["driver"], static["cuda"]
+        gpus = tuple(_gpu_facts(nv, i, static) for i in range(count))
     except nv.NVMLError as e:
         return (f"NVML failed while reading GPUs: {e}", "", "", ())
     if not gpus:
@@ -468,16 +472,16 @@ def _nvml_facts() -> tuple[str, str, str, tuple[Gpu, ...]]:
 _NVML_STATIC: dict[Any, Any] = {}
 
 
-def _gpu_facts(nv: Any, index: int) -> Gpu:
+def _gpu_facts(nv: Any, index: int, known: dict[Any, Any]) -> Gpu:
     h = nv.nvmlDeviceGetHandleByIndex(index)
     mem = nv.nvmlDeviceGetMemoryInfo(h)
-    static = _NVML_STATIC.get(index)
+    static = known.get(index)
     if static is None:
         try:
             cc = tuple(int(x) for x in nv.nvmlDeviceGetCudaComputeCapability(h))
         except nv.NVMLError:
             cc = (0, 0)
-        static = _NVML_STATIC[index] = (
+        static = known[index] = (
             _text(nv.nvmlDeviceGetUUID(h)),
             _text(nv.nvmlDeviceGetName(h)),
             int(mem.total) // 2**20,
