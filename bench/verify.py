@@ -59,6 +59,7 @@ def envcheck_round(client: Any, runner: Callable[..., Any] | None = None) -> int
     """Facts + checks, as verify cluster runs them; returns the number of results."""
     from envcheck.verify.cluster_checks import (
         cluster_pids_by_host,
+        kept_node_checks,
         node_checks,
         node_checks_per_worker,
     )
@@ -67,10 +68,14 @@ def envcheck_round(client: Any, runner: Callable[..., Any] | None = None) -> int
     from envcheck.verify.pinning import check_pinning
     from envcheck.verify.skew import skew_report
 
-    with ThreadPoolExecutor(1) as pool:  # as cluster_command.verify does
-        checks = pool.submit(node_checks, True)
+    run_checks = kept_node_checks(True)  # as cluster_command.verify does
+    if run_checks is not None:
         cluster = gather_facts(client, 60, runner=runner)
-        run_checks = checks.result()
+    else:
+        with ThreadPoolExecutor(1) as pool:
+            checks = pool.submit(node_checks, True)
+            cluster = gather_facts(client, 60, runner=runner)
+            run_checks = checks.result()
     assert not cluster.errors, cluster.errors
     processes = cluster.by_process()
     _, results = skew_report(processes)

@@ -47,14 +47,32 @@ def _plugins() -> tuple[list, list]:
     from envcheck.verify.facts import dirs_key
     from envcheck.verify.plugins import load_plugins
 
+    hit = _kept_plugins()
+    if hit is not None:
+        return hit
     key = (dirs_key(sys.path), tuple(sys.path))
-    hit = _PLUGINS.get("plugins")
-    if key[0] is not None and hit is not None and hit[0] == key:
-        return hit[1]
     found = load_plugins()
     if key[0] is not None and not found[1]:  # a plugin that failed is tried again next time
         _PLUGINS["plugins"] = (key, found)
     return found
+
+
+def _kept_plugins() -> tuple[list, list] | None:
+    from envcheck.verify.facts import dirs_key
+
+    key = (dirs_key(sys.path), tuple(sys.path))
+    hit = _PLUGINS.get("plugins")
+    if key[0] is not None and hit is not None and hit[0] == key:
+        return hit[1]
+    return None
+
+
+def kept_node_checks(plugins: bool = True) -> NodeChecks | None:
+    """node_checks(plugins) when it costs nothing (no plugins, or their scan is kept), else
+    None: then the caller scans while the facts round is in flight, in a thread."""
+    if plugins and _kept_plugins() is None:
+        return None
+    return node_checks(plugins)
 
 
 def cluster_pids_by_host(processes: Mapping[str, NodeFacts]) -> dict[str, frozenset[int]]:

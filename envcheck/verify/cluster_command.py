@@ -18,6 +18,7 @@ from envcheck.errors import BadInput, EnvcheckError
 from envcheck.report import Measurement, Report, Result, Status
 from envcheck.verify.cluster_checks import (
     cluster_pids_by_host,
+    kept_node_checks,
     node_checks,
     node_checks_per_worker,
 )
@@ -182,12 +183,16 @@ def verify(
 ) -> Report:
     """Everything after connecting: facts, checks, smoke tests, measurements -> one Report."""
     options = CollectOptions(exp.import_modules, exp.libraries, exp.probe_timeout)
-    with ThreadPoolExecutor(1) as pool:
-        # The entry-point scan for plugin checks reads every installed distribution: do it
-        # while this thread only waits for the cluster's answers.
-        checks = pool.submit(node_checks, plugins)
+    run_checks = kept_node_checks(plugins)
+    if run_checks is not None:  # a thread would cost more (GIL hand-over) than it hides
         cluster = gather_facts(client, timeout, options)
-        run_checks = checks.result()
+    else:
+        with ThreadPoolExecutor(1) as pool:
+            # The entry-point scan for plugin checks reads every installed distribution: do
+            # it while this thread only waits for the cluster's answers.
+            checks = pool.submit(node_checks, plugins)
+            cluster = gather_facts(client, timeout, options)
+            run_checks = checks.result()
     processes = cluster.by_process()
     results: list[Result] = [_membership(cluster), *cluster.errors]
     lock_names = tuple(p.name for p in exp.lock_packages)
