@@ -4,10 +4,12 @@ The collector goes to the scheduler and workers *by value*: facts.py's source, c
 by a small function that cloudpickle ships by value. So they need only the standard library
 (and optionally pynvml), not envcheck.
 
-One round trip: the client asks the scheduler once; the scheduler collects its own facts and
-fans out to every worker at the same time, each call under its own deadline, so a dead or hung
-worker becomes an `error` Result naming it while the others still report. The client
-collects its own facts meanwhile.
+One round trip: the client asks the scheduler once; the scheduler fans out to every worker
+at the same time, each call under its own deadline, so a dead or hung worker becomes an
+`error` Result naming it while the others still report, and collects its own facts. The
+client collects its own facts meanwhile. Workers are asked by the source's digest and get
+the source only when they have not compiled it yet; each process answers with one JSON
+string. Timings and what was tried: BENCHMARKS.md, "verify cluster".
 """
 
 from __future__ import annotations
