@@ -199,6 +199,27 @@ def test_ucx_binding_and_ucx_info_on_path_are_found(tmp_path, monkeypatch):
     assert "timed out" in hung.error
 
 
+def test_ucx_info_of_a_libucx_wheel_installed_with_pip_target_is_found(tmp_path, monkeypatch):
+    # `pip install --target DIR` + PYTHONPATH=DIR (how the GPU machine got its wheels) is an
+    # import root that does not end in site-packages; its libucx/bin/ucx_info must still be used,
+    # with libucx/lib on LD_LIBRARY_PATH (the wheel's binary has no rpath to it).
+    (tmp_path / "ucxx").mkdir()
+    (tmp_path / "ucxx" / "__init__.py").write_text("")
+    tool = tmp_path / "libucx" / "bin" / "ucx_info"
+    tool.parent.mkdir(parents=True)
+    tool.write_text(
+        f'#!/bin/sh\ncase "$LD_LIBRARY_PATH" in *libucx/lib*) ;; *) exit 3;; esac\n'
+        f"cat <<'EOF'\n{UCX_INFO}EOF\n"
+    )
+    tool.chmod(0o755)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    if shutil.which("ucx_info"):
+        pytest.skip("a ucx_info on PATH takes precedence over the wheel's")
+    ucx = facts_mod._ucx_facts({}, {}, timeout=10)
+    assert ucx.error == ""
+    assert ucx.transports == ("cuda_copy", "cuda_ipc", "self", "tcp")
+
+
 @pytest.mark.parametrize(("code", "text"), [(22703, "2.27.3"), (21803, "2.18.3"), (2708, "2.7.8")])
 def test_decode_nccl_version(code, text):
     assert decode_nccl_version(code) == text

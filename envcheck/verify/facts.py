@@ -730,7 +730,9 @@ def _ucx_info_command() -> tuple[str, dict[str, str] | None] | None:
 
 
 def _site_dirs() -> list[str]:
-    return [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    # every import root, not only '*-packages': `pip install --target DIR` + PYTHONPATH (as on
+    # the GPU machines this was run on) puts the libucx / nvidia-nccl wheels elsewhere
+    return [p for p in sys.path if p and not p.endswith(".zip")]
 
 
 def _nccl_version() -> tuple[str, str]:

@@ -54,9 +54,14 @@ _CONDA_ALIASES = {"pytorch": "torch", "py-xgboost": "xgboost", "dask-core": "das
 
 
 @functools.lru_cache(maxsize=4096)  # the same few hundred names, once per process each
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@functools.lru_cache(maxsize=4096)
 def canonical_name(name: str) -> str:
     """One name per library across pip and conda: cudf-cu12 -> cudf, cupy-cuda12x -> cupy."""
-    n = re.sub(r"[-_.]+", "-", name).lower()
+    n = _normalized(name)
     n = re.sub(r"-cu\d+$", "", n)  # RAPIDS wheels: cudf-cu12, rmm-cu13, ucxx-cu12 ...
     if re.fullmatch(r"cupy-cuda\d+x?", n):
         return "cupy"
@@ -71,7 +76,7 @@ def process_versions(facts: NodeFacts) -> dict[str, str]:
     for source in (facts.python_packages, facts.packages):
         for name, version in source.items():
             canon = canonical_name(name)
-            exact = canon == re.sub(r"[-_.]+", "-", name).lower()
+            exact = canon == _normalized(name)
             if canon not in out or exact:
                 out[canon] = version
     out["python"] = facts.python
