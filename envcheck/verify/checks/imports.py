@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
-from envcheck.verify.facts import NodeFacts
+from envcheck.verify.facts import ImportProbe, NodeFacts
+
+from .probes import walk_probes
 
 CHECK = "imports"
-NOT_PROBED_FIX = (
-    "collect the facts with the same expectations (envcheck verify node --lock/--import/"
-    "--library ... --save-facts FILE), or pass the probes to collect_node_facts"
-)
 
 
 def _fix(error: str) -> str:
@@ -30,30 +28,17 @@ def _fix(error: str) -> str:
 
 def check_imports(facts: NodeFacts, exp: Expectations) -> list[Result]:
     """Every key module of the lock and every --import MODULE imports in a child process."""
-    if not exp.import_modules:
-        return [Result(CHECK, Status.SKIP, "no module to import (--import, or a --lock)")]
-    probes = {p.module: p for p in facts.imports}
-    results, ok = [], []
-    unprobed = [m for m in exp.import_modules if m not in probes]
-    if unprobed:
-        results.append(
-            Result(
-                CHECK,
-                Status.ERROR,
-                f"not probed: {', '.join(unprobed)} (facts were collected without them)",
-                fix=NOT_PROBED_FIX,
-            )
-        )
-    for module in exp.import_modules:
-        p = probes.get(module)
-        if p is None:
-            continue
+
+    def judge(module: str, p: ImportProbe) -> str | Result:
         if p.ok:
-            ok.append(f"{module} ({p.seconds:.2f} s)")
-        else:
-            results.append(
-                Result(CHECK, Status.FAIL, f"import {module} failed: {p.error}", fix=_fix(p.error))
-            )
-    if ok:
-        results.insert(0, Result(CHECK, Status.PASS, "imported: " + ", ".join(ok)))
-    return results
+            return f"{module} ({p.seconds:.2f} s)"
+        return Result(CHECK, Status.FAIL, f"import {module} failed: {p.error}", fix=_fix(p.error))
+
+    return walk_probes(
+        CHECK,
+        exp.import_modules,
+        {p.module: p for p in facts.imports},
+        nothing="no module to import (--import, or a --lock)",
+        judge=judge,
+        summary=lambda ok: "imported: " + ", ".join(ok),
+    )
