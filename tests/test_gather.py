@@ -4,7 +4,6 @@ that has no envcheck."""
 from __future__ import annotations
 
 import importlib.util
-import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from envcheck.report import Status
 from envcheck.verify import gather
 from envcheck.verify.gather import facts_payload, gather_facts
+from tests.smoke_cluster import local_client
 from tests.subprocess_cluster import start_cluster
 
 pytestmark = pytest.mark.slow
@@ -21,20 +21,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def two_workers() -> Iterator[object]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard_address": ":0"},
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        Client(cluster, set_as_default=False) as client,
-    ):
+    with local_client(2) as client:
         yield client
 
 
@@ -175,21 +162,7 @@ def test_a_slow_process_is_an_error_after_the_timeout_the_rest_report(two_worker
 def test_scheduler_that_runs_no_code_still_gets_worker_facts() -> None:
     """blocked-handlers: run_function (a locked-down scheduler): the scheduler's own facts
     are an error saying why; the workers are asked directly and report."""
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard_address": ":0"},
-            blocked_handlers=["run_function"],
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        Client(cluster, set_as_default=False) as client,
-    ):
+    with local_client(2, blocked_handlers=["run_function"]) as client:
         cf = gather_facts(client, timeout=30)
         (err,) = cf.errors
         assert err.message.startswith("scheduler did not report") and "disallowed" in err.message

@@ -26,7 +26,7 @@ from envcheck.verify.smoke import (
     run_smoke,
 )
 from tests.factories import H200, no_driver_node, node, with_env
-from tests.smoke_cluster import local_cluster_fixture  # noqa: F401  (the fixture)
+from tests.smoke_cluster import local_client, local_cluster_fixture  # noqa: F401  (the fixture)
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_XGBOOST = importlib.util.find_spec("xgboost") is not None
@@ -220,22 +220,13 @@ def test_a_worker_dying_under_a_smoke_test_is_an_error_and_the_run_goes_on():
     import logging
 
     import dask
-    from distributed import Client, LocalCluster
 
     from envcheck.verify.gather import gather_facts
 
     # one death marks the task as a killer at once (default: retried on 3 more workers)
     with (
         dask.config.set({"distributed.scheduler.allowed-failures": 0}),
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-        Client(cluster, set_as_default=False) as client,
+        local_client(2, silence_logs=logging.CRITICAL) as client,
     ):
         facts = dict(gather_facts(client, 30).workers)
         tests = {

@@ -6,13 +6,13 @@ python3 -m pytest -m gpu tests/gpu
 from __future__ import annotations
 
 import importlib.util
-import logging
 from collections.abc import Iterator
 
 import pytest
 
 from envcheck.report import Status
 from envcheck.verify.smoke import run_smoke
+from tests.smoke_cluster import local_client
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
@@ -87,24 +87,11 @@ def test_two_workers_on_one_gpu_fail_the_nccl_all_reduce():
     """NCCL refuses two ranks on one GPU: the DDP smoke test must fail on them."""
     pytest.importorskip("torch")
     pytest.importorskip("cupy")
-    from distributed import Client, LocalCluster
-
     from envcheck.verify.gather import gather_facts
 
     # What a user gets by exporting CUDA_VISIBLE_DEVICES=0 for every worker (dask-cuda itself
     # refuses a device list with repeats).
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=2,
-            processes=True,
-            host="127.0.0.1",
-            env={"CUDA_VISIBLE_DEVICES": "0"},
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        Client(cluster, set_as_default=False) as client,
-    ):
+    with local_client(2, threads_per_worker=2, env={"CUDA_VISIBLE_DEVICES": "0"}) as client:
         facts = dict(gather_facts(client, 60).workers)
         firsts = {f.visible_gpu_uuids[0] for f in facts.values()}
         assert len(facts) == 2 and len(firsts) == 1
