@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -263,6 +264,32 @@ def test_platform_flag_rebuilds_one_platform_and_keeps_the_other(tmp_path: Path)
     assert (out / "two.linux-aarch64.lock").read_bytes() == arm
     assert build(r, "--out", out, "--platform", "osx-64") == ExitCode.BAD_INPUT
 
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                kids = [int(k) for k in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def _blocked_on(fifo: Path, pid: int) -> bool:
+    """Some thread of the build sleeps in open() of a FIFO, waiting for a writer."""
+    waits = {"wait_for_partner", "fifo_open"}  # the kernel's wait channel, by kernel version
+    for p in [pid, *_descendants(pid)]:
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                if (task / "wchan").read_text() in waits:
+                    return True
+            except OSError:
+                continue
+    return False
+
 
 def test_interrupted_build_leaves_the_previous_lock_byte_identical(tmp_path: Path) -> None:
     root = tmp_path / "ch"
@@ -271,7 +298,9 @@ def test_interrupted_build_leaves_the_previous_lock_byte_identical(tmp_path: Pat
     r = recipe(tmp_path, url, "[python=3.9]")
     assert build(r, "--out", out) == ExitCode.OK
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    # a FIFO as repodata: the solver blocks reading it, so the build is surely mid-solve
+    # a FIFO as repodata with no writer: opening it blocks, so the solve cannot end (or fail)
+    # before the interrupt arrives. (Opening a writer would let the solver read an empty file
+    # and race the signal with a "bad channel" error.)
     repodata = root / "linux-64" / "repodata.json"
     repodata.unlink()
     os.mkfifo(repodata)
@@ -280,20 +309,17 @@ def test_interrupted_build_leaves_the_previous_lock_byte_identical(tmp_path: Pat
         [sys.executable, "-m", "envcheck", "build", str(r), "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    writer = None
     try:
         deadline = time.monotonic() + 30
-        while writer is None and time.monotonic() < deadline:
-            try:  # opens only once the solver has the FIFO open for reading
-                writer = os.open(repodata, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:
-                time.sleep(0.05)
-        assert writer is not None, "the solver never opened the channel's repodata"
+        while not _blocked_on(repodata, proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _blocked_on(repodata, proc.pid), "the build never reached the channel's repodata"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     finally:
-        if writer is not None:
-            os.close(writer)
+        # release a solver still waiting for a writer, so no process outlives the test
+        with contextlib.suppress(OSError):
+            os.close(os.open(repodata, os.O_WRONLY | os.O_NONBLOCK))
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == ExitCode.INTERRUPTED, err
