@@ -308,6 +308,9 @@ def test_interrupted_build_leaves_the_previous_lock_byte_identical(tmp_path: Pat
     proc = subprocess.Popen(
         [sys.executable, "-m", "envcheck", "build", str(r), "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # a runner started in the background ignores SIGINT, and Python then installs no
+        # KeyboardInterrupt handler: give the build the default disposition a terminal gives
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
