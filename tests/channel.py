@@ -109,6 +109,25 @@ def write_channel(
     return root.resolve().as_uri()
 
 
+def write_recipe(
+    tmp_path: Path,
+    channel: str,
+    deps: str,
+    extra: str = "",
+    *,
+    name: str = "demo",
+    platforms: str = "[linux-64]",
+    system: str = '{cuda: "11.5", glibc: "2.17"}',
+) -> Path:
+    """A recipe YAML on one channel; deps, extra keys and system as YAML text."""
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(
+        f"name: {name}\nchannels: ['{channel}']\nplatforms: {platforms}\n"
+        f"system: {system}\ndependencies: {deps}\n{extra}"
+    )
+    return p
+
+
 def demo_channel(root: Path) -> str:
     """A small RAPIDS-shaped channel: cuml 22.08 pins dask 2022.7.1, newer dask exists too.
 

@@ -16,20 +16,12 @@ from envcheck.build.lockfile import read_lock
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from tests.channel import demo_channel, pkg, write_channel
+from tests.channel import write_recipe as recipe
 
 
 @pytest.fixture
 def channel(tmp_path: Path) -> str:
     return demo_channel(tmp_path / "channel")
-
-
-def recipe(tmp_path: Path, channel: str, deps: str, extra: str = "", name: str = "demo") -> Path:
-    p = tmp_path / f"{name}.yaml"
-    p.write_text(
-        f"name: {name}\nchannels: ['{channel}']\nplatforms: [linux-64]\n"
-        f'system: {{cuda: "11.5", glibc: "2.17"}}\ndependencies: {deps}\n{extra}'
-    )
-    return p
 
 
 def build(*args: object) -> int:
@@ -250,11 +242,10 @@ def test_platform_flag_rebuilds_one_platform_and_keeps_the_other(tmp_path: Path)
     url = demo_channel(root)
     write_channel(root, [pkg("python", "3.9.18", build="h0_arm")], subdir="linux-aarch64")
     demo_channel(root)  # noarch again, as both calls write it
-    r = tmp_path / "two.yaml"
-    r.write_text(
-        f"name: two\nchannels: ['{url}']\nplatforms: [linux-64, linux-aarch64]\n"
-        'system: {glibc: "2.17"}\ndependencies: [python=3.9, dask <2023]\n'
-    )
+    r = recipe(
+        tmp_path, url, "[python=3.9, dask <2023]",
+        name="two", platforms="[linux-64, linux-aarch64]", system='{glibc: "2.17"}',
+    )  # fmt: skip
     out = tmp_path / "locks"
     assert build(r, "--out", out) == ExitCode.OK
     arm = (out / "two.linux-aarch64.lock").read_bytes()

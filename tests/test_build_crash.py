@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.channel import demo_channel
+from tests.channel import demo_channel, write_recipe
 
 RUNS = 40
 
@@ -20,12 +20,10 @@ RUNS = 40
 @pytest.mark.slow
 def test_forty_builds_never_crash(tmp_path: Path) -> None:
     url = demo_channel(tmp_path / "ch")
-    recipe = tmp_path / "demo.yaml"
-    recipe.write_text(
-        f"name: demo\nchannels: ['{url}']\nplatforms: [linux-64]\n"
-        'system: {cuda: "11.5", glibc: "2.17"}\ndependencies: [python=3.9, dask-cuda, cuml]\n'
-        "exclude: [{name: cugraph, reason: conflicts with cuml}]\n"
-    )
+    recipe = write_recipe(
+        tmp_path, url, "[python=3.9, dask-cuda, cuml]",
+        "exclude: [{name: cugraph, reason: conflicts with cuml}]\n",
+    )  # fmt: skip
 
     def one(i: int) -> subprocess.CompletedProcess[str]:
         out = tmp_path / f"locks{i}"

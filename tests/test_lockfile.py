@@ -21,7 +21,7 @@ from envcheck.build.lockfile import (
 from envcheck.build.recipe import load_recipe
 from envcheck.build.solve import solve_specs, virtual_packages
 from envcheck.errors import BadInput
-from tests.channel import pkg, write_channel
+from tests.channel import pkg, write_channel, write_recipe
 
 CONDA_LOCK = Path(sys.executable).with_name("conda-lock")
 DDP = PipPackage(
@@ -52,12 +52,11 @@ def built(tmp_path: Path):
         ],
         subdir="linux-aarch64",
     )
-    recipe_path = tmp_path / "demo.yaml"
-    recipe_path.write_text(
-        f"name: demo\nchannels: ['{url}']\nplatforms: [linux-64, linux-aarch64]\n"
-        'system: {glibc: "2.17"}\ndependencies: [python=3.9, dask]\npip: [dask-pytorch-ddp]\n'
-        "exclude: [{name: cuml, reason: conflicts with cugraph}]\n"
-    )
+    recipe_path = write_recipe(
+        tmp_path, url, "[python=3.9, dask]",
+        "pip: [dask-pytorch-ddp]\nexclude: [{name: cuml, reason: conflicts with cugraph}]\n",
+        platforms="[linux-64, linux-aarch64]", system='{glibc: "2.17"}',
+    )  # fmt: skip
     recipe = load_recipe(recipe_path)
     vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
     solved = {p: solve_specs(recipe.dependencies, [url], p, vps[p]) for p in recipe.platforms}

@@ -11,7 +11,7 @@ from envcheck.build.pip import conda_python_pins, python_version, target_platfor
 from envcheck.build.solve import SolvedPackage
 from envcheck.cli import main
 from envcheck.errors import ExitCode
-from tests.channel import demo_channel
+from tests.channel import demo_channel, write_recipe
 
 
 def solved(name: str, version: str, *depends: str) -> SolvedPackage:
@@ -41,11 +41,9 @@ def test_target_platform_follows_the_recipe_glibc() -> None:
 @pytest.mark.slow
 def test_pip_entry_lands_in_the_lock_with_pypi_url_and_sha256(tmp_path: Path) -> None:
     url = demo_channel(tmp_path / "ch")
-    r = tmp_path / "demo.yaml"
     # six 1.16.0: pure Python, no dependencies: one small, fast resolution against real PyPI
-    r.write_text(
-        f"name: demo\nchannels: ['{url}']\nplatforms: [linux-64]\n"
-        'system: {glibc: "2.17"}\ndependencies: [python=3.9]\npip: [six==1.16.0]\n'
+    r = write_recipe(
+        tmp_path, url, "[python=3.9]", "pip: [six==1.16.0]\n", system='{glibc: "2.17"}'
     )
     assert main(["build", str(r), "--out", str(tmp_path / "locks")]) == ExitCode.OK
     lock = read_lock(tmp_path / "locks" / "demo.conda-lock.yml")
