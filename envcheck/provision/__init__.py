@@ -1,0 +1,1 @@
+"""Provisioning: create an environment from a lock (install) and images that carry one."""
