@@ -17,6 +17,7 @@ import os
 import re
 import tarfile
 import threading
+import time
 import zipfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -249,14 +250,24 @@ def index_channel(root: Path) -> None:
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
+    chunk_delay_s = 0.0  # > 0: send files 64 KiB at a time with this pause (a slow mirror)
+
     def log_message(self, *args: object) -> None:
         pass
 
+    def copyfile(self, source, outputfile) -> None:  # noqa: ANN001
+        if not self.chunk_delay_s:
+            return super().copyfile(source, outputfile)
+        while chunk := source.read(1 << 16):
+            outputfile.write(chunk)
+            time.sleep(self.chunk_delay_s)
+
 
 @contextmanager
-def serve(root: Path) -> Iterator[str]:
+def serve(root: Path, chunk_delay_s: float = 0.0) -> Iterator[str]:
     """Serve ``root`` on a free loopback port; yield its base URL."""
-    handler = functools.partial(_Quiet, directory=str(root))
+    cls = type("Handler", (_Quiet,), {"chunk_delay_s": chunk_delay_s})
+    handler = functools.partial(cls, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -61,3 +61,8 @@ def venv_distributed_only(tmp_path_factory: pytest.TempPathFactory) -> str:
 
     pin = f"distributed=={importlib.metadata.version('distributed')}"
     return standalone_venv(tmp_path_factory.mktemp("venvs") / "bare", (pin,))
+
+
+# --- envcheck install and the images: a served channel of real packages, one installed env ----
+
+from tests.install_world import py39_env, py39_world  # noqa: E402, F401

@@ -107,19 +107,16 @@ def run(args: argparse.Namespace) -> int:
         for bar in (fetch_bar, link_bar):
             if bar is not None:
                 bar.stop()
-    out = Console()
     if outcome.noop:
-        out.print(
+        print(
             f"{outcome.prefix} is already installed from {plan.lock} "
             f"(lock sha256 {plan.lock_sha256[:12]}, {plan.platform}): nothing to do",
-            highlight=False,
         )
         return int(ExitCode.OK)
     pip = f" + {outcome.pip} pip" if outcome.pip else ""
-    out.print(
+    print(
         f"installed {outcome.conda} conda{pip} packages into {outcome.prefix} "
         f"({_mb(outcome.bytes_total)}, {_mb(outcome.bytes_fetched)} downloaded, "
         f"{outcome.seconds:.1f} s; lock sha256 {plan.lock_sha256[:12]}, {plan.platform})",
-        highlight=False,
     )
     return int(ExitCode.OK)
