@@ -59,6 +59,19 @@ def _fetch_wheel(line: str, dest: Path) -> Path:
     return path
 
 
+def build_py39_channel(python: Path, root: Path, wheels: Path) -> Path:
+    """Fetch the wheels (hash-checked), package them and ``python``, index ``root``."""
+    lines = [x for x in (DATA / "wheels-py39.txt").read_text().splitlines() if x[:1] != "#"]
+    with ThreadPoolExecutor(8) as pool:
+        wheel_paths = list(pool.map(lambda x: _fetch_wheel(x, wheels), lines))
+        built = pool.submit(python_package, python, root)
+        for w in wheel_paths:
+            wheel_package(w, root, "3.9")
+        built.result()
+    index_channel(root)
+    return root
+
+
 @dataclass(frozen=True)
 class World:
     channel_dir: Path
@@ -72,16 +85,9 @@ def py39_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     python = pyenv_python("3.9")
     if python is None:
         pytest.skip("no pyenv Python 3.9 on this machine (/root/.pyenv/versions/3.9.*)")
-    root = tmp_path_factory.mktemp("channel39")
-    wheels = tmp_path_factory.mktemp("wheels39")
-    lines = [x for x in (DATA / "wheels-py39.txt").read_text().splitlines() if x[:1] != "#"]
-    with ThreadPoolExecutor(8) as pool:
-        wheel_paths = list(pool.map(lambda x: _fetch_wheel(x, wheels), lines))
-        built = pool.submit(python_package, python, root)
-        for w in wheel_paths:
-            wheel_package(w, root, "3.9")
-        built.result()
-    index_channel(root)
+    root = build_py39_channel(
+        python, tmp_path_factory.mktemp("channel39"), tmp_path_factory.mktemp("wheels39")
+    )
     with serve(root) as url:
         recipe = write_recipe(
             tmp_path_factory.mktemp("recipe39"),

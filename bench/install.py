@@ -1,0 +1,183 @@
+"""Benchmark `envcheck install` against py-rattler's bare `install` of the same records (issue 9).
+
+    python bench/install.py [--repeat 5] [--json FILE]
+
+The test channel (tests/install_world.py: CPython 3.9 from pyenv, dask + distributed 2024.8.0
+and their dependencies, 22 packages, ~19 MB) is built, served over loopback HTTP and locked
+with `envcheck build` (no pip entries: py-rattler's install has no pip part to compare). Then,
+alternating so neither side gets a warmer page cache:
+
+- warm: both install into a fresh prefix from one warm package cache. envcheck hashes every
+  archive again, links from the checked files, restores the lock's URLs in conda-meta and writes
+  its stamp; bare is `rattler.install(records, prefix, package_cache=...)`, the records as the
+  lock gives them (cache hits by name-version-build and sha256). Target: envcheck <= 1.2x bare.
+- cold: both start from an empty cache and download over loopback HTTP.
+Both sides run in this process (the work compared, not interpreter start-up); one `envcheck
+install` CLI process per mode is timed as well. Medians of --repeat runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import rattler  # noqa: E402
+
+from envcheck.provision.install import install  # noqa: E402
+from envcheck.provision.plan import read_plan  # noqa: E402
+from tests.channel import write_recipe  # noqa: E402
+from tests.condapkg import serve  # noqa: E402
+from tests.install_world import build_py39_channel, pyenv_python  # noqa: E402
+
+
+def bare(records: list, prefix: Path, cache: Path) -> None:
+    asyncio.run(
+        rattler.install(
+            records,
+            target_prefix=prefix,
+            package_cache=rattler.PackageCache(cache / "pkgs"),
+            platform=rattler.Platform("linux-64"),
+            execute_link_scripts=False,
+            show_progress=False,
+        )
+    )
+
+
+def timed(fn) -> float:  # noqa: ANN001
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    python = pyenv_python("3.9")
+    if python is None:
+        raise SystemExit("needs a pyenv Python 3.9")
+    work = Path(tempfile.mkdtemp(prefix="bench-install-"))
+    try:
+        t = time.perf_counter()
+        channel = build_py39_channel(python, work / "channel", _mk(work / "wheels"))
+        print(f"channel built in {time.perf_counter() - t:.1f} s")
+        with serve(channel) as url:
+            recipe = write_recipe(
+                work,
+                url,
+                "['python 3.9.*', 'dask', 'distributed']",
+                name="bench",
+                system='{glibc: "2.17"}',
+            )
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "envcheck",
+                    "build",
+                    str(recipe),
+                    "--out",
+                    str(work / "locks"),
+                ],
+                check=True,
+                capture_output=True,
+            )
+            lock = work / "locks" / "bench.conda-lock.yml"
+            plan = read_plan(lock, "linux-64")
+            records = list(plan.records)
+            size = sum(f.stat().st_size for f in channel.rglob("*.conda"))
+            results: dict[str, dict[str, list[float]]] = {
+                "warm": {"envcheck": [], "bare": []},
+                "cold": {"envcheck": [], "bare": []},
+            }
+            warm_ours, warm_bare = work / "warm-ours", work / "warm-bare"
+            install(plan, work / "seed-ours", warm_ours)
+            bare(records, work / "seed-bare", warm_bare)
+            n = 0
+            for i in range(args.repeat):
+                order = ("envcheck", "bare") if i % 2 == 0 else ("bare", "envcheck")
+                for side in order:
+                    n += 1
+                    prefix = work / f"p{n}"
+                    if side == "envcheck":
+                        s = timed(lambda: install(plan, prefix, warm_ours))  # noqa: B023
+                    else:
+                        s = timed(lambda: bare(records, prefix, warm_bare))  # noqa: B023
+                    results["warm"][side].append(s)
+                    shutil.rmtree(prefix)
+                for side in order:
+                    n += 1
+                    prefix, cache = work / f"p{n}", work / f"c{n}"
+                    if side == "envcheck":
+                        s = timed(lambda: install(plan, prefix, cache))  # noqa: B023
+                    else:
+                        s = timed(lambda: bare(records, prefix, cache))  # noqa: B023
+                    results["cold"][side].append(s)
+                    shutil.rmtree(prefix)
+                    shutil.rmtree(cache)
+            cli = {}
+            for mode, cache in (("warm", warm_ours), ("cold", work / "cli-cold")):
+                t = time.perf_counter()
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "envcheck",
+                        "install",
+                        str(lock),
+                        "--prefix",
+                        str(work / f"cli-{mode}"),
+                        "--cache-dir",
+                        str(cache),
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
+                cli[mode] = time.perf_counter() - t
+        summary = {
+            "packages": len(records),
+            "archive_mb": round(size / 1e6, 1),
+            "repeat": args.repeat,
+            "cli_s": cli,
+        }
+        print(f"{len(records)} packages, {size / 1e6:.1f} MB of archives, {args.repeat} rounds")
+        for mode, sides in results.items():
+            ours, theirs = statistics.median(sides["envcheck"]), statistics.median(sides["bare"])
+            summary[mode] = {
+                "envcheck_s": ours,
+                "bare_s": theirs,
+                "ratio": ours / theirs,
+                "runs": sides,
+            }
+            print(
+                f"{mode}: envcheck {ours:.3f} s, bare rattler {theirs:.3f} s, "
+                f"ratio {ours / theirs:.2f}x (spread envcheck {min(sides['envcheck']):.3f}-"
+                f"{max(sides['envcheck']):.3f}, bare {min(sides['bare']):.3f}-"
+                f"{max(sides['bare']):.3f})"
+            )
+        print(f"CLI process: warm {cli['warm']:.2f} s, cold {cli['cold']:.2f} s")
+        if args.json:
+            args.json.write_text(json.dumps(summary, indent=2))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _mk(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+if __name__ == "__main__":
+    main()
