@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
-from envcheck.errors import ExitCode
+from envcheck.errors import BadInput, ExitCode
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,7 +43,23 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB"
 
 
+def require_install_extra() -> None:
+    """BadInput (one line) when this interpreter cannot run `envcheck install`."""
+    if sys.version_info < (3, 10):
+        raise BadInput(
+            f"envcheck install needs Python >= 3.10 (this is {sys.version.split()[0]}); "
+            "the env it creates may have any Python"
+        )
+    missing = [m for m in ("rattler", "uv") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise BadInput(
+            f"envcheck install needs the install extra (missing: {', '.join(missing)}): "
+            "pip install 'envcheck[install]'"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
+    require_install_extra()
     from rich.console import Console
 
     from envcheck.provision.install import default_cache, install
