@@ -20,6 +20,7 @@ from envcheck.report import Report, render_table, write_json, write_junit
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("build",): ("envcheck.build.command", "solve recipes into conda-lock lockfiles"),
     ("install",): ("envcheck.provision.command", "create an env from a lock, hashes checked"),
+    ("image",): ("envcheck.provision.image_command", "build the EL7 image of a lock"),
     ("verify", "node"): ("envcheck.verify.node_command", "check this machine before a GPU job"),
     ("verify", "cluster"): (
         "envcheck.verify.cluster_command",

@@ -16,6 +16,7 @@ class ExitCode(IntEnum):
     UNSOLVABLE = 5  # envcheck build: the recipe cannot be solved
     STALE = 6  # envcheck build --check: a lock is missing or stale
     UNREACHABLE = 7  # envcheck verify cluster: no scheduler answered in time
+    NO_ENGINE = 8  # envcheck image: no podman/docker/buildah here; the build command is printed
     INTERRUPTED = 130  # Ctrl-C
 
 

@@ -1,0 +1,121 @@
+"""Build an EL7 image from a lock: the build context, the build args and the engine command."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from envcheck import __version__
+from envcheck.errors import BadInput
+
+OSES = {"rhel7": "Dockerfile.rhel7", "centos7": "Dockerfile.centos7"}
+ENGINES = ("podman", "docker", "buildah")  # first one found builds
+# what of envcheck's source tree the Dockerfiles need (`pip install /src`)
+SOURCE = ("pyproject.toml", "README.md", "envcheck", *OSES.values())
+LOCK_DIR = "lock"  # the lock's folder inside the build context
+
+
+@dataclass(frozen=True)
+class ImageBuild:
+    os: str
+    lock: Path
+    tag: str
+    build_args: Mapping[str, str]
+
+    def command(self, engine: str, context: Path | str) -> list[str]:
+        """The exact build command for ``engine`` (podman, docker or buildah)."""
+        verb = ["bud"] if engine == "buildah" else ["build"]
+        args = [f"--build-arg={k}={v}" for k, v in self.build_args.items()]
+        dockerfile = f"{context}/{OSES[self.os]}"
+        return [engine, *verb, "-f", dockerfile, "-t", self.tag, *args, str(context)]
+
+
+def source_root() -> Path:
+    """envcheck's source tree (a checkout); BadInput when envcheck runs from elsewhere."""
+    root = Path(__file__).resolve().parents[2]
+    missing = [s for s in SOURCE if not (root / s).exists()]
+    if missing:
+        raise BadInput(
+            f"building an image needs envcheck's source tree (the images install envcheck "
+            f"from it); {root} lacks {', '.join(missing)}"
+        )
+    return root
+
+
+def lock_facts(lock: Path) -> tuple[str, str]:
+    """(recipe name, sha256 of the file) of a lock; the name is '' when the lock has none."""
+    import hashlib
+
+    import yaml
+
+    if not lock.is_file():
+        raise BadInput(f"lock {lock} does not exist")
+    data = lock.read_bytes()
+    recipe = ""
+    try:
+        doc = yaml.safe_load(data)
+        if isinstance(doc, dict):
+            custom = (doc.get("metadata") or {}).get("custom_metadata") or {}
+            recipe = str(custom.get("envcheck.recipe", ""))
+    except yaml.YAMLError:
+        raise BadInput(f"{lock} is not a YAML lock file") from None
+    return recipe, hashlib.sha256(data).hexdigest()
+
+
+def plan_image(
+    os_name: str,
+    lock: Path,
+    tag: str | None,
+    *,
+    builder_image: str | None = None,
+    base_image: str | None = None,
+    platform: str = "linux-64",
+) -> ImageBuild:
+    if os_name not in OSES:
+        raise BadInput(f"unknown image OS {os_name!r}: one of {', '.join(OSES)}")
+    recipe, sha = lock_facts(lock)
+    name = recipe or lock.name.split(".")[0]
+    args = {
+        "LOCK": f"{LOCK_DIR}/{lock.name}",
+        "PLATFORM": platform,
+        "RECIPE": name,
+        "LOCK_SHA256": sha,
+        "ENVCHECK_VERSION": __version__,
+    }
+    if builder_image:
+        args["BUILDER_IMAGE"] = builder_image
+    if base_image:
+        args["BASE_IMAGE"] = base_image
+    return ImageBuild(os_name, lock, tag or f"envcheck/{name}:{os_name}", args)
+
+
+def write_context(build: ImageBuild, dest: Path) -> Path:
+    """A build context holding envcheck's source and the lock (nothing else is sent)."""
+    root = source_root()
+    dest.mkdir(parents=True, exist_ok=True)
+    for item in SOURCE:
+        src = root / item
+        if src.is_dir():
+            shutil.copytree(src, dest / item, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dest / item)
+    (dest / LOCK_DIR).mkdir()
+    shutil.copy2(build.lock, dest / LOCK_DIR / build.lock.name)
+    return dest
+
+
+def find_engine(preferred: str | None, env: Mapping[str, str] = os.environ) -> str | None:
+    path = env.get("PATH")
+    for engine in [preferred] if preferred else ENGINES:
+        if engine and shutil.which(engine, path=path):
+            return engine
+    return None
+
+
+def shell_line(cmd: Sequence[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(c) for c in cmd)
