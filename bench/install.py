@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -168,6 +169,9 @@ def main() -> None:
                 f"{max(sides['bare']):.3f})"
             )
         print(f"CLI process: warm {cli['warm']:.2f} s, cold {cli['cold']:.2f} s")
+        load = os.getloadavg()
+        summary["loadavg"] = load
+        print(f"load average at the end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
         if args.json:
             args.json.write_text(json.dumps(summary, indent=2))
     finally:
