@@ -57,6 +57,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="solve against these channels (e.g. a local snapshot of the recipe's channels) "
         "instead of the recipe's; the lock records them (repeatable)",
     )
+    p.add_argument(
+        "--no-lint",
+        action="store_true",
+        help="solve even where the RAPIDS release record says the recipe's pins contradict it",
+    )
 
 
 # --- solving one recipe --------------------------------------------------------------------
@@ -368,6 +373,30 @@ def check_one(recipe: Recipe, out: Path) -> Result:
     return Result(check, Status.FAIL, problem, fix=fix, group="build")
 
 
+def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
+    """Lint against the RAPIDS release record; errors raise Unsolvable, the rest is a table."""
+    from envcheck.build.record.lint import ERROR, lint
+    from envcheck.build.record.table import load_record
+
+    record = load_record()
+    rows = []
+    for r in recipes:
+        findings = lint(r.dependencies, r.system, record)
+        bad = [f for f in findings if f.severity == ERROR]
+        if bad:
+            raise Unsolvable(
+                f"{r.path}: "
+                + "; ".join(f.line() for f in bad)
+                + " (the RAPIDS release record, envcheck/build/record/rapids.json; "
+                "--no-lint solves anyway)"
+            )
+        rows += [(r.name, f.severity, f.rule, f.message, ", ".join(f.sources)) for f in findings]
+    if not rows:
+        return ()
+    cols = ("recipe", "severity", "rule", "what the RAPIDS release record says", "source")
+    return (Table("RAPIDS release record", cols, tuple(rows)),)
+
+
 def run(args: argparse.Namespace) -> Report | int:
     recipes = [load_recipe(p) for p in args.recipes]  # every recipe is validated before any work
     names = [r.name for r in recipes]
@@ -386,6 +415,7 @@ def run(args: argparse.Namespace) -> Report | int:
         )
     for r in recipes:
         _platforms(r, args.platform)
+    notes = () if args.no_lint else lint_recipes(recipes)  # before any solve: fails fast
     for c in args.channel_data or ():
         resolve_channel(c)  # a URL the solver cannot read is bad input before any work
     check_writable(out)
@@ -396,11 +426,11 @@ def run(args: argparse.Namespace) -> Report | int:
         res, ch = build_one(recipe, out, args.platform, args.channel_data)
         results += res
         changes += [(recipe.name, c) for c in ch]
-    tables = ()
+    tables: tuple[Table, ...] = notes
     if changes:
         rows = tuple((n, c.platform, c.manager, c.name, c.kind, c.old, c.new) for n, c in changes)
         cols = ("recipe", "platform", "manager", "package", "change", "old", "new")
-        tables = (Table("changes against the previous lock", cols, rows),)
+        tables += (Table("changes against the previous lock", cols, rows),)
     return Report(
         "envcheck build", results=tuple(results), tables=tables, environment={"out": str(out)}
     )
