@@ -310,11 +310,67 @@ def release_entry(data: Path, rel: str) -> dict[str, Any]:
     return entry
 
 
+# releases newer than the newest integration branch in the data, known from PyPI wheels only
+PYPI_RELEASES = {"26.10": ("dask_cuda-26.10.0-", "rapids_dask_dependency-26.10.0-")}
+
+
+def _pypi_file(data: Path, prefix: str) -> Source:
+    (path,) = sorted((data / "pypi").glob(f"{prefix}*.METADATA"))
+    return Source(data, f"pypi/{path.name}")
+
+
+def pypi_release_entry(data: Path, rel: str) -> dict[str, Any]:
+    """What the wheel METADATA of dask-cuda and rapids-dask-dependency say about a release."""
+    cuda, rdd = (_pypi_file(data, p) for p in PYPI_RELEASES[rel])
+    note = "from PyPI wheel METADATA: the conda packages of this release are not in the data"
+    entry: dict[str, Any] = {}
+    pys = [(m[0].group(1), m[1]) for m in _all(cuda, r"^Classifier: .*Python :: (3\.\d+)$")]
+    entry["python"] = known([v for v, _ in pys], *[p for _, p in pys], note=note)
+    extras = [(m[0].group(1), m[1]) for m in _all(cuda, r"^Provides-Extra: cu(\d+)$")]
+    entry["cuda_majors"] = (
+        known([v for v, _ in extras], *[p for _, p in extras], note="dask-cuda's cuNN extras")
+        if extras
+        else unknown("no CUDA extras in the METADATA")
+    )
+    for field in ("cuda_builds", "cuda_rule", "members", "xgboost", "cupy", "numba", "nccl"):
+        entry[field] = unknown(f"{note}; they do not say")
+    for field, src in (("dask", rdd), ("distributed", rdd), ("numpy", cuda), ("pandas", cuda)):
+        hit = src.find(rf"^Requires-Dist: {field}\s*([<>=!,.\d]+)\s*$")
+        entry[field] = known(hit[0].group(1), hit[1], note=note) if hit else unknown(note)
+    rdd_req = cuda.find(r"^Requires-Dist: rapids-dask-dependency==")
+    for field in ("dask", "distributed"):
+        if entry[field]["value"] != UNKNOWN and rdd_req:
+            entry[field]["from"].insert(0, rdd_req[1])
+    ucxx = cuda.find(r"^Requires-Dist: distributed-ucxx-cu\d+==([\d.]+)\.\*;")
+    entry["distributed-ucxx"] = (
+        known(f"{ucxx[0].group(1)}.*", ucxx[1], note="dask-cuda's test extra")
+        if ucxx
+        else unknown(note)
+    )
+    tag = re.search(r"manylinux_(\d+)_(\d+)_x86_64", cuda.rel)
+    entry["glibc"] = (
+        known(f"{tag.group(1)}.{tag.group(2)}", f"{cuda.rel}:name", note="the wheel's platform tag")
+        if tag
+        else unknown("no manylinux tag")
+    )
+    for field in ("ucx", "ucx-py", "pytorch", "cuda-python"):
+        entry[field] = unknown(f"{note}; they do not say")
+    return entry
+
+
+def _all(src: Source, pattern: str) -> list[tuple[re.Match[str], str]]:
+    rx = re.compile(pattern)
+    return [(m, f"{src.rel}:{i}") for i, line in enumerate(src.lines, 1) if (m := rx.search(line))]
+
+
 def _sources(data: Path) -> dict[str, str]:
     out = {}
     for line in (data / "SOURCES.tsv").read_text().splitlines():
         rel, repo, branch, commit, path = line.split("\t")
-        out[rel] = f"{repo}@{commit} ({branch}) {path}"
+        if repo == "pypi.org":
+            out[rel] = f"PyPI wheel METADATA {rel.split('/', 1)[1]} (sha256 {commit}...)"
+        else:
+            out[rel] = f"{repo}@{commit} ({branch}) {path}"
     return out
 
 
@@ -324,9 +380,15 @@ def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[
         "schema": SCHEMA,
         "generated_by": "python -m envcheck.build.record.gen",
         "data": "tests/data/rapids-record (SOURCES.tsv: repository, branch, commit per file)",
-        "releases": {rel: release_entry(data, rel) for rel in releases},
-        # releases after the data's newest: what is known about them comes from these notices
+        "releases": {
+            **{rel: release_entry(data, rel) for rel in releases},
+            **{rel: pypi_release_entry(data, rel) for rel in PYPI_RELEASES},
+        },
+        # releases the data does not cover: what is known about them comes from these notices
         "after": {
+            "first_release": known(
+                "24.06", "RAPIDS support notice RSN 37 (https://docs.rapids.ai/notices/rsn0037/)"
+            ),
             "glibc": known(
                 "2.28",
                 "RAPIDS support notice RSN 37 (https://docs.rapids.ai/notices/rsn0037/)",

@@ -24,7 +24,7 @@ ERROR, WARN, INFO = "error", "warn", "info"
 # ranges of the `rapids` meta-package's run requirements: a recipe outside them cannot install it
 META_RANGES = ("numpy", "cupy", "numba", "nccl", "ucx")
 # ranges versions.yaml holds for RAPIDS' other environments (notebooks, builds): advice only
-ADVICE_RANGES = ("pandas", "pytorch", "ucx-py")
+ADVICE_RANGES = ("pandas", "pytorch", "ucx-py", "distributed-ucxx")
 EXACT = ("dask", "distributed", "dask-expr")
 TOOLKITS = ("cudatoolkit", "cuda-version")
 # rattler prints '=22.08' as '22.8.*'
@@ -101,8 +101,11 @@ def pinned_release(entry: Entry, names: frozenset[str]) -> str | None:
     return f"{m.group(1)}.{int(m.group(2)):02d}" if m else None
 
 
-def _exact(value: str) -> str:
-    return value.lstrip("=")
+def _admits(spec: str, pin: str) -> bool:
+    """Whether a recipe's spec admits the release's pin ('==2022.7.1' or a range)."""
+    if pin.startswith("==") and "," not in pin:
+        return matches(spec, pin[2:])
+    return overlaps(spec, pin)
 
 
 def _minors(spec: str, versions: Sequence[str]) -> list[str]:
@@ -172,16 +175,16 @@ def _member_sources(record: Record, by_release: Mapping[str, list[Entry]]) -> li
 
 def _uncovered(rel: str, anchor: str, system: Mapping[str, str], record: Record) -> list[Finding]:
     glibc = system.get("glibc")
-    after = record.after.get("glibc")
-    newer = release_key(rel) > release_key(record.newest)
+    after, first = record.after.get("glibc"), record.after.get("first_release")
+    newer = first is not None and release_key(rel) >= release_key(first.value)
     if newer and glibc and after and after.known and matches(f"<{after.value}", glibc):
         return [
             Finding(
                 "rapids.glibc",
                 ERROR,
                 f"RAPIDS {rel} ({anchor!r}) needs glibc >= {after.value}; the recipe targets "
-                f"glibc {glibc} (RHEL/CentOS 7): {record.newest} is the newest release the "
-                "record covers for it",
+                f"glibc {glibc} (RHEL/CentOS 7): {_newest_for(record, glibc)} is the newest "
+                "release the record has for it",
                 (anchor,),
                 after.sources,
             )
@@ -196,6 +199,15 @@ def _uncovered(rel: str, anchor: str, system: Mapping[str, str], record: Record)
             (anchor,),
         )
     ]
+
+
+def _newest_for(record: Record, glibc: str) -> str:
+    fits = [
+        v
+        for v, r in record.releases.items()
+        if r.get("glibc").known and not matches(f"<{r.get('glibc').value}", glibc)
+    ]
+    return max(fits, key=release_key) if fits else "no release"
 
 
 def _release_rules(
@@ -218,7 +230,7 @@ def _release_rules(
 
     for name in EXACT:
         fact, e = release.get(name), by_name.get(name)
-        if e and e.version and fact.known and not matches(e.version, _exact(fact.value)):
+        if e and e.version and fact.known and not _admits(e.version, str(fact.value)):
             clash("rapids.pin", ERROR, e, fact, f"the release pins {name} {fact.value}")
     xgb, e = release.get("xgboost"), by_name.get("xgboost")
     if e and e.version and xgb.known:

@@ -59,7 +59,8 @@ class Record:
         """Packages that carry the RAPIDS release as their version (cudf 22.08.00 ...)."""
         names = {"rapids"}
         for r in self.releases.values():
-            names.update(r.get("members").value)
+            if r.get("members").known:
+                names.update(r.get("members").value)
         return frozenset(names)
 
     def origin(self, pointer: str) -> str:
