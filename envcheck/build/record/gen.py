@@ -303,6 +303,12 @@ def release_entry(data: Path, rel: str) -> dict[str, Any]:
                 entry[field] = known({"11": c11[0], "12": c12[0]}, c11[1], c12[1])
                 continue
         entry[field] = known(kv[0], kv[1]) if kv else unknown(f"{key} is not in versions.yaml")
+    proc = meta.find(r"^\s+-\s+conda-forge::ucx-proc=\*=(\w+)")
+    entry["ucx-proc"] = (
+        known(f"* {proc[0].group(1)}", proc[1])
+        if proc
+        else unknown("the rapids meta.yaml of this release does not list ucx-proc")
+    )
     entry["ucx-py"] = _ucx_py(data, rel)
     entry["glibc"] = _glibc(data, rel, versions)
     entry["xgboost"] = _xgboost(versions, xgb_meta, rel)
@@ -353,7 +359,7 @@ def pypi_release_entry(data: Path, rel: str) -> dict[str, Any]:
         if tag
         else unknown("no manylinux tag")
     )
-    for field in ("ucx", "ucx-py", "pytorch", "cuda-python"):
+    for field in ("ucx", "ucx-py", "ucx-proc", "pytorch", "cuda-python"):
         entry[field] = unknown(f"{note}; they do not say")
     return entry
 

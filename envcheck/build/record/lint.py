@@ -253,7 +253,8 @@ def _release_rules(
             Finding(
                 "rapids.glibc",
                 ERROR,
-                f"RAPIDS {rel} is compiled against glibc {floor.value}; the recipe targets {glibc}",
+                f"RAPIDS {rel} needs glibc >= {floor.value} ({floor.note}); the recipe targets "
+                f"glibc {glibc}",
                 (anchor,),
                 floor.sources,
             )
