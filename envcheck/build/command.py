@@ -8,12 +8,12 @@ import json
 import socket
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from envcheck.build.atomic import check_writable, write_files_atomically
+from envcheck.build.changes import Change, changes_table, compare, version_build
 from envcheck.build.lockfile import (
     Lock,
     PipPackage,
@@ -209,35 +209,16 @@ def channel_data(channels: Sequence[str], platform_list: Sequence[str]) -> list[
 # --- comparing with the previous lock -----------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Change:
-    platform: str
-    manager: str
-    name: str
-    kind: str  # added / removed / changed
-    old: str
-    new: str
-
-
 def lock_changes(old: Lock | None, lockfile: Any) -> list[Change]:
-    new = {
-        (p.platform, p.manager, p.name): f"{p.version}" + (f" {p.build}" if p.build else "")
-        for p in lockfile.package
-    }
     if old is None:  # a first lock: everything would read as added
         return []
-    before = {
-        (p.platform, p.manager, p.name): f"{p.version}" + (f" {p.build}" if p.build else "")
-        for p in old.packages
+    after = {
+        (p.platform, p.manager, p.name): version_build(p.version, p.build) for p in lockfile.package
     }
-    changes = []
-    for key in sorted(before.keys() | new.keys()):
-        a, b = before.get(key), new.get(key)
-        if a == b:
-            continue
-        kind = "added" if a is None else "removed" if b is None else "changed"
-        changes.append(Change(*key, kind=kind, old=a or "", new=b or ""))
-    return changes
+    before = {
+        (p.platform, p.manager, p.name): version_build(p.version, p.build) for p in old.packages
+    }
+    return compare(before, after)
 
 
 # --- the verb ----------------------------------------------------------------------------
@@ -428,9 +409,7 @@ def run(args: argparse.Namespace) -> Report | int:
         changes += [(recipe.name, c) for c in ch]
     tables: tuple[Table, ...] = notes
     if changes:
-        rows = tuple((n, c.platform, c.manager, c.name, c.kind, c.old, c.new) for n, c in changes)
-        cols = ("recipe", "platform", "manager", "package", "change", "old", "new")
-        tables += (Table("changes against the previous lock", cols, rows),)
+        tables += (changes_table(changes),)
     return Report(
         "envcheck build", results=tuple(results), tables=tables, environment={"out": str(out)}
     )
