@@ -142,6 +142,15 @@ def explain_failure(
                     )
             if chains:
                 return Unsolvable(f"{where}: " + "; ".join(chains), detail=failure.message)
+    glibc = recipe.system.get("glibc")
+    if glibc:
+        from envcheck.build import el7
+
+        dirs = [local_path(resolve_channel(c)) for c in channels if is_local(resolve_channel(c))]
+        catalogue = el7.repodata_catalogue(dirs, [platform, "noarch"])
+        blocked = el7.blocked_entries(specs, glibc, catalogue)
+        if blocked:
+            return Unsolvable(f"{where}: " + "; ".join(blocked), detail=failure.message)
     from envcheck.build import conflicts
 
     constraints = exclusion_constraints(recipe)
@@ -270,6 +279,7 @@ def build_one(
     for platform in platforms:
         solved[platform] = _solve_platform(recipe, channels, platform, vps[platform])
         pip[platform] = resolve_pip(recipe.pip, solved[platform], platform, recipe.system)
+        _check_glibc(recipe, channels, platform, solved[platform], pip[platform])
     extra = {}
     if recipe.pip:
         extra["pip_index"] = "https://pypi.org/simple (resolved with uv)"
@@ -303,6 +313,37 @@ def build_one(
             Result(f"build {recipe.name}", Status.PASS, msg, node=platform, group="build")
         )
     return results, changes
+
+
+def _check_glibc(
+    recipe: Recipe,
+    channels: Sequence[str],
+    platform: str,
+    solved: Sequence[SolvedPackage],
+    pip: Sequence[PipPackage],
+) -> None:
+    """Every conda record's __glibc and every wheel's manylinux tag must fit the target glibc."""
+    from envcheck.build import el7
+    from envcheck.build.pip import PYPI, python_version
+
+    glibc = recipe.system.get("glibc")
+    if not glibc:
+        return
+    dirs = [local_path(resolve_channel(c)) for c in channels if is_local(resolve_channel(c))]
+    found = el7.check_solution(
+        glibc,
+        platform,
+        ((p.name, p.version, p.depends) for p in solved),
+        ((p.name, p.version, p.url.rsplit("/", 1)[-1]) for p in pip),
+        dirs,
+        PYPI if pip else None,
+        python_version(solved) if pip else None,
+    )
+    if found:
+        raise Unsolvable(
+            f"{recipe.name} ({platform}) does not load on glibc {glibc}: "
+            + "; ".join(o.line(glibc) for o in found)
+        )
 
 
 def _reachable(url: str, timeout: float = 3.0) -> bool:

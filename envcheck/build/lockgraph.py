@@ -18,6 +18,7 @@ class Node:
     build: str  # "" for pip packages
     manager: str  # conda / pypi
     depends: tuple[str, ...]  # names of what it requires
+    requires: tuple[str, ...] = ()  # the specs as the lock records them
 
     def label(self) -> str:
         return f"{self.name} {self.version}" + (f" {self.build}" if self.build else "")
@@ -79,6 +80,7 @@ def read_graph(path: Path, environment: str | None = None) -> LockGraph:
                     rec.build,
                     "conda",
                     tuple(_dep_name(d) for d in rec.depends),
+                    tuple(rec.depends),
                 )
             else:
                 requires = getattr(p, "requires_dist", None) or ()
@@ -89,6 +91,7 @@ def read_graph(path: Path, environment: str | None = None) -> LockGraph:
                     "",
                     "pypi" if hasattr(p, "requires_dist") else "conda",
                     tuple(_dep_name(str(r)) for r in requires),
+                    tuple(str(r) for r in requires),
                 )
             nodes[node.name] = node
         platforms[plat.name] = nodes
