@@ -9,8 +9,9 @@
    the same generated recipe against a local channel shaped by the record (the work the lint
    spares when it fails fast), through envcheck's solver child: warm (the child has the
    channel loaded) and cold (a fresh child each time, as the first solve of a build).
-2. The same as a user runs it: `python -m envcheck recipe new ...`, a fresh process each time
-   (interpreter start + imports + compose), against `python -c pass`.
+2. The same as a user runs it: `python -m envcheck recipe new ...`, and `envcheck build` of a
+   recipe the lint refuses (exit 5 before any solve), a fresh process each time (interpreter
+   start + imports + work), against `python -c pass`.
 3. `why` on tests/data/holoviz_holoviews_fb85eeb_pixi.lock (a real pixi.lock, 1,655 records):
    every platform of its largest environments, lock read included. Target: under 200 ms.
    Baseline in the same run: reading the lock alone with py-rattler (LockFile.from_path).
@@ -119,6 +120,21 @@ def main() -> int:
     n = max(3, args.repeat // 4)
     out["cli_recipe_new_ms"] = _fresh_ms(cli, n)
     out["cli_python_pass_ms"] = _fresh_ms([py, "-c", "pass"], n)
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = Path(tmp) / "bad.yaml"  # rapids=22.08 with dask=2023.1: lint fails, exit 5
+        bad.write_text(
+            "name: bad\nchannels: [rapidsai, conda-forge]\nplatforms: [linux-64]\n"
+            'system: {cuda: "11.5", glibc: "2.17"}\n'
+            "dependencies: [python=3.9, rapids=22.08, dask=2023.1]\n"
+        )
+        argv = [py, "-m", "envcheck", "build", str(bad), "--out", str(Path(tmp) / "locks")]
+        times = []
+        for _ in range(n):
+            t = time.perf_counter()
+            rc = subprocess.run(argv, cwd=ROOT, capture_output=True).returncode
+            times.append((time.perf_counter() - t) * 1000)
+            assert rc == 5, rc
+        out["cli_build_lint_fail_ms"] = statistics.median(times)
 
     from rattler import LockFile
 
