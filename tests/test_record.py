@@ -149,3 +149,18 @@ def test_build_fails_fast_on_a_contradiction_without_starting_a_solver(tmp_path,
     mixed = write_recipe(tmp_path, missing, "[dask-cuda=22.08, dask-cudf=22.10]", name="mixed")
     assert main(["build", str(mixed), "--out", str(tmp_path / "locks")]) == ExitCode.UNSOLVABLE
     assert "rapids.one-release" in capsys.readouterr().err
+
+
+def test_build_reports_what_the_record_says_and_still_solves(tmp_path):
+    import json
+
+    from tests.channel import demo_channel
+
+    channel = demo_channel(tmp_path / "channel")
+    r = write_recipe(tmp_path, channel, "[python=3.9, dask-cuda=22.08, libzlib]")
+    out = tmp_path / "r.json"
+    assert main(["build", str(r), "--out", str(tmp_path / "locks"), "--json", str(out)]) == 0
+    tables = {t["title"]: t for t in json.loads(out.read_text())["tables"]}
+    rows = tables["RAPIDS release record"]["rows"]
+    assert [row[1:3] for row in rows] == [["info", "rapids.not-in-record"]]
+    assert "no rule for libzlib" in rows[0][3]
