@@ -353,7 +353,7 @@ def _direct(
     client: Client, runner: Callable[..., Any], payload: Payload, kwargs: dict, deadline: float
 ) -> dict:
     """Workers' facts through client.run: the fallback when the scheduler runs no code."""
-    info = client.scheduler_info(n_workers=-1)["workers"]
+    info = all_workers_info(client)
     try:
         replies = client.run(
             runner, payload.digest, payload.source, "worker", kwargs,
@@ -371,6 +371,15 @@ def _direct(
     }
     resources = {a: dict(w.get("resources") or {}) for a, w in info.items()}
     return {"workers": answers, "resources": resources}
+
+
+def all_workers_info(client: Client) -> dict:
+    """address -> info of every worker. distributed >= 2025 lists only the first few unless
+    asked with n_workers=-1, which older versions do not take."""
+    try:
+        return client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:
+        return client.scheduler_info()["workers"]
 
 
 def _kind(e: BaseException) -> str:
