@@ -21,6 +21,12 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("build",): ("envcheck.build.command", "solve recipes into conda-lock lockfiles"),
     ("install",): ("envcheck.provision.command", "create an env from a lock, hashes checked"),
     ("image",): ("envcheck.provision.image_command", "build the EL7 image of a lock"),
+    ("diff",): ("envcheck.build.diff", "what changed between two lock files"),
+    ("why",): ("envcheck.build.why", "which recipe entries pull a package into a lock"),
+    ("recipe", "new"): (
+        "envcheck.build.record.new",
+        "write a recipe pinned from the RAPIDS release record",
+    ),
     ("verify", "node"): ("envcheck.verify.node_command", "check this machine before a GPU job"),
     ("verify", "cluster"): (
         "envcheck.verify.cluster_command",
