@@ -52,11 +52,17 @@ def _one_line(stderr: str) -> str:
 def test_installed_env_runs_python_imports_dask_and_records_the_lock(py39_env: Installed) -> None:
     world, prefix = py39_env.world, py39_env.prefix
     done = subprocess.run(
-        [prefix / "bin" / "python3", "-c",
-         "import sys, dask, six; print(sys.version.split()[0], dask.__version__, six.__version__,"
-         " sys.prefix)"],
-        capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+        [
+            prefix / "bin" / "python3",
+            "-c",
+            "import sys, dask, six;"
+            "print(sys.version.split()[0], dask.__version__, six.__version__, sys.prefix)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert done.stdout.split() == [world.python_version, "2024.8.0", "1.17.0", str(prefix)]
     lock = read_lock(world.lock)
     conda = [p for p in lock.packages if p.manager == "conda"]
@@ -68,7 +74,10 @@ def test_installed_env_runs_python_imports_dask_and_records_the_lock(py39_env: I
     stamp = json.loads((meta / "envcheck-install.json").read_text())
     assert stamp["lock_sha256"] == _sha256(world.lock)
     assert (stamp["platform"], stamp["conda_packages"], stamp["pip_packages"]) == (
-        "linux-64", len(conda), 1)  # fmt: skip
+        "linux-64",
+        len(conda),
+        1,
+    )
     summary = " ".join(py39_env.first.stdout.split())
     assert summary.startswith(f"installed {len(conda)} conda + 1 pip packages into {prefix} (")
     assert "MB downloaded" in summary and _sha256(world.lock)[:12] in summary
@@ -78,8 +87,9 @@ def test_installed_env_runs_python_imports_dask_and_records_the_lock(py39_env: I
 def test_second_install_of_the_same_lock_is_a_noop_that_says_so(py39_env: Installed) -> None:
     stamp = py39_env.prefix / "conda-meta" / "envcheck-install.json"
     before = (stamp.stat().st_mtime_ns, sorted(os.listdir(py39_env.prefix / "conda-meta")))
-    done = envcheck("install", py39_env.world.lock, "--prefix", py39_env.prefix,
-                    "--cache-dir", py39_env.cache)  # fmt: skip
+    done = envcheck(
+        "install", py39_env.world.lock, "--prefix", py39_env.prefix, "--cache-dir", py39_env.cache
+    )
     assert done.returncode == 0, done.stderr
     assert "nothing to do" in done.stdout and "already installed" in done.stdout
     assert (stamp.stat().st_mtime_ns, sorted(os.listdir(py39_env.prefix / "conda-meta"))) == before
@@ -193,10 +203,21 @@ def test_ctrl_c_exits_130_and_leaves_no_prefix(py39_world: World, tmp_path: Path
     with serve(py39_world.channel_dir, chunk_delay_s=0.05) as slow:
         lock = _relocated_lock(py39_world, slow, tmp_path / "slow.conda-lock.yml")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "envcheck", "install", str(lock), "--prefix", str(prefix),
-             "--cache-dir", str(cache)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "envcheck",
+                "install",
+                str(lock),
+                "--prefix",
+                str(prefix),
+                "--cache-dir",
+                str(cache),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         while not list(cache.glob("archives/*/.part-*")) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -227,3 +248,24 @@ def test_pixi_lock_of_the_same_records_installs_too(py39_env: Installed, tmp_pat
     names = sorted(p.name for p in (prefix / "conda-meta").glob("*.json"))
     want = sorted(f"{r.file_name.removesuffix('.conda')}.json" for r in records)
     assert names == sorted([*want, "envcheck-install.json"])
+
+
+def test_verify_node_prefix_passes_the_packages_check_against_the_lock(
+    py39_env: Installed,
+) -> None:
+    done = envcheck(
+        "verify",
+        "node",
+        "--prefix",
+        py39_env.prefix,
+        "--lock",
+        py39_env.world.lock,
+        "--expect-gpus",
+        "0",
+        "--json",
+        py39_env.prefix.parent / "verify.json",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((py39_env.prefix.parent / "verify.json").read_text())
+    packages = [r for r in report["results"] if r["check"] == "packages"]
+    assert [r["status"] for r in packages] == ["pass"], packages

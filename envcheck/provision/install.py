@@ -90,33 +90,48 @@ def check_writable(prefix: Path) -> None:
 
 
 def _link(plan: Plan, fetched: Sequence[Fetched], prefix: Path, cache: Path, reporter) -> None:  # noqa: ANN001
-    """py-rattler's install of the lock's records, each read from its checked file."""
+    """py-rattler's install of the lock's records from the checked files.
+
+    A record py-rattler already holds extracted in its cache is passed as the lock has it
+    (py-rattler links the extracted tree, whatever the URL); any other is pointed at its
+    checked archive in the staging cache, so py-rattler never downloads anything itself.
+    """
     import rattler
     from rattler import PackageCache
 
     by_url = {f.artifact.url: f for f in fetched}
-    records = []
-    for r in plan.records:
-        r2 = rattler.RepoDataRecord(r, r.file_name, by_url[r.url].path.as_uri(), r.channel)
-        records.append(r2)
-    asyncio.run(
-        rattler.install(
+    package_cache = PackageCache(cache / "pkgs")
+
+    async def work() -> list:
+        index = await package_cache.index()
+        records, moved = [], []
+        for r in plan.records:
+            if index.contains_record(r):
+                records.append(r)
+            else:
+                records.append(
+                    rattler.RepoDataRecord(r, r.file_name, by_url[r.url].path.as_uri(), r.channel)
+                )
+                moved.append(r)
+        await rattler.install(
             records,
             target_prefix=prefix,
-            package_cache=PackageCache(cache / "pkgs"),
+            package_cache=package_cache,
             platform=rattler.Platform(plan.platform),
             execute_link_scripts=False,
             show_progress=False,
             reporter=reporter,
         )
-    )
-    _restore_urls(prefix, plan)
+        return moved
+
+    moved = asyncio.run(work())
+    _restore_urls(prefix, moved)
 
 
-def _restore_urls(prefix: Path, plan: Plan) -> None:
+def _restore_urls(prefix: Path, records: Sequence) -> None:
     """conda-meta records name the lock's URL, not the staging cache rattler read from."""
     meta = prefix / "conda-meta"
-    for r in plan.records:
+    for r in records:
         stem = r.file_name.removesuffix(".conda").removesuffix(".tar.bz2")
         path = meta / f"{stem}.json"
         try:
