@@ -1136,15 +1136,21 @@ def gpu_health(nv: Any, index: int) -> GpuHealth:
         raise AttributeError
 
     d: dict[str, Any] = {"index": index}
-    d["uuid"] = _text(read("uuid", fn("nvmlDeviceGetUUID")) or "")
-    pci = read("pci", fn("nvmlDeviceGetPciInfo"))
-    d["pci_bus_id"] = _text(pci.busId) if pci is not None else ""
+    known = _NVML_STATIC.get(index)  # identity _gpu_facts read once: (uuid, name, MiB, cc, bus)
+    if known is not None:
+        d["uuid"], d["pci_bus_id"] = known[0], known[4]
+    else:
+        d["uuid"] = _text(read("uuid", fn("nvmlDeviceGetUUID")) or "")
+        pci = read("pci", fn("nvmlDeviceGetPciInfo"))
+        d["pci_bus_id"] = _text(pci.busId) if pci is not None else ""
     mode = read("ecc_enabled", fn("nvmlDeviceGetEccMode"))
     d["ecc_enabled"] = bool(mode[0]) if mode is not None else None
     if mode is not None and mode[0]:  # counters are NotSupported / meaningless with ECC off
         total = fn("nvmlDeviceGetTotalEccErrors")
-        unc, cor = nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_MEMORY_ERROR_TYPE_CORRECTED
-        vol, agg = nv.NVML_VOLATILE_ECC, nv.NVML_AGGREGATE_ECC
+        # nvml.h's values, should a pynvml lack the names
+        unc = getattr(nv, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
+        cor = getattr(nv, "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
+        vol, agg = getattr(nv, "NVML_VOLATILE_ECC", 0), getattr(nv, "NVML_AGGREGATE_ECC", 1)
         d["ecc_uncorrected_volatile"] = read("ecc_uncorrected_volatile", total, unc, vol)
         d["ecc_uncorrected_aggregate"] = read("ecc_uncorrected_aggregate", total, unc, agg)
         d["ecc_corrected_volatile"] = read("ecc_corrected_volatile", total, cor, vol)
@@ -1152,9 +1158,8 @@ def gpu_health(nv: Any, index: int) -> GpuHealth:
         # Page retirement (before Ampere) and row remapping (Ampere on): each GPU supports one
         pages = fn("nvmlDeviceGetRetiredPages_v2") if hasattr(nv, "nvmlDeviceGetRetiredPages_v2") \
             else fn("nvmlDeviceGetRetiredPages")
-        sbe = read("retired_pages_sbe", pages,
-                   nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
-        dbe = read("retired_pages_dbe", pages, nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+        sbe = read("retired_pages_sbe", pages, 0)  # MULTIPLE_SINGLE_BIT_ECC_ERRORS
+        dbe = read("retired_pages_dbe", pages, 1)  # DOUBLE_BIT_ECC_ERROR
         d["retired_pages_sbe"] = len(sbe) if sbe is not None else None
         d["retired_pages_dbe"] = len(dbe) if dbe is not None else None
         pending = read("retired_pages_pending", fn("nvmlDeviceGetRetiredPagesPendingStatus"))
@@ -1199,7 +1204,7 @@ def _nvlinks(nv: Any, h: Any, unsupported: list[str], errors: list[str]) -> tupl
     counters_unsupported = False
     for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
         try:
-            up = nv.nvmlDeviceGetNvLinkState(h, link) == nv.NVML_FEATURE_ENABLED
+            up = nv.nvmlDeviceGetNvLinkState(h, link) == getattr(nv, "NVML_FEATURE_ENABLED", 1)
         except nv.NVMLError as e:
             if link == 0 and getattr(e, "value", None) in _NVML_UNSUPPORTED:
                 unsupported.append("nvlink")  # no NVLink on this GPU: stop asking
