@@ -29,10 +29,12 @@ from tests.factories import healthy_a100x8, healthy_host, with_gpu_health, with_
 
 FACTS_PY = Path(__file__).resolve().parents[1] / "envcheck" / "verify" / "facts.py"
 
-# Real NVRM Xid lines as the driver writes them, in the forms the kernel log is read in.
-# Sources: journalctl output quoted in a public troubleshooting note (Xid 79, driver 450,
-# Ubuntu 20.04); an Xid 31 MMU fault from a public training log; NVIDIA's Xid catalog wording
-# for 48 and 119.
+# Real NVRM Xid lines as drivers wrote them (quoted in public troubleshooting notes and issue
+# reports), in the forms the kernel log is read in: Xid 79 from journalctl (driver 450,
+# Ubuntu 20.04), Xid 31 from a training job's log, Xid 119 from an OpenShift GPU operator
+# runbook's dmesg, Xid 48 in the old form without "PCI:".
+XID_119 = ("NVRM: Xid (PCI:0000:61:00): 119, pid=123417, name=nv-hostengine, Timeout after 6s of "
+           "waiting for RPC response from GPU0 GSP! Expected function 10 (FREE) (0xc0000005 0x0).")
 LINES = {
     "dmesg": (
         "[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, pid=1122, GPU has fallen off the bus.",
@@ -51,17 +53,17 @@ LINES = {
         "fallen off the bus.",
         XidEvent(79, "0000:01:00", -1.0, "pid=1122, GPU has fallen off the bus."),
     ),
-    "/dev/kmsg record": (
-        "3,2211,98765432100,-;NVRM: Xid (PCI:0000:CA:00): 119, pid=2604, name=python, Timeout"
-        " after 6s of waiting for RPC response from GPU2 GSP! Expected function 76 (GSP_RM_CONTROL)",
-        XidEvent(119, "0000:ca:00", 98765.4321, "pid=2604, name=python, Timeout after 6s of "
-                 "waiting for RPC response from GPU2 GSP! Expected function 76 (GSP_RM_CONTROL)"),
+    "dmesg, GSP timeout": (
+        "[ 3947.590120] " + XID_119,
+        XidEvent(119, "0000:61:00", 3947.59012, XID_119.split("119, ", 1)[1]),
     ),
-    "old driver, no pid": (
-        "[  301.2] NVRM: Xid (0000:86:00): 48, An uncorrectable double bit error (DBE) has been "
-        "detected on GPU in the framebuffer at partition 1, subpartition 0.",
-        XidEvent(48, "0000:86:00", 301.2, "An uncorrectable double bit error (DBE) has been "
-                 "detected on GPU in the framebuffer at partition 1, subpartition 0."),
+    "/dev/kmsg record": (
+        "3,2211,3947590120,-;" + XID_119,
+        XidEvent(119, "0000:61:00", 3947.59012, XID_119.split("119, ", 1)[1]),
+    ),
+    "old driver, no PCI: prefix": (
+        "[  301.2] NVRM: Xid (0000:AF:00): 48, pid='<unknown>', name=<unknown>, Ch 00000008",
+        XidEvent(48, "0000:af:00", 301.2, "pid='<unknown>', name=<unknown>, Ch 00000008"),
     ),
 }
 
