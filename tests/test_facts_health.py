@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from envcheck.cli import main
+from envcheck.verify.checks import run_node_checks
+from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import (
     XidEvent,
     collect_gpu_health,
@@ -165,7 +167,24 @@ def test_limits_and_shm_are_this_process_s():
         df = subprocess.run(["df", "-B1", "--output=size", "/dev/shm"], capture_output=True,
                             text=True).stdout.split()
         assert int(df[-1]) == host.shm_bytes
-    assert host.collected and host.uptime_seconds > 0
+    assert host.collected
+
+
+def test_interfaces_are_read_when_a_variable_names_one(monkeypatch, tmp_path):
+    monkeypatch.delenv("NCCL_SOCKET_IFNAME", raising=False)
+    monkeypatch.delenv("UCX_NET_DEVICES", raising=False)
+    monkeypatch.delenv("NCCL_IB_HCA", raising=False)
+    assert collect_host_health().net_interfaces == ()
+    monkeypatch.setenv("NCCL_SOCKET_IFNAME", "lo")
+    log = tmp_path / "empty.log"
+    log.write_text("")
+    host = collect_host_health(kernel_log=str(log))
+    assert "lo" in {i.name for i in host.net_interfaces}
+    assert host.uptime_seconds > 0 and host.kernel_log_source == str(log)
+    facts = collect_node_facts()
+    r = [r for r in run_node_checks(facts, Expectations(), "here", plugins=False)
+         if r.check == "net-devices"]
+    assert [(x.status.value, x.message) for x in r] == [("pass", "NCCL_SOCKET_IFNAME lo -> lo")]
 
 
 def test_limits_set_for_a_worker_process_are_what_its_facts_say(tmp_path):

@@ -235,14 +235,16 @@ def collect_node_facts(
     libraries: tuple[str, ...] | list[str] = (),
     probe_timeout: float = 60.0,
     ucx_info_timeout: float = 10.0,
-    health: bool = True,
+    health: bool | None = None,
     kernel_log: str = "",
 ) -> NodeFacts:
     """Gather this process's view of its machine; never raises for missing hardware.
 
     health: also read the GPUs' and the host's health (ECC, PCIe, NVLink, clocks, limits,
-    links, Xid events; see collect_gpu_health, collect_host_health); kernel_log: a file to
-    read Xid lines from instead of the kernel's own log.
+    links, Xid events; see collect_gpu_health, collect_host_health). None (the default): for
+    the processes that run jobs and whose health is judged, "local" (verify node) and
+    "worker"; not for a cluster's client and scheduler, which share the busy event loop of
+    the caller. kernel_log: a file to read Xid lines from instead of the kernel's own log.
     """
     t0 = time.perf_counter()
     # One stat per directory per collection: every stat releases the GIL, and taking it back
@@ -295,7 +297,7 @@ def collect_node_facts(
             libraries=probe_libraries(libraries, probe_timeout) if libraries else (),
             nccl_source=nccl_source,
         )
-        if health:
+        if health or (health is None and role in ("local", "worker")):
             facts = dataclasses.replace(
                 facts,
                 gpu_health=collect_gpu_health([g.index for g in gpus]) if gpus else (),
@@ -1228,11 +1230,18 @@ def _nvlinks(nv: Any, h: Any, unsupported: list[str], errors: list[str]) -> tupl
     return tuple(links)
 
 
+# Variables that name network interfaces or HCAs: /sys/class/net is read only when one is
+# set (reading it costs ~50 us per interface, and nothing else judges interfaces).
+NET_VARIABLES = ("NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "NCCL_IB_HCA")
+
+
 def collect_host_health(kernel_log: str = "") -> HostHealth:
     """Limits of this process, /dev/shm, network and InfiniBand ports, modules, Xid events.
 
-    kernel_log: "" looks for Xid lines in /dev/kmsg, else `dmesg`, else `journalctl -k`, but
-    only where the NVIDIA kernel driver is loaded; a path reads that file (or device).
+    Network interfaces are read only when NCCL_SOCKET_IFNAME, UCX_NET_DEVICES or NCCL_IB_HCA
+    is set; modules other than nvidia only on hosts with an RDMA device; the kernel log (and
+    uptime) only where the NVIDIA driver is loaded. kernel_log: "" looks for Xid lines in
+    /dev/kmsg, else `dmesg`, else `journalctl -k`; a path reads that file (or device).
     """
     memlock = _rlimit("RLIMIT_MEMLOCK")
     nofile = _rlimit("RLIMIT_NOFILE")
@@ -1244,12 +1253,16 @@ def collect_host_health(kernel_log: str = "") -> HostHealth:
     except OSError as e:
         shm_error = f"/dev/shm: {e.strerror or e}"
     ib_ports, ib_error = read_ib_ports()
-    modules = tuple(m for m in KERNEL_MODULES if os.path.isdir(f"/sys/module/{m}"))
-    if kernel_log or "nvidia" in modules or os.path.isdir("/proc/driver/nvidia"):
+    wanted = KERNEL_MODULES if ib_ports else ("nvidia",)
+    modules = tuple(m for m in wanted if os.path.isdir(f"/sys/module/{m}"))
+    uptime = -1.0
+    if kernel_log or "nvidia" in modules:
         events, source, error, lines = read_kernel_log(kernel_log)
+        uptime = _uptime()
     else:
         events, source, lines = (), "", 0
         error = "no NVIDIA kernel driver loaded (/sys/module/nvidia absent): no Xid to look for"
+    nets = read_net_interfaces() if any(v in os.environ for v in NET_VARIABLES) else ()
     return HostHealth(
         collected=True,
         memlock_soft=memlock[0],
@@ -1259,7 +1272,7 @@ def collect_host_health(kernel_log: str = "") -> HostHealth:
         shm_bytes=shm_bytes,
         shm_free_bytes=shm_free,
         shm_error=shm_error,
-        net_interfaces=read_net_interfaces(),
+        net_interfaces=nets,
         ib_ports=ib_ports,
         ib_error=ib_error,
         modules=modules,
@@ -1267,7 +1280,7 @@ def collect_host_health(kernel_log: str = "") -> HostHealth:
         kernel_log_error=error,
         kernel_log_lines=lines,
         xid_events=events,
-        uptime_seconds=_uptime(),
+        uptime_seconds=uptime,
     )
 
 
@@ -1416,7 +1429,7 @@ def _read_log_path(path: str) -> tuple[tuple[XidEvent, ...], str, str, int]:
                 text = f.read().splitlines()
         except OSError as e:
             return (), path, f"{path}: {e.strerror or e}", 0
-        found = tuple(e for e in map(parse_xid_line, text) if e is not None)
+        found = tuple(e for e in map(parse_xid_line, (t for t in text if "Xid" in t)) if e)
         return found, path, "", len(text)
     state = _KMSG_STATE.get(path)
     if state is None:
