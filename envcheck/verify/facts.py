@@ -268,6 +268,11 @@ def collect_node_facts(
         if any(g.processes for g in gpus):  # walking /proc costs ms: only when it can matter
             own = _own_pids(os.getpid())
         nccl_version, nccl_source = _nccl_version()
+        gpu_health: tuple[GpuHealth, ...] = ()
+        host_health = HostHealth()
+        if health or (health is None and role in ("local", "worker")):
+            gpu_health = collect_gpu_health([g.index for g in gpus]) if gpus else ()
+            host_health = collect_host_health(kernel_log)
         facts = NodeFacts(
             host=socket.gethostname(),
             pid=os.getpid(),
@@ -296,13 +301,9 @@ def collect_node_facts(
             imports=probe_imports(import_modules, probe_timeout) if import_modules else (),
             libraries=probe_libraries(libraries, probe_timeout) if libraries else (),
             nccl_source=nccl_source,
+            gpu_health=gpu_health,
+            host_health=host_health,
         )
-        if health or (health is None and role in ("local", "worker")):
-            facts = dataclasses.replace(
-                facts,
-                gpu_health=collect_gpu_health([g.index for g in gpus]) if gpus else (),
-                host_health=collect_host_health(kernel_log),
-            )
         return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
         _STAT_MEMO.pop(threading.get_ident(), None)
