@@ -224,3 +224,38 @@ def test_facts_from_a_collector_without_health_load_with_defaults():
         old.pop(key)
     facts = facts_from_dict(old)
     assert facts.gpu_health == () and not facts.host_health.collected
+
+
+NOBODY_CHILD = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import facts
+first = facts.read_kernel_log()
+print(json.dumps({"first": first[1:], "again": facts.read_kernel_log()[1:],
+                  "worker": facts.read_kernel_log(fallbacks=False)[1:]}))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser"), reason="needs root")
+def test_a_user_the_kernel_log_refuses_gets_every_reason_and_is_not_asked_again():
+    import tempfile
+
+    where = tempfile.mkdtemp(prefix="envcheck-kmsg-")
+    try:
+        os.chmod(where, 0o755)
+        shutil.copy(FACTS_PY, os.path.join(where, "facts.py"))
+        os.chmod(os.path.join(where, "facts.py"), 0o644)
+        proc = subprocess.run(
+            ["runuser", "-u", "nobody", "--", "/usr/bin/python3", "-c", NOBODY_CHILD, where],
+            capture_output=True, text=True, timeout=120, cwd=where,
+        )
+    finally:
+        shutil.rmtree(where)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    source, error, _ = got["first"]
+    if source == "/dev/kmsg":
+        pytest.skip("kernel.dmesg_restrict=0: any user may read /dev/kmsg here")
+    assert error.startswith("/dev/kmsg: ") and "dmesg" in error, error
+    assert got["again"] == got["first"]  # kept: not asked again in this process
+    assert got["worker"][0] == "" and "tried by verify node only" in got["worker"][1]

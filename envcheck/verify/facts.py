@@ -272,7 +272,8 @@ def collect_node_facts(
         host_health = HostHealth()
         if health or (health is None and role in ("local", "worker")):
             gpu_health = collect_gpu_health([g.index for g in gpus]) if gpus else ()
-            host_health = collect_host_health(kernel_log)
+            # dmesg / journalctl fallbacks cost ms to seconds: verify node only, not workers
+            host_health = collect_host_health(kernel_log, log_fallbacks=role == "local")
         facts = NodeFacts(
             host=socket.gethostname(),
             pid=os.getpid(),
@@ -1239,7 +1240,7 @@ def _nvlinks(nv: Any, h: Any, unsupported: list[str], errors: list[str]) -> tupl
 NET_VARIABLES = ("NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "NCCL_IB_HCA")
 
 
-def collect_host_health(kernel_log: str = "") -> HostHealth:
+def collect_host_health(kernel_log: str = "", log_fallbacks: bool = True) -> HostHealth:
     """Limits of this process, /dev/shm, network and InfiniBand ports, modules, Xid events.
 
     Network interfaces are read only when NCCL_SOCKET_IFNAME, UCX_NET_DEVICES or NCCL_IB_HCA
@@ -1261,7 +1262,7 @@ def collect_host_health(kernel_log: str = "") -> HostHealth:
     modules = tuple(m for m in wanted if os.path.isdir(f"/sys/module/{m}"))
     uptime = -1.0
     if kernel_log or "nvidia" in modules:
-        events, source, error, lines = read_kernel_log(kernel_log)
+        events, source, error, lines = read_kernel_log(kernel_log, log_fallbacks)
         uptime = _uptime()
     else:
         events, source, lines = (), "", 0
@@ -1396,14 +1397,28 @@ def parse_xid_line(line: str) -> XidEvent | None:
     return XidEvent(int(m[2]), m[1].lower(), seconds, m[3].strip()[:200])
 
 
-def read_kernel_log(path: str = "") -> tuple[tuple[XidEvent, ...], str, str, int]:
+def read_kernel_log(
+    path: str = "", fallbacks: bool = True
+) -> tuple[tuple[XidEvent, ...], str, str, int]:
     """(Xid events, source, why unreadable, lines scanned) from `path` or the first source of
-    /dev/kmsg, `dmesg`, `journalctl -k -b` that this user may read."""
+    /dev/kmsg, `dmesg`, `journalctl -k -b` that this user may read.
+
+    fallbacks=False reads /dev/kmsg only: the two commands cost 5 ms to over a second per
+    call (journalctl), too much for every worker in every round of a cluster.
+    """
     if path:
         return _read_log_path(path)
     events, source, error, lines = _read_log_path("/dev/kmsg")
     if not error:
         return events, source, error, lines
+    if not fallbacks:
+        return (), "", f"{error} (dmesg and journalctl -k are tried by verify node only)", 0
+    refused = _CACHE.get("kernel-log-refused")
+    uid = os.getuid() if hasattr(os, "getuid") else -1
+    if refused is not None and refused[0] == uid:
+        # every source refused this user before: permissions do not change in a process's
+        # life, and asking again costs two processes per collection on every worker
+        return (), "", refused[1], 0
     why = [error]
     for cmd in (["dmesg"], ["journalctl", "-k", "-b", "-o", "short-monotonic", "--no-pager"]):
         try:
@@ -1415,8 +1430,13 @@ def read_kernel_log(path: str = "") -> tuple[tuple[XidEvent, ...], str, str, int
             why.append(f"{cmd[0]}: {_tail(proc.stderr) or f'exit {proc.returncode}'}")
             continue
         text = proc.stdout.splitlines()
+        if cmd[0] == "journalctl" and not any(_MONOTONIC.match(t) for t in text):
+            # a user outside the systemd-journal / adm groups gets "-- No entries --", exit 0
+            why.append("journalctl -k: no kernel entries visible to this user")
+            continue
         found = tuple(e for e in map(parse_xid_line, text) if e is not None)
         return found, " ".join(cmd[:2]) if cmd[0] == "journalctl" else "dmesg", "", len(text)
+    _CACHE["kernel-log-refused"] = (uid, "; ".join(why))
     return (), "", "; ".join(why), 0
 
 
