@@ -11,11 +11,13 @@ from envcheck.verify.checks import BUILTIN_CHECKS, run_node_checks
 from envcheck.verify.cluster_checks import check_stack_agreement
 from envcheck.verify.facts import IbPort, NvLink, XidEvent
 from tests.factories import (
+    H200,
     RTX3090,
     expect,
     h200x2,
     healthy_a100x8,
     healthy_host,
+    make_gpu,
     no_driver_node,
     node,
     with_env,
@@ -188,7 +190,8 @@ def test_a_link_down_that_peers_have_up_fails():
 
 
 def test_a_link_down_on_every_gpu_is_unwired_not_broken():
-    base = with_health(h200x2())
+    # Gpu.nvlinks_active is read from the same NVML state: 17 on both
+    base = with_health(h200x2(gpus=tuple(make_gpu(i, H200, nvlinks=17) for i in range(2))))
     facts = with_gpu_health(with_gpu_health(base, 0, nvlinks=_links(18, down=(17,))), 1,
                             nvlinks=_links(18, down=(17,)))
     r = one("nvlink", facts)
@@ -373,3 +376,22 @@ def test_workers_without_a_value_do_not_disagree():
                packages={}, python_packages={})}
     results = {r.check: r for r in check_stack_agreement(workers)}
     assert results["stack.nccl"].status == Status.PASS
+
+
+def test_a_worker_reading_only_its_gpu_still_sees_a_link_its_peers_have():
+    # a cluster worker reads health for its own GPU; the other GPUs' link counts come from
+    # the Gpu facts every process reads
+    facts = with_env(with_health(healthy_a100x8()), CUDA_VISIBLE_DEVICES="3")
+    mine = [h for h in facts.gpu_health if h.index == 3]
+    facts = dataclasses.replace(facts, role="worker", gpu_health=tuple(mine))
+    assert one("nvlink", facts).status == Status.PASS
+    broken = with_gpu_health(facts, 3, nvlinks=_links(12, down=(4,)))
+    r = one("nvlink", broken)
+    assert r.status == Status.FAIL and "GPU 3" in r.message and "link 4 down" in r.message
+
+
+def test_a_worker_without_a_gpu_says_so():
+    facts = with_env(with_health(h200x2()), CUDA_VISIBLE_DEVICES="")
+    facts = dataclasses.replace(facts, role="worker", gpu_health=())
+    r = one("ecc", facts)
+    assert r.status == Status.SKIP and "leaves this worker no GPU" in r.message

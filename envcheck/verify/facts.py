@@ -271,7 +271,14 @@ def collect_node_facts(
         gpu_health: tuple[GpuHealth, ...] = ()
         host_health = HostHealth()
         if health or (health is None and role in ("local", "worker")):
-            gpu_health = collect_gpu_health([g.index for g in gpus]) if gpus else ()
+            # verify node judges every GPU of the node; a worker the GPUs it is given (with
+            # ~100 NVML calls per GPU, eight workers reading all eight GPUs of their host
+            # would read each GPU eight times a round)
+            by_uuid = {g.uuid: g.index for g in gpus}
+            mine = [g.index for g in gpus] if role != "worker" else [
+                by_uuid[u] for u in visible if u in by_uuid
+            ]
+            gpu_health = collect_gpu_health(mine) if mine else ()
             # dmesg / journalctl fallbacks cost ms to seconds: verify node only, not workers
             host_health = collect_host_health(kernel_log, log_fallbacks=role == "local")
         facts = NodeFacts(

@@ -7,20 +7,20 @@ from envcheck.verify.facts import GpuHealth, NodeFacts
 
 
 def gpu_health_or_skip(facts: NodeFacts, check: str) -> tuple[list[GpuHealth], list[Result]]:
-    """(every GPU's health facts, []) or ([], [a skip saying why there are none]).
+    """(the GPU health facts collected, []) or ([], [a skip saying why there are none]).
 
-    Health is the node's: every GPU NVML sees is judged, not only the ones this process's
-    CUDA_VISIBLE_DEVICES leaves it (in a cluster every worker then reports the same, and the
-    per-host fold shows it once).
+    verify node collects every GPU NVML sees (health is the node's, whatever
+    CUDA_VISIBLE_DEVICES leaves this process); a cluster worker the GPUs it is given.
     """
     if not facts.gpus:
         why = facts.nvml_error or "NVML lists no GPU"
         return [], [Result(check, Status.SKIP, f"no GPU to check ({why})")]
     if not facts.gpu_health:
-        return [], [
-            Result(check, Status.SKIP, "no GPU health facts (collected without them, or by an "
-                   "envcheck older than these checks)")
-        ]
+        if facts.host_health.collected and facts.role == "worker":
+            why = "CUDA_VISIBLE_DEVICES leaves this worker no GPU"
+        else:
+            why = "collected without them, or by an envcheck older than these checks"
+        return [], [Result(check, Status.SKIP, f"no GPU health facts ({why})")]
     return list(facts.gpu_health), []
 
 

@@ -26,8 +26,13 @@ def check_nvlink(facts: NodeFacts, exp: Expectations) -> list[Result]:
     model = {g.index: g.name for g in facts.gpus}
     out = read_errors(healths, ("nvlink",), CHECK)
     # The topology says a link exists when a GPU of the same model has it up: NVML lists the
-    # links a GPU *could* have; a PCIe card with a bridge uses only some of them.
+    # links a GPU *could* have; a PCIe card with a bridge uses only some of them. Peers are
+    # every GPU NVML sees (Gpu.nvlinks_active), also those whose health was not read (a
+    # cluster worker reads only its own GPUs').
     up_by_model: dict[str, Counter] = {}
+    most_up: dict[str, int] = {}
+    for g in facts.gpus:
+        most_up[g.name] = max(most_up.get(g.name, 0), g.nvlinks_active)
     for h in with_links:
         up_by_model.setdefault(model.get(h.index, ""), Counter()).update(
             n.link for n in h.nvlinks if n.up
@@ -35,10 +40,13 @@ def check_nvlink(facts: NodeFacts, exp: Expectations) -> list[Result]:
     missing: list[str] = []
     unused: set[int] = set()
     for h in with_links:
-        peers = up_by_model[model.get(h.index, "")]
+        name = model.get(h.index, "")
+        peers = up_by_model[name]
         down = [n.link for n in h.nvlinks if not n.up]
         lost = [link for link in down if peers[link] > 0]
-        unused.update(link for link in down if peers[link] == 0)
+        if not lost and sum(n.up for n in h.nvlinks) < most_up.get(name, 0):
+            lost = down  # fewer links up than another GPU of its model has: any may be it
+        unused.update(link for link in down if link not in lost)
         if lost:
             missing.append(f"{gpu_name(h)}: link {', '.join(map(str, lost))} down")
     if missing:
