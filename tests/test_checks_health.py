@@ -395,3 +395,9 @@ def test_a_worker_without_a_gpu_says_so():
     facts = dataclasses.replace(facts, role="worker", gpu_health=())
     r = one("ecc", facts)
     assert r.status == Status.SKIP and "leaves this worker no GPU" in r.message
+
+
+def test_a_low_nofile_on_a_cpu_machine_is_not_a_health_problem():
+    facts = with_health(no_driver_node(), healthy_host(nofile_soft=1024, ib_ports=()))
+    r = one("host-limits", facts)
+    assert r.status == Status.PASS and "nofile 1024" in r.message

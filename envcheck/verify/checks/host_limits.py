@@ -24,7 +24,8 @@ def _limit(n: int | None) -> str:
 
 
 def check_host_limits(facts: NodeFacts, exp: Expectations) -> list[Result]:
-    """memlock unlimited where RDMA is present; nofile >= 4096; /dev/shm >= 256 MiB per GPU."""
+    """memlock unlimited where RDMA is present; nofile >= 4096 on GPU/RDMA hosts; /dev/shm
+    >= 256 MiB per GPU."""
     check = "host-limits"
     hh = facts.host_health
     if not hh.collected:
@@ -44,7 +45,10 @@ def check_host_limits(facts: NodeFacts, exp: Expectations) -> list[Result]:
                 "--ulimit memlock=-1 for containers, PropagateResourceLimits for Slurm",
             )
         )
-    if hh.nofile_soft is not None and hh.nofile_soft != -1 and hh.nofile_soft < MIN_NOFILE:
+    # Without GPUs or RDMA a machine runs no NCCL job: a low nofile there is Dask's usual
+    # concern (the scheduler raises its own), not this node's health
+    low = hh.nofile_soft is not None and hh.nofile_soft != -1 and hh.nofile_soft < MIN_NOFILE
+    if low and (facts.gpus or rdma):
         out.append(
             Result(
                 check,
