@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import subprocess
@@ -91,3 +92,15 @@ def test_help_documents_levels_and_expect_gpus_0(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "0: expect none" in text
     assert "--level {1,2,3}" in text and "verify cluster --bench" in text
+
+
+def test_the_framework_is_chosen_from_the_environment_s_own_packages():
+    from envcheck.verify.load import pick_framework
+    from tests.factories import h200x2
+
+    facts = h200x2()
+    assert pick_framework(facts) == ""
+    assert pick_framework(dataclasses.replace(facts, python_packages={"cupy-cuda12x": "13.3"})) \
+        == "cupy"
+    assert pick_framework(dataclasses.replace(facts, packages={"pytorch": "2.1.0",
+                                                               "cupy": "13.3"})) == "torch"

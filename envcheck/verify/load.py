@@ -11,7 +11,6 @@ pcie and nvlink checks compare with the idle reads.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import subprocess
 import sys
@@ -83,25 +82,29 @@ for d in range(count):
 """
 
 
-def pick_framework() -> str:
-    """'torch', else 'cupy', else ''."""
-    for name in ("torch", "cupy"):
-        if importlib.util.find_spec(name) is not None:
-            return name
+def pick_framework(facts: NodeFacts) -> str:
+    """'torch', else 'cupy', else '': from the environment's own packages (the facts may come
+    from another interpreter, verify node --prefix)."""
+    names = set(facts.python_packages) | set(facts.packages)
+    if names & {"torch", "pytorch"}:
+        return "torch"
+    if any(n == "cupy" or n.startswith("cupy-cuda") for n in names):
+        return "cupy"
     return ""
 
 
 def run_load(
-    facts: NodeFacts, seconds: float = 4.0, framework: str | None = None
+    facts: NodeFacts, seconds: float = 4.0, python: str = "", framework: str | None = None
 ) -> tuple[NodeFacts, list[Result], list[Measurement]]:
-    """Load every visible GPU; facts with gpu_health_after, the load's results, GB/s."""
+    """Load every visible GPU from `python` (default: this interpreter); facts with
+    gpu_health_after, the load's results, GB/s."""
     if not facts.gpus:
         why = facts.nvml_error or "NVML lists no GPU"
         return facts, [Result(CHECK, Status.SKIP, f"level 2 load skipped: no GPU ({why})")], []
     if not facts.visible_gpu_uuids:
         return facts, [Result(CHECK, Status.SKIP, "level 2 load skipped: CUDA_VISIBLE_DEVICES "
                                                   "leaves this process no GPU")], []
-    framework = pick_framework() if framework is None else framework
+    framework = pick_framework(facts) if framework is None else framework
     if not framework:
         return facts, [
             Result(CHECK, Status.SKIP, "level 2 load skipped: neither torch nor CuPy is "
@@ -112,7 +115,7 @@ def run_load(
     order = [by_uuid.get(u) for u in facts.visible_gpu_uuids]  # CUDA device d -> NVML index
     indices = [i for i in order if i is not None]
     proc = subprocess.Popen(
-        [sys.executable, "-c", LOAD_CHILD, framework, str(seconds)],
+        [python or sys.executable, "-c", LOAD_CHILD, framework, str(seconds)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 from envcheck.errors import BadInput
@@ -16,6 +17,7 @@ from envcheck.verify.expectations import (
     expectations_from_args,
 )
 from envcheck.verify.facts import NodeFacts, collect_node_facts, facts_from_dict, facts_to_dict
+from envcheck.verify.prefix import collect_prefix_facts, interpreter, prefix_summary
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="judge facts saved with --save-facts (from another machine) instead of this one",
+    )
+    parser.add_argument(
+        "--prefix",
+        type=Path,
+        metavar="DIR",
+        help="check the conda env or venv at DIR (its own python collects the facts; "
+        "nothing is installed into it)",
     )
     parser.add_argument(
         "--save-facts", type=Path, metavar="FILE", help="write the collected facts as JSON"
@@ -69,7 +78,14 @@ def run(args: argparse.Namespace) -> Report:
     kernel_log = str(args.kernel_log) if getattr(args, "kernel_log", None) else ""
     if kernel_log and not Path(kernel_log).exists():
         raise BadInput(f"kernel log not found: {kernel_log}")
-    facts = _load_facts(args.facts) if args.facts else _collect(exp, kernel_log)
+    if args.facts and args.prefix:
+        raise BadInput("give --facts or --prefix, not both")
+    if args.prefix:
+        facts = collect_prefix_facts(
+            args.prefix, exp.import_modules, exp.libraries, exp.probe_timeout
+        )
+    else:
+        facts = _load_facts(args.facts) if args.facts else _collect(exp, kernel_log)
     level_results: list[Result] = []
     measurements: list[Measurement] = []
     if facts.collect_seconds:
@@ -79,7 +95,9 @@ def run(args: argparse.Namespace) -> Report:
     if level >= 2 and not args.facts:
         from envcheck.verify.load import run_load
 
-        facts, level_results, load_measurements = run_load(facts, args.load_seconds)
+        # the load runs in the environment being checked: --prefix's interpreter, else ours
+        python = str(interpreter(args.prefix)) if args.prefix else sys.executable
+        facts, level_results, load_measurements = run_load(facts, args.load_seconds, python)
         measurements += load_measurements
     elif level >= 2:
         level_results.append(Result("gpu-load", Status.SKIP, "level 2 load skipped: judging "
@@ -103,7 +121,11 @@ def run(args: argparse.Namespace) -> Report:
         title="verify node",
         results=tuple(results),
         measurements=tuple(measurements),
-        environment={**environment_summary(facts), "level": str(level)},
+        environment={
+            **environment_summary(facts),
+            **(prefix_summary(args.prefix, facts) if args.prefix else {}),
+            "level": str(level),
+        },
     )
 
 
