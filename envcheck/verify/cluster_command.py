@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.report import Measurement, Report, Result, Status
 from envcheck.verify.cluster_checks import (
+    check_stack_agreement,
     cluster_pids_by_host,
     kept_node_checks,
     node_checks,
@@ -223,6 +224,7 @@ def verify(
         cluster_pids_by_host(processes),
     )
     if cluster.workers:
+        results += check_stack_agreement(cluster.workers)
         results += check_pinning(cluster.workers)
         results += _guarded(
             "resources",
