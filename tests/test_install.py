@@ -269,3 +269,45 @@ def test_verify_node_prefix_passes_the_packages_check_against_the_lock(
     report = json.loads((py39_env.prefix.parent / "verify.json").read_text())
     packages = [r for r in report["results"] if r["check"] == "packages"]
     assert [r["status"] for r in packages] == ["pass"], packages
+
+
+def _in_a_terminal(args: list[str], timeout: float = 120) -> tuple[int, bytes]:
+    """Run a command with a pseudo-terminal as stdout/stderr; its exit code and output."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: exec at once
+        os.environ["COLUMNS"] = "120"
+        os.execv(sys.executable, [sys.executable, *args])
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), out
+
+
+def test_progress_bars_on_a_terminal_and_none_with_quiet(
+    py39_env: Installed, tmp_path: Path
+) -> None:
+    base = [
+        "-m",
+        "envcheck",
+        "install",
+        str(py39_env.world.lock),
+        "--cache-dir",
+        str(py39_env.cache),
+    ]
+    rc, out = _in_a_terminal([*base, "--prefix", str(tmp_path / "a")])
+    assert rc == 0, out
+    assert b"fetch + check 23 files" in out and b"link" in out and b"installed 22 conda" in out
+    rc, out = _in_a_terminal([*base, "--prefix", str(tmp_path / "b"), "--quiet"])
+    assert rc == 0, out
+    assert b"fetch + check" not in out and b"installed 22 conda" in out
