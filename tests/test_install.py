@@ -311,3 +311,32 @@ def test_progress_bars_on_a_terminal_and_none_with_quiet(
     rc, out = _in_a_terminal([*base, "--prefix", str(tmp_path / "b"), "--quiet"])
     assert rc == 0, out
     assert b"fetch + check" not in out and b"installed 22 conda" in out
+
+
+def test_another_lock_moves_an_existing_env_to_it(py39_env: Installed, tmp_path: Path) -> None:
+    import rattler
+
+    env = rattler.LockFile.from_path(py39_env.world.lock).default_environment()
+    records = env.conda_repodata_records_for_platform(env.platforms()[0])
+    smaller = rattler.LockFile([rattler.LockPlatform("linux-64")])
+    smaller.set_channels("default", [rattler.LockChannel(py39_env.world.url)])
+    for r in records:
+        if r.name.normalized != "distributed":
+            smaller.add_conda_package("default", smaller.platforms()[0], r)
+    small_lock = tmp_path / "pixi.lock"
+    smaller.to_path(small_lock)
+    prefix = tmp_path / "env"
+    common = ["--prefix", prefix, "--cache-dir", py39_env.cache]
+    site = prefix / "lib/python3.9/site-packages"
+    for lock, has_distributed in (
+        (py39_env.world.lock, True),
+        (small_lock, False),
+        (py39_env.world.lock, True),
+    ):
+        done = envcheck("install", lock, *common)
+        assert done.returncode == 0, done.stdout + done.stderr
+        files = [p for p in (site / "distributed").rglob("*") if p.is_file()]
+        assert bool(files) == has_distributed, files[:5]
+        assert bool(list((prefix / "conda-meta").glob("distributed-*.json"))) == has_distributed
+        stamp = json.loads((prefix / "conda-meta" / "envcheck-install.json").read_text())
+        assert stamp["lock_sha256"] == _sha256(lock)
