@@ -41,6 +41,7 @@ from envcheck.verify.gather import ClusterFacts, CollectOptions, gather_facts
 from envcheck.verify.pinning import by_host, check_pinning
 from envcheck.verify.resources import check_resources
 from envcheck.verify.skew import skew_report
+from envcheck.verify.slurm_checks import check_slurm
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -206,6 +207,7 @@ def verify(
     )
     if cluster.workers:
         results += check_pinning(cluster.workers)
+        results += check_slurm(cluster.workers, cluster.scheduler)
         results += _guarded(
             "resources",
             lambda: check_resources(

@@ -110,6 +110,10 @@ class NodeFacts:
     imports: tuple[ImportProbe, ...] = ()  # only the modules asked for
     libraries: tuple[LibraryProbe, ...] = ()  # only the libraries asked for
     nccl_source: str = ""  # path of the libnccl that answered, or "torch"
+    # Slurm and OS limits (Slurm checks, verify node's limits check)
+    slurm: dict[str, str] = field(default_factory=dict)  # SLURM_*, GPU_DEVICE_ORDINAL
+    memlock_bytes: int = -2  # soft RLIMIT_MEMLOCK; -1 unlimited, -2 unknown
+    shm_bytes: int = -1  # size of /dev/shm; -1 unknown or absent
 
 
 # --------------------------------------------------------------------------------------------
@@ -185,6 +189,9 @@ def collect_node_facts(
             imports=probe_imports(import_modules, probe_timeout) if import_modules else (),
             libraries=probe_libraries(libraries, probe_timeout) if libraries else (),
             nccl_source=nccl_source,
+            slurm=slurm_env(),
+            memlock_bytes=memlock_limit(),
+            shm_bytes=shm_size(),
         )
         return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
@@ -735,6 +742,35 @@ def _site_dirs() -> list[str]:
     return [p for p in sys.path if p and not p.endswith(".zip")]
 
 
+def slurm_env() -> dict[str, str]:
+    """What Slurm told this process: SLURM_* (job, step, node, GPUs) and GPU_DEVICE_ORDINAL."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(("SLURM_", "SLURMD_")) or k == "GPU_DEVICE_ORDINAL"
+    }
+
+
+def memlock_limit() -> int:
+    """The soft `ulimit -l` in bytes; -1 unlimited, -2 where it cannot be read."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+    except (ImportError, OSError, ValueError, AttributeError):
+        return -2
+    return -1 if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def shm_size(path: str = "/dev/shm") -> int:
+    """Size in bytes of the shared-memory file system NCCL and UCX use; -1 when absent."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return -1
+    return int(st.f_blocks * st.f_frsize)
+
+
 def _nccl_version() -> tuple[str, str]:
     """NCCL's version: torch's when torch is already imported, else libnccl through ctypes."""
     torch = sys.modules.get("torch")
@@ -982,7 +1018,7 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
     """
     out = _shallow(facts)
     copies: dict[int, dict] = {}
-    for name in ("packages", "package_builds", "env", "resources", "python_packages"):
+    for name in ("packages", "package_builds", "env", "resources", "python_packages", "slurm"):
         value = out[name]
         if id(value) not in copies:
             copies[id(value)] = dict(value)

@@ -20,6 +20,7 @@ from .glibc import check_glibc
 from .gpus import check_compute_capability, check_gpus
 from .imports import check_imports
 from .libraries import check_libraries
+from .limits import check_memlock, check_shm
 from .packages import check_packages
 from .ucx import check_ucx
 from .visible import check_visible
@@ -38,6 +39,8 @@ BUILTIN_CHECKS: dict[str, Check] = {
     "imports": check_imports,
     "libraries": check_libraries,
     "ucx": check_ucx,
+    "memlock": check_memlock,
+    "shm": check_shm,
 }
 
 
