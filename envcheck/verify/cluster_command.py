@@ -38,6 +38,7 @@ from envcheck.verify.expectations import (
     expectations_from_args,
 )
 from envcheck.verify.gather import ClusterFacts, CollectOptions, gather_facts
+from envcheck.verify.hosts import hosts_view, spans_hosts
 from envcheck.verify.pinning import by_host, check_pinning
 from envcheck.verify.resources import check_resources
 from envcheck.verify.skew import skew_report
@@ -199,6 +200,11 @@ def verify(
     lock_names = tuple(p.name for p in exp.lock_packages)
     table, skew_results = skew_report(processes, lock_names)
     results += skew_results
+    tables = [table]
+    if spans_hosts(cluster):
+        host_table, host_results = hosts_view(cluster)
+        tables.append(host_table)
+        results += host_results
     results += node_checks_per_worker(
         cluster.workers,
         exp,
@@ -234,7 +240,7 @@ def verify(
         title="verify cluster",
         results=tuple(results),
         measurements=tuple(measurements),
-        tables=(table,),
+        tables=tuple(tables),
         environment=_environment(client, cluster, described),
     )
 
