@@ -78,7 +78,9 @@ def test_host_with_another_worker_env_fails_skew_naming_it(hosts, tmp_path,
     assert rc == 2
     (bad,) = [r for r in report["results"] if r["check"] == "hosts.skew"]
     assert bad["status"] == "fail" and bad["node"] == "hostB"
-    assert "host hostB (1 process) differs from the scheduler's host sched: msgpack" in bad["message"]
+    assert "host hostB (1 process) differs from the scheduler's host sched: msgpack" in (
+        bad["message"]
+    )
     assert not any(r["node"] == "hostA" for r in report["results"] if r["check"] == "hosts.skew")
 
 
