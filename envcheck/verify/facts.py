@@ -113,7 +113,7 @@ class NodeFacts:
     # Slurm and OS limits (Slurm checks, verify node's limits check)
     slurm: dict[str, str] = field(default_factory=dict)  # SLURM_*, GPU_DEVICE_ORDINAL
     memlock_bytes: int = -2  # soft RLIMIT_MEMLOCK; -1 unlimited, -2 unknown
-    shm_bytes: int = -1  # size of /dev/shm; -1 unknown or absent
+    shm_bytes: int = -2  # size of /dev/shm; -1 absent, -2 unknown (not collected)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """One line per node and Nagios's exit codes, for Slurm prologs, NHC and monitoring.
 
-    ENVCHECK CRITICAL - gpu-node-1: 2 fail, 1 warn: gpus: expected 8 GPUs, NVML sees 7; ... | pass=11 warn=1 fail=2 error=0 skip=3
+    ENVCHECK CRITICAL - gpu-node-1: 2 fail, 1 warn: gpus: expected 8 GPUs, NVML sees 7; ...
+        | pass=11 warn=1 fail=2 error=0 skip=3     (one line in fact; wrapped here)
 
 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN: the codes NHC, gcm and Nagios plugins use, and the
 same numbers as envcheck's own OK/WARN/FAIL/ERROR. Anything that stops the check itself

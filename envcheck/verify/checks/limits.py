@@ -54,6 +54,8 @@ def check_memlock(facts: NodeFacts, exp: Expectations) -> list[Result]:
 def check_shm(facts: NodeFacts, exp: Expectations) -> list[Result]:
     """/dev/shm is large enough for NCCL's and UCX's shared-memory transports."""
     users = _users(facts, exp)
+    if facts.shm_bytes == -2:
+        return [Result("shm", Status.SKIP, "the size of /dev/shm was not collected")]
     if facts.shm_bytes < 0:
         status = Status.WARN if users else Status.SKIP
         return [
