@@ -98,6 +98,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-plugins", action="store_true", help="skip checks from the envcheck.checks group"
     )
+    jq = parser.add_argument_group("dask-jobqueue (start the workers as batch jobs)")
+    jq.add_argument("--jobqueue", choices=("slurm",), help="start --workers N through SLURMCluster")
+    jq.add_argument("--jobqueue-config", type=Path, metavar="FILE",
+                    help="YAML with a jobqueue: slurm: section (dask-jobqueue's own format)")
+    jq.add_argument("--jobqueue-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="SLURMCluster argument, e.g. queue=gpu, walltime=00:30:00 (repeatable)")
+    jq.add_argument("--gpus-per-worker", type=int, default=1, metavar="G",
+                    help="GRES GPUs per jobqueue worker (default 1; 0 for CPU workers)")
     add_expectation_arguments(parser)
 
 
@@ -126,7 +134,12 @@ def _validate(args: argparse.Namespace) -> None:
         raise BadInput(f"--smoke-timeout must be positive, not {args.smoke_timeout:g}")
     if args.address and args.scheduler_file:
         raise BadInput("give a scheduler address or --scheduler-file, not both")
-    if args.workers is not None:
+    if getattr(args, "jobqueue", None):
+        if args.address or args.scheduler_file:
+            raise BadInput("--jobqueue starts its own cluster: it needs no address")
+        if args.workers is None or args.workers < 1:
+            raise BadInput("--jobqueue needs --workers N (1 or more)")
+    elif args.workers is not None:
         if args.address or args.scheduler_file:
             raise BadInput("--workers sizes the embedded cluster: it needs no address")
         if args.workers < 1:
@@ -146,6 +159,14 @@ def _cluster(args: argparse.Namespace, security: object) -> Iterator[tuple[Clien
         return
     if security is not None:
         raise BadInput("TLS options need a scheduler address (the embedded cluster is local)")
+    if getattr(args, "jobqueue", None):
+        from envcheck.verify.jobqueue import jobqueue_cluster, parse_options
+
+        with jobqueue_cluster(args.jobqueue, args.workers, parse_options(args.jobqueue_option),
+                              args.timeout, args.jobqueue_config,
+                              args.gpus_per_worker) as got:
+            yield got
+        return
     gpus = gpu_count()
     kind, why = embedded_kind(gpus)
     with embedded_cluster(n_workers=args.workers, gpus=gpus) as client:
@@ -167,7 +188,7 @@ def run(args: argparse.Namespace) -> Report:
             bench=args.bench,
             plugins=not args.no_plugins,
             described=described,
-            embedded=not (args.address or args.scheduler_file),
+            embedded=not (args.address or args.scheduler_file or getattr(args, "jobqueue", None)),
         )
 
 
