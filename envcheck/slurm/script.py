@@ -38,7 +38,7 @@ class ScriptOptions:
     then: str = ""
     then_on: str = "warn"
     output: str = ""  # sbatch --output ("" = Slurm's slurm-%j.out)
-    extra_sbatch: tuple = ()  # further "#SBATCH" lines, verbatim options
+    extra_sbatch: tuple[str, ...] = ()  # further "#SBATCH" lines, verbatim options
 
     @property
     def workers(self) -> int:
@@ -195,8 +195,3 @@ def _sh(words: list[str]) -> list[str]:
         else:
             out.append(_q(w))
     return out
-
-
-def parse_then_on(value: str) -> str | None:
-    v = value.strip().lower()
-    return v if v in VERDICTS else None

@@ -42,6 +42,14 @@ def _versions(members: Mapping[str, NodeFacts]) -> dict[str, str]:
     return {n: " | ".join(sorted(vs)) for n, vs in seen.items()}
 
 
+def _roles(labels: list[str]) -> str:
+    named = [lab for lab in labels if lab in ("client", "scheduler")]
+    workers = [lab for lab in labels if lab not in ("client", "scheduler")]
+    if len(workers) > 3:
+        return ", ".join([*named, f"{len(workers)} workers"])
+    return ", ".join([*named, *(f"worker {w}" for w in workers)])
+
+
 def hosts_view(cluster: ClusterFacts) -> tuple[Table, list[Result]]:
     """A table with a row per host, and results naming hosts that differ or did not report."""
     hosts = _hosts(cluster)
@@ -53,9 +61,7 @@ def hosts_view(cluster: ClusterFacts) -> tuple[Table, list[Result]]:
     for host, members in sorted(hosts.items()):
         v = _versions(members)
         ips = sorted({address_host(f.address) for f in members.values() if f.address})
-        roles = ", ".join(
-            label if label in ("client", "scheduler") else f"worker {label}" for label in members
-        )
+        roles = _roles(list(members))
         rows.append((host, ", ".join(ips) or "-", roles, *(v[n] for n in SHOWN), "yes"))
     for ip, addresses in sorted(silent.items()):
         rows.append(("?", ip, ", ".join(f"worker {a}" for a in addresses),
