@@ -24,6 +24,7 @@ from envcheck.verify.cluster_checks import (
 )
 from envcheck.verify.connect import (
     DEFAULT_TIMEOUT,
+    HandshakeSkew,
     address_from_scheduler_file,
     check_address,
     connect,
@@ -40,6 +41,7 @@ from envcheck.verify.expectations import (
 from envcheck.verify.gather import ClusterFacts, CollectOptions, gather_facts
 from envcheck.verify.hosts import hosts_view, spans_hosts
 from envcheck.verify.pinning import by_host, check_pinning
+from envcheck.verify.probe import PeerVersions, facts_from_versions, package_version
 from envcheck.verify.resources import check_resources
 from envcheck.verify.skew import skew_report
 from envcheck.verify.slurm_checks import check_slurm
@@ -178,7 +180,13 @@ def run(args: argparse.Namespace) -> Report:
     exp = expectations_from_args(args)
     selected = _smoke_selection(args.smoke)
     security = security_from_files(args.tls_ca_file, args.tls_cert, args.tls_key)
-    with _cluster(args, security) as (client, described):
+    try:
+        cluster = _cluster(args, security)
+        client, described = cluster.__enter__()
+    except HandshakeSkew as skew:
+        return handshake_skew_report(skew.peer, skew.reason)
+    with contextlib.ExitStack() as stack:
+        stack.push(cluster)
         return verify(
             client,
             exp,
@@ -264,6 +272,54 @@ def verify(
         tables=tuple(tables),
         environment=_environment(client, cluster, described),
     )
+
+
+def handshake_skew_report(peer: PeerVersions, reason: str) -> Report:
+    """The report when this client cannot talk to the cluster at all: the skew the raw probe
+    saw (scheduler and the workers that answered against this process), and how to fix it."""
+    import distributed
+
+    from envcheck.verify.facts import collect_node_facts
+
+    processes = {"client": collect_node_facts("client")}
+    processes["scheduler"] = facts_from_versions("scheduler", peer.address, peer.scheduler)
+    for address, versions in sorted(peer.workers.items()):
+        processes[address] = facts_from_versions("worker", address, versions)
+    table, results = skew_report(processes, ())
+    mine = processes["client"]
+    theirs = f"distributed {peer.distributed}, Python {peer.python}"
+    handshake = Result(
+        "skew.handshake",
+        Status.FAIL,
+        f"this client (distributed {distributed.__version__}, Python {mine.python}) cannot "
+        f"talk to the scheduler at {peer.address} ({theirs}): {reason}",
+        node=peer.address,
+        fix=(
+            "a Dask client must share the cluster's environment: run the verify from it, "
+            "`python -m pip install envcheck && python -m envcheck verify cluster "
+            f"{peer.address}` with that environment's python ({theirs}); or give this "
+            f"client the cluster's versions (pip install 'distributed=={peer.distributed}' "
+            f"'dask=={_package(peer, 'dask')}')"
+        ),
+        group="skew",
+    )
+    return Report(
+        title="verify cluster",
+        results=(handshake, *results),
+        tables=(table,),
+        environment={
+            "scheduler": peer.address,
+            "workers": f"{len(peer.workers)} answered the versions probe",
+            "client python": f"{mine.python} ({mine.python_executable})",
+            "client distributed": distributed.__version__,
+            "scheduler distributed": peer.distributed,
+            "scheduler python": peer.python,
+        },
+    )
+
+
+def _package(peer: PeerVersions, name: str) -> str:
+    return package_version(peer.scheduler, name) or "?"
 
 
 def _guarded(what: str, step: Callable[[], list[Result]]) -> list[Result]:

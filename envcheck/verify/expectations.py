@@ -198,39 +198,62 @@ def expectations_from_args(args: argparse.Namespace) -> Expectations:
 
 
 def read_lock(path: Path) -> tuple[LockedPackage, ...]:
-    """Packages of a conda-lock file (v1 or v2); BadInput with one line when it is not one."""
-    from conda_lock.lockfile import parse_conda_lock_file
+    """Packages of a conda-lock file (v1 or v2); BadInput with one line when it is not one.
+
+    Read with PyYAML alone, not conda-lock's models: verify runs inside old environments
+    (Python 3.8, no conda-lock), and it needs only these fields of each package.
+    """
+    import yaml
 
     if not path.is_file():
         raise BadInput(f"lock file not found: {path}")
     try:
-        lock = parse_conda_lock_file(path)
-    except Exception as e:  # yaml, pydantic and conda-lock's own errors all mean "bad lock"
-        lines = [ln.strip() for ln in str(e).strip().splitlines()] or [type(e).__name__]
-        first = lines[0]
-        if "validation error" in first and len(lines) >= 3:  # pydantic: name the field
-            first = f"{lines[1]}: {lines[2].split(' [')[0]}"
+        data = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise BadInput(f"{path}: not a readable conda-lock file ({first})") from e
-    out = []
-    for dep in lock.package:
-        build = dep.build or ""
-        if dep.manager == "conda" and not build:
-            build = _build_from_url(dep.url)
-        virtual = tuple(
-            sorted((k, str(v)) for k, v in (dep.dependencies or {}).items() if k.startswith("__"))
-        )
-        out.append(
-            LockedPackage(
-                # pip names compare PEP 503-normalised; conda names are canonical as written
-                normalize_name(dep.name) if dep.manager == "pip" else dep.name,
-                str(dep.version),
-                build,
-                dep.manager,
-                dep.platform,
-                virtual,
-            )
-        )
-    return tuple(out)
+    try:
+        return tuple(_locked(i, p) for i, p in enumerate(_packages(data)))
+    except ValueError as e:
+        raise BadInput(f"{path}: not a readable conda-lock file ({e})") from None
+
+
+def _packages(data: object) -> list:
+    if not isinstance(data, dict) or "package" not in data or "metadata" not in data:
+        raise ValueError("no 'metadata' and 'package' sections")
+    if data.get("version") not in (1, 2):
+        raise ValueError(f"unsupported lock version {data.get('version')!r}")
+    packages = data["package"]
+    if not isinstance(packages, list):
+        raise ValueError("'package' is not a list")
+    return packages
+
+
+def _locked(index: int, dep: object) -> LockedPackage:
+    if not isinstance(dep, dict):
+        raise ValueError(f"package[{index}] is not a mapping")
+    for key in ("name", "version", "manager", "platform", "url"):
+        if not isinstance(dep.get(key), (str, int, float)) or dep.get(key) == "":
+            raise ValueError(f"package[{index}]: field '{key}' missing or empty")
+    manager = str(dep["manager"])
+    if manager not in ("conda", "pip"):
+        raise ValueError(f"package[{index}]: manager {manager!r} is neither conda nor pip")
+    deps = dep.get("dependencies") or {}
+    if not isinstance(deps, dict):
+        raise ValueError(f"package[{index}]: 'dependencies' is not a mapping")
+    build = str(dep.get("build") or "")
+    if manager == "conda" and not build:
+        build = _build_from_url(str(dep["url"]))
+    name = str(dep["name"])
+    return LockedPackage(
+        # pip names compare PEP 503-normalised; conda names are canonical as written
+        normalize_name(name) if manager == "pip" else name,
+        str(dep["version"]),
+        build,
+        manager,
+        str(dep["platform"]),
+        tuple(sorted((str(k), str(v)) for k, v in deps.items() if str(k).startswith("__"))),
+    )
 
 
 def _build_from_url(url: str) -> str:

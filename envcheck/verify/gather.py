@@ -250,7 +250,7 @@ def _make_fan_out() -> Callable[..., Any]:
         replies = await asyncio.gather(*(one(a) for a in addresses), own())
         return {
             "scheduler": replies[-1],
-            "workers": dict(zip(addresses, replies[:-1], strict=True)),
+            "workers": dict(zip(addresses, replies[:-1])),
             "resources": workers,
         }
 
