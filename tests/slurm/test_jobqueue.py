@@ -29,6 +29,10 @@ def test_jobqueue_workers_each_get_their_own_gres_gpu_and_leave_no_job(slurm, tm
     assert slurm.run("squeue", "-h").strip() == ""  # closing the cluster cancelled its jobs
 
 
-def test_jobqueue_without_workers_is_bad_input(slurm, tmp_path):
-    p = envcheck(slurm, tmp_path, "verify", "cluster", "--jobqueue", "slurm")
-    assert p.returncode == 4 and "--jobqueue needs --workers N" in p.stderr
+def test_jobqueue_without_workers_or_with_an_address_is_bad_input(capsys):
+    from envcheck.cli import main
+
+    assert main(["verify", "cluster", "--jobqueue", "slurm"]) == 4
+    assert "--jobqueue needs --workers N" in capsys.readouterr().err
+    assert main(["verify", "cluster", "tcp://127.0.0.1:1", "--jobqueue", "slurm"]) == 4
+    assert "needs no address" in capsys.readouterr().err
