@@ -27,8 +27,9 @@ def envcheck(slurm: Slurm, cwd: Path, *args: str) -> subprocess.CompletedProcess
     )
 
 
-def left_running(job: str) -> list[str]:
-    """Processes (not zombies) that still carry the job's SLURM_JOB_ID."""
+def left_running(job: str, conf: str) -> list[str]:
+    """Processes (not zombies) that still carry the job's SLURM_JOB_ID (and this Slurm's
+    SLURM_CONF, which sbatch exported into the job: another Slurm's job 1 is not ours)."""
     out = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -39,7 +40,8 @@ def left_running(job: str) -> list[str]:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]
         except OSError:
             continue
-        if f"SLURM_JOB_ID={job}".encode() in env and state not in ("Z", "X"):
+        ours = f"SLURM_JOB_ID={job}".encode() in env and f"SLURM_CONF={conf}".encode() in env
+        if ours and state not in ("Z", "X"):
             out.append(f"{d.name} {cmd}")
     return out
 
@@ -60,7 +62,7 @@ def test_generated_job_binds_workers_verifies_runs_then_and_cleans_up(slurm, tmp
     # --then ran inside the job, with the verified cluster still up
     assert len(eval((tmp_path / "then.out").read_text())) == 2  # noqa: S307 - our own list
     assert "ran, exit 0" in report["environment"]["--then"]
-    assert left_running(job) == []
+    assert left_running(job, str(slurm.conf)) == []
     # the workers really were bound by Slurm: each log line names its GPU via the facts
     assert "sbatch to verdict" in p.stdout
 
@@ -108,7 +110,7 @@ def test_worker_started_without_gres_is_caught(slurm, tmp_path, monkeypatch):
     assert idle and "holds GPU 1" in idle[0].message
     assert int(report.exit_code()) == 2
     job = report.environment["slurm job"].split()[0]
-    assert left_running(job) == []
+    assert left_running(job, str(slurm.conf)) == []
 
 
 def test_job_that_can_never_start_is_cancelled_with_slurms_reason(slurm, tmp_path):
