@@ -19,6 +19,12 @@ from envcheck.report import Report, render_table, write_json, write_junit
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("build",): ("envcheck.build.command", "solve recipes into conda-lock lockfiles"),
+    ("diff",): ("envcheck.build.diff", "what changed between two lock files"),
+    ("why",): ("envcheck.build.why", "which recipe entries pull a package into a lock"),
+    ("recipe", "new"): (
+        "envcheck.build.record.new",
+        "write a recipe pinned from the RAPIDS release record",
+    ),
     ("verify", "node"): ("envcheck.verify.node_command", "check this machine before a GPU job"),
     ("verify", "cluster"): (
         "envcheck.verify.cluster_command",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -38,10 +39,11 @@ from envcheck.verify.expectations import (
     add_expectation_arguments,
     expectations_from_args,
 )
+from envcheck.verify.facts import NodeFacts
 from envcheck.verify.gather import ClusterFacts, CollectOptions, gather_facts
 from envcheck.verify.hosts import hosts_view, spans_hosts
 from envcheck.verify.pinning import by_host, check_pinning
-from envcheck.verify.probe import PeerVersions, facts_from_versions, package_version
+from envcheck.verify.probe import ASKED, PeerVersions, facts_from_versions, package_version
 from envcheck.verify.resources import check_resources
 from envcheck.verify.skew import skew_report
 from envcheck.verify.slurm_checks import check_slurm
@@ -225,13 +227,21 @@ def verify(
             cluster = gather_facts(client, timeout, options)
             run_checks = checks.result()
     processes = cluster.by_process()
-    results: list[Result] = [_membership(cluster), *cluster.errors]
     lock_names = tuple(p.name for p in exp.lock_packages)
-    table, skew_results = skew_report(processes, lock_names)
-    results += skew_results
+    versions_only = _versions_of_unreported(client, cluster, timeout)
+    table, skew_results = skew_report({**processes, **versions_only}, lock_names)
+    # A worker that sent only its versions and fails skew could not run the collector
+    # *because* of that skew: its facts error is that failure, not an error of the run.
+    skewed = {n for r in skew_results if r.status is Status.FAIL for n in r.node.split(", ")}
+    explained = frozenset(a for a in versions_only if a in skewed)
+    results: list[Result] = [
+        _membership(cluster, explained),
+        *(_explained(r) if r.node in explained else r for r in cluster.errors),
+        *skew_results,
+    ]
     tables = [table]
-    if spans_hosts(cluster):
-        host_table, host_results = hosts_view(cluster)
+    if spans_hosts(cluster, versions_only):
+        host_table, host_results = hosts_view(cluster, versions_only)
         tables.append(host_table)
         results += host_results
     results += node_checks_per_worker(
@@ -272,6 +282,32 @@ def verify(
         tables=tuple(tables),
         environment=_environment(client, cluster, described),
     )
+
+
+def _versions_of_unreported(
+    client: Client, cluster: ClusterFacts, timeout: float
+) -> dict[str, NodeFacts]:
+    """A worker that could not run the facts collector (it raised: often while unpickling it,
+    with another cloudpickle) still answers distributed's plain `versions` op, which needs no
+    pickling: enough to put it in the skew table. Hung and lost workers are not asked again."""
+    raised = sorted(a for a, why in cluster.unreported.items() if why == "raised")
+    if not raised:
+        return {}
+    try:
+        replies = client.sync(
+            client.scheduler.broadcast,
+            msg={"op": "versions", "packages": list(ASKED)},
+            workers=raised,
+            on_error="ignore",
+            callback_timeout=timeout,
+        )
+    except Exception:  # best effort: the facts error already names these workers
+        return {}
+    return {
+        a: facts_from_versions("worker", a, v)
+        for a, v in sorted(replies.items())
+        if isinstance(v, dict) and "packages" in v
+    }
 
 
 def handshake_skew_report(peer: PeerVersions, reason: str) -> Report:
@@ -386,7 +422,17 @@ def _bench(
     return measurements, problems
 
 
-def _membership(cluster: ClusterFacts) -> Result:
+def _explained(error: Result) -> Result:
+    return dataclasses.replace(
+        error,
+        status=Status.FAIL,
+        message=f"{error.message}; its versions differ from the client's (see skew): a worker "
+        "cannot run what a client of other versions sends it",
+        fix="give every process one environment (see the skew fixes)",
+    )
+
+
+def _membership(cluster: ClusterFacts, versions_only: frozenset[str] = frozenset()) -> Result:
     n = len(cluster.expected_workers)
     if cluster.scheduler is None and n == 0 and cluster.errors:
         return Result(
@@ -405,11 +451,17 @@ def _membership(cluster: ClusterFacts) -> Result:
         )
     hosts = by_host(cluster.workers)
     answered = len(cluster.workers)
-    status = Status.PASS if answered == n else Status.ERROR
+    if answered == n:
+        status = Status.PASS
+    elif answered + len(versions_only) == n:
+        status = Status.FAIL  # the rest are explained by their skew
+    else:
+        status = Status.ERROR
+    skewed = f"; {len(versions_only)} sent only versions (skewed)" if versions_only else ""
     return Result(
         "workers",
         status,
-        f"{answered} of {n} workers reported facts, on {len(hosts)} host(s): "
+        f"{answered} of {n} workers reported facts{skewed}, on {len(hosts)} host(s): "
         + ", ".join(f"{h} ({len(w)})" for h, w in hosts.items()),
         group=GROUP,
     )

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -152,7 +153,10 @@ def connect(address: str, security: Security | None, timeout: float) -> Iterator
     try:
         # set_as_default: before distributed 2022.11, wait() and libraries such as xgboost.dask
         # find "the" client only among default clients (Client.as_current is ignored there).
-        client = Client(address, security=security, timeout=remaining, set_as_default=True)
+        with warnings.catch_warnings():
+            # distributed's own skew warning (a plain table on stderr): the report says more
+            warnings.simplefilter("ignore", _version_mismatch_warning())
+            client = Client(address, security=security, timeout=remaining, set_as_default=True)
     except Exception as e:
         _dispose_failed_client(e)
         if peer.distributed and peer.distributed != distributed.__version__:
@@ -168,6 +172,14 @@ def connect(address: str, security: Security | None, timeout: float) -> Iterator
     finally:
         with contextlib.suppress(Exception):
             client.close(timeout=timeout)
+
+
+def _version_mismatch_warning() -> type[Warning]:
+    try:
+        from distributed.versions import VersionMismatchWarning
+    except ImportError:  # not in every version
+        return UserWarning
+    return VersionMismatchWarning
 
 
 def _dispose_failed_client(e: BaseException) -> None:

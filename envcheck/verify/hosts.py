@@ -7,7 +7,7 @@ answered is named by the address its workers registered with: nothing else names
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from envcheck.report import Result, Status, Table
 from envcheck.verify.facts import NodeFacts
@@ -50,12 +50,17 @@ def _roles(labels: list[str]) -> str:
     return ", ".join([*named, *(f"worker {w}" for w in workers)])
 
 
-def hosts_view(cluster: ClusterFacts) -> tuple[Table, list[Result]]:
-    """A table with a row per host, and results naming hosts that differ or did not report."""
+def hosts_view(
+    cluster: ClusterFacts, answered: Collection[str] = ()
+) -> tuple[Table, list[Result]]:
+    """A table with a row per host, and results naming hosts that differ or did not report.
+
+    `answered`: workers that sent no facts but did answer (their versions): not silent.
+    """
     hosts = _hosts(cluster)
     silent: dict[str, list[str]] = {}
     for address in cluster.expected_workers:
-        if address not in cluster.workers:
+        if address not in cluster.workers and address not in answered:
             silent.setdefault(address_host(address), []).append(address)
     rows = []
     for host, members in sorted(hosts.items()):
@@ -143,7 +148,7 @@ def _silent_hosts(silent: Mapping[str, list[str]], cluster: ClusterFacts) -> lis
     return out
 
 
-def spans_hosts(cluster: ClusterFacts) -> bool:
+def spans_hosts(cluster: ClusterFacts, answered: Collection[str] = ()) -> bool:
     """More than one host answered, or a worker that did not lives at an address none of the
     answering processes has (a host of its own)."""
     processes = cluster.by_process()
@@ -153,5 +158,5 @@ def spans_hosts(cluster: ClusterFacts) -> bool:
     return any(
         address_host(a) not in known
         for a in cluster.expected_workers
-        if a not in cluster.workers
+        if a not in cluster.workers and a not in answered
     )

@@ -15,6 +15,7 @@ from envcheck.verify.expectations import (
     expectations_from_args,
 )
 from envcheck.verify.facts import NodeFacts, collect_node_facts, facts_from_dict, facts_to_dict
+from envcheck.verify.prefix import collect_prefix_facts, prefix_summary
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="judge facts saved with --save-facts (from another machine) instead of this one",
+    )
+    parser.add_argument(
+        "--prefix",
+        type=Path,
+        metavar="DIR",
+        help="check the conda env or venv at DIR (its own python collects the facts; "
+        "nothing is installed into it)",
     )
     parser.add_argument(
         "--save-facts", type=Path, metavar="FILE", help="write the collected facts as JSON"
@@ -72,7 +80,14 @@ def _run_nagios(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> Report:
     exp = expectations_from_args(args)
-    facts = _load_facts(args.facts) if args.facts else _collect(exp)
+    if args.facts and args.prefix:
+        raise BadInput("give --facts or --prefix, not both")
+    if args.prefix:
+        facts = collect_prefix_facts(
+            args.prefix, exp.import_modules, exp.libraries, exp.probe_timeout
+        )
+    else:
+        facts = _load_facts(args.facts) if args.facts else _collect(exp)
     if args.save_facts:
         args.save_facts.write_text(json.dumps(facts_to_dict(facts), indent=2) + "\n")
     results = run_node_checks(facts, exp, node=facts.host, plugins=not args.no_plugins)
@@ -84,7 +99,10 @@ def _run(args: argparse.Namespace) -> Report:
             if facts.collect_seconds
             else ()
         ),
-        environment=environment_summary(facts),
+        environment={
+            **environment_summary(facts),
+            **(prefix_summary(args.prefix, facts) if args.prefix else {}),
+        },
     )
 
 
