@@ -136,9 +136,8 @@ def _silent_hosts(silent: Mapping[str, list[str]], cluster: ClusterFacts) -> lis
             Result(
                 "hosts.unreachable",
                 Status.ERROR,
-                f"host {ip}: {len(addresses)} of its workers did not report "
-                f"({'; '.join(reasons)}); the scheduler still lists "
-                f"{', '.join(addresses)}",
+                f"host {ip}: no worker there reported ({'; '.join(reasons)}); the scheduler "
+                f"still lists {len(addresses)} there: {', '.join(addresses)}",
                 node=ip,
                 fix=f"check {ip}'s network link and its workers (ping it from the scheduler's "
                 "host); restart them or remove the host from the cluster",

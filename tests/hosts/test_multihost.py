@@ -94,4 +94,8 @@ def test_host_whose_link_goes_down_is_an_error_naming_it_within_the_timeout(host
     assert "no answer within 3 s" in gone["message"]
     assert hosts_table(report)["?"][-1] == "no"
     assert any(r["check"] == "smoke.submit" and r["status"] == "pass" for r in report["results"])
-    assert seconds < 3 + 25  # the deadline, plus starting a client and the smoke task
+    # the facts round waited for hostB no longer than its deadline (an open TCP connection to
+    # a host that vanished would otherwise hang for as long as TCP retransmits: minutes)
+    (facts_round,) = [m["value"] for m in report["measurements"] if m["name"] == "facts round"]
+    assert facts_round < 3 + 1.5
+    assert seconds < 60  # the whole process: client start, rounds, the smoke task, exit
