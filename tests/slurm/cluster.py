@@ -80,11 +80,12 @@ def ensure_installed() -> float:
     raise Unavailable("apt-get never got the dpkg lock")
 
 
-def _write_config(root: Path, node: str, gpus: int) -> Path:
+def _write_config(root: Path, node: str, gpus: int, real_gpus: bool = False) -> Path:
     memory_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
-    dev = root / "dev"
-    dev.mkdir()
-    for i in range(gpus):
+    dev = Path("/dev") if real_gpus else root / "dev"
+    if not real_gpus:
+        dev.mkdir()
+    for i in range(gpus if not real_gpus else 0):
         # /dev/null's numbers: a character device, which is all gres.conf's File= demands
         os.mknod(dev / f"nvidia{i}", 0o666 | 0o020000, os.makedev(1, 3))
     for d in ("state", "spool", "log"):
@@ -220,8 +221,10 @@ def stop(root: Path, conf: Path) -> None:
 
 
 @contextlib.contextmanager
-def single_node_slurm(gpus: int = 2) -> Iterator[Slurm]:
-    """Install (if needed) and start a one-node Slurm; stop every daemon on the way out."""
+def single_node_slurm(gpus: int = 2, real_gpus: bool = False) -> Iterator[Slurm]:
+    """Install (if needed) and start a one-node Slurm; stop every daemon on the way out.
+
+    real_gpus: GRES on the machine's own /dev/nvidia0..gpus-1 instead of stand-ins."""
     if os.geteuid() != 0:
         raise Unavailable("starting slurmd needs root")
     ensure_installed()
@@ -229,7 +232,7 @@ def single_node_slurm(gpus: int = 2) -> Iterator[Slurm]:
     # /tmp, not pytest's 0700 tmp: munged runs as the munge user and must reach its files
     root = Path(tempfile.mkdtemp(prefix="envcheck-slurm-", dir="/tmp"))
     os.chmod(root, 0o755)
-    conf = _write_config(root, node, gpus)
+    conf = _write_config(root, node, gpus, real_gpus)
     slurm = Slurm(root, conf, node, gpus)
     try:
         _start_munge(root)
