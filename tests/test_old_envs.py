@@ -53,7 +53,9 @@ def _results(report: Path) -> dict[str, list[dict]]:
 
 
 @pytest.mark.parametrize("spec", OLD_ENVS, ids=[s.name for s in OLD_ENVS])
-def test_envcheck_installs_without_changing_the_stack(spec: EnvSpec) -> None:
+def test_envcheck_installs_without_changing_the_stack_and_verifies_the_node(
+    spec: EnvSpec, tmp_path: Path
+) -> None:
     env = build_env(spec)
     assert "envcheck" in env.after, "envcheck did not install"
     for name in PROTECTED:
@@ -64,6 +66,15 @@ def test_envcheck_installs_without_changing_the_stack(spec: EnvSpec) -> None:
     assert not removed, f"installing envcheck removed {removed}"
     changed = sorted(n for n in env.before if env.after.get(n) != env.before[n])
     assert not changed, f"installing envcheck changed {changed}"
+    # and verify node runs there, on that Python, judging that environment
+    report = tmp_path / "node.json"
+    proc = _envcheck_in(env.python, "verify", "node", "--import", "distributed",
+                        "--json", str(report))
+    assert proc.returncode in (ExitCode.OK, ExitCode.WARN), _problems(report) + proc.stderr
+    data = json.loads(report.read_text())
+    assert data["environment"]["python"].startswith(spec.python + ".")
+    (imports,) = [r for r in data["results"] if r["check"] == "imports"]
+    assert imports["status"] == "pass"
 
 
 @pytest.mark.parametrize("spec", OLD_ENVS, ids=[s.name for s in OLD_ENVS])

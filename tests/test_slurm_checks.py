@@ -8,11 +8,9 @@ import dataclasses
 import pytest
 
 from envcheck.report import Status
-from envcheck.verify.checks.limits import check_memlock, check_shm
-from envcheck.verify.expectations import Expectations
 from envcheck.verify.hostlist import expand_hostlist
 from envcheck.verify.slurm_checks import check_slurm
-from tests.factories import h200x2, no_driver_node, node, with_env
+from tests.factories import h200x2, no_driver_node, with_env
 
 
 def worker(
@@ -134,20 +132,3 @@ def test_expand_hostlist(text, hosts):
 def test_bad_hostlist_raises():
     with pytest.raises(ValueError):
         expand_hostlist("gpu[1-")
-
-
-def test_memlock_fails_with_rdma_and_passes_unlimited():
-    exp = Expectations()
-    small = node(2, memlock_bytes=64 * 1024)
-    assert check_memlock(small, exp)[0].status is Status.FAIL  # rc_mlx5 offered
-    tcp_only = dataclasses.replace(small, ucx=dataclasses.replace(small.ucx, transports=("tcp",)))
-    assert check_memlock(tcp_only, exp)[0].status is Status.WARN
-    assert check_memlock(node(2, memlock_bytes=-1), exp)[0].status is Status.PASS
-    assert check_memlock(no_driver_node(memlock_bytes=8 << 20), exp)[0].status is Status.SKIP
-
-
-def test_shm_small_warns_for_nccl():
-    exp = Expectations()
-    r = check_shm(node(2, shm_bytes=64 << 20), exp)[0]
-    assert r.status is Status.WARN and "64 MiB" in r.message
-    assert check_shm(node(2, shm_bytes=16 << 30), exp)[0].status is Status.PASS

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.report import Measurement, Report, Result, Status
 from envcheck.verify.cluster_checks import (
+    check_stack_agreement,
     cluster_pids_by_host,
     kept_node_checks,
     node_checks,
@@ -136,15 +137,15 @@ def _validate(args: argparse.Namespace) -> None:
         raise BadInput(f"--timeout must be positive, not {args.timeout:g}")
     if args.smoke_timeout <= 0:
         raise BadInput(f"--smoke-timeout must be positive, not {args.smoke_timeout:g}")
-    if args.address and args.scheduler_file:
+    if args.address is not None and args.scheduler_file:
         raise BadInput("give a scheduler address or --scheduler-file, not both")
     if getattr(args, "jobqueue", None):
-        if args.address or args.scheduler_file:
+        if args.address is not None or args.scheduler_file:
             raise BadInput("--jobqueue starts its own cluster: it needs no address")
         if args.workers is None or args.workers < 1:
             raise BadInput("--jobqueue needs --workers N (1 or more)")
     elif args.workers is not None:
-        if args.address or args.scheduler_file:
+        if args.address is not None or args.scheduler_file:
             raise BadInput("--workers sizes the embedded cluster: it needs no address")
         if args.workers < 1:
             raise BadInput(f"--workers must be 1 or more, not {args.workers}")
@@ -153,10 +154,10 @@ def _validate(args: argparse.Namespace) -> None:
 @contextlib.contextmanager
 def _cluster(args: argparse.Namespace, security: object) -> Iterator[tuple[Client, str]]:
     """A client to the cluster to verify, and a line describing that cluster."""
-    address = args.address
+    address = args.address  # "" is an address too (an unset $SCHED): refused, not embedded
     if args.scheduler_file:
         address = address_from_scheduler_file(args.scheduler_file)
-    if address:
+    if address is not None:
         address = check_address(address, security)  # type: ignore[arg-type]
         with connect(address, security, args.timeout) as client:  # type: ignore[arg-type]
             yield client, address
@@ -198,7 +199,8 @@ def run(args: argparse.Namespace) -> Report:
             bench=args.bench,
             plugins=not args.no_plugins,
             described=described,
-            embedded=not (args.address or args.scheduler_file or getattr(args, "jobqueue", None)),
+            embedded=args.address is None and args.scheduler_file is None
+            and not getattr(args, "jobqueue", None),
         )
 
 
@@ -251,6 +253,7 @@ def verify(
         cluster_pids_by_host(processes),
     )
     if cluster.workers:
+        results += check_stack_agreement(cluster.workers)
         results += check_pinning(cluster.workers)
         results += check_slurm(cluster.workers, cluster.scheduler)
         results += _guarded(

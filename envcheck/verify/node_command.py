@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import sys
 from pathlib import Path
 
 from envcheck.errors import BadInput
-from envcheck.report import Measurement, Report
+from envcheck.report import Measurement, Report, Result, Status
 from envcheck.verify.checks import run_node_checks
 from envcheck.verify.expectations import (
     Expectations,
@@ -15,7 +17,7 @@ from envcheck.verify.expectations import (
     expectations_from_args,
 )
 from envcheck.verify.facts import NodeFacts, collect_node_facts, facts_from_dict, facts_to_dict
-from envcheck.verify.prefix import collect_prefix_facts, prefix_summary
+from envcheck.verify.prefix import collect_prefix_facts, interpreter, prefix_summary
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +46,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="prolog / health-check mode: print one line, exit 0 OK, 1 WARNING, 2 CRITICAL, "
         "3 UNKNOWN (docs/slurm.md)",
+    )
+    parser.add_argument(
+        "--level",
+        type=int,
+        choices=(1, 2, 3),
+        default=1,
+        help="1 (default): reads only (NVML, /sys, limits, kernel log), well under a second, no "
+        "load. 2: adds a short load per visible GPU through torch or CuPy (memory write/read, "
+        "pinned copies; PCIe and NVLink counters under load), about 5 s per GPU. 3: the "
+        "cluster's bandwidth measurements, which are `verify cluster --bench`",
+    )
+    parser.add_argument(
+        "--load", action="store_true", help="the same as --level 2 (at least)"
+    )
+    parser.add_argument(
+        "--load-seconds",
+        type=float,
+        default=4.0,
+        metavar="S",
+        help="level 2: seconds of copies per GPU (default 4)",
+    )
+    parser.add_argument(
+        "--kernel-log",
+        type=Path,
+        metavar="FILE",
+        help="read Xid lines from this file (a saved dmesg, kern.log, journalctl -k) instead of "
+        "/dev/kmsg / dmesg / journalctl -k",
     )
 
 
@@ -80,6 +109,12 @@ def _run_nagios(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> Report:
     exp = expectations_from_args(args)
+    level = max(getattr(args, "level", 1), 2 if getattr(args, "load", False) else 1)
+    if getattr(args, "load_seconds", 4.0) <= 0:
+        raise BadInput(f"--load-seconds must be positive, not {args.load_seconds:g}")
+    kernel_log = str(args.kernel_log) if getattr(args, "kernel_log", None) else ""
+    if kernel_log and not Path(kernel_log).exists():
+        raise BadInput(f"kernel log not found: {kernel_log}")
     if args.facts and args.prefix:
         raise BadInput("give --facts or --prefix, not both")
     if args.prefix:
@@ -87,30 +122,56 @@ def _run(args: argparse.Namespace) -> Report:
             args.prefix, exp.import_modules, exp.libraries, exp.probe_timeout
         )
     else:
-        facts = _load_facts(args.facts) if args.facts else _collect(exp)
+        facts = _load_facts(args.facts) if args.facts else _collect(exp, kernel_log)
+    level_results: list[Result] = []
+    measurements: list[Measurement] = []
+    if facts.collect_seconds:
+        measurements.append(
+            Measurement("collect_node_facts", facts.collect_seconds, "s", node=facts.host)
+        )
+    if level >= 2 and not args.facts:
+        from envcheck.verify.load import run_load
+
+        # the load runs in the environment being checked: --prefix's interpreter, else ours
+        python = str(interpreter(args.prefix)) if args.prefix else sys.executable
+        facts, level_results, load_measurements = run_load(facts, args.load_seconds, python)
+        measurements += load_measurements
+    elif level >= 2:
+        level_results.append(Result("gpu-load", Status.SKIP, "level 2 load skipped: judging "
+                                    "saved --facts, not this machine"))
+    if level >= 3:
+        level_results.append(
+            Result(
+                "level-3",
+                Status.SKIP,
+                "level 3 is the cluster's bandwidth measurements (TCP vs UCX transfers, NCCL "
+                "all-reduce busbw against topology references): run `envcheck verify cluster "
+                "--bench` on the nodes",
+                fix="envcheck verify cluster --bench (docs/verify-cluster.md)",
+            )
+        )
     if args.save_facts:
         args.save_facts.write_text(json.dumps(facts_to_dict(facts), indent=2) + "\n")
     results = run_node_checks(facts, exp, node=facts.host, plugins=not args.no_plugins)
+    results += [dataclasses.replace(r, node=facts.host, group="node") for r in level_results]
     return Report(
         title="verify node",
         results=tuple(results),
-        measurements=(
-            (Measurement("collect_node_facts", facts.collect_seconds, "s", node=facts.host),)
-            if facts.collect_seconds
-            else ()
-        ),
+        measurements=tuple(measurements),
         environment={
             **environment_summary(facts),
             **(prefix_summary(args.prefix, facts) if args.prefix else {}),
+            "level": str(level),
         },
     )
 
 
-def _collect(exp: Expectations) -> NodeFacts:
+def _collect(exp: Expectations, kernel_log: str = "") -> NodeFacts:
     return collect_node_facts(
         import_modules=exp.import_modules,
         libraries=exp.libraries,
         probe_timeout=exp.probe_timeout,
+        kernel_log=kernel_log,
     )
 
 
