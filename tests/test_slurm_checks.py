@@ -132,3 +132,13 @@ def test_expand_hostlist(text, hosts):
 def test_bad_hostlist_raises():
     with pytest.raises(ValueError):
         expand_hostlist("gpu[1-")
+
+
+def test_gpu_resource_claim_without_nvml_defers_to_slurms_grant():
+    from envcheck.verify.pinning import check_pinning
+
+    granted = dataclasses.replace(worker(cvd="0", step="0", job="0"), resources={"GPU": 1.0})
+    assert [r for r in check_pinning({"tcp://a:1": granted}) if r.status is Status.FAIL] == []
+    bare = dataclasses.replace(granted, slurm={})
+    (r,) = [r for r in check_pinning({"tcp://a:1": bare}) if r.status is Status.FAIL]
+    assert r.check == "gpu.visible"
