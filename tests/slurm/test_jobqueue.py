@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import pytest
 
@@ -26,7 +27,11 @@ def test_jobqueue_workers_each_get_their_own_gres_gpu_and_leave_no_job(slurm, tm
     assert results["slurm.job"]["message"].startswith("2 workers in Slurm jobs ")
     assert "(GPU 0, 1); none shared, none idle" in results["slurm.gpu-binding"]["message"]
     assert "dask-jobqueue SLURMCluster" in report["environment"]["cluster"]
-    assert slurm.run("squeue", "-h").strip() == ""  # closing the cluster cancelled its jobs
+    # closing the cluster cancelled its jobs (scancel is asynchronous: give Slurm a moment)
+    deadline = time.monotonic() + 20
+    while slurm.run("squeue", "-h").strip() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert slurm.run("squeue", "-h").strip() == ""
 
 
 def test_jobqueue_without_workers_or_with_an_address_is_bad_input(capsys):
