@@ -212,6 +212,8 @@ class NodeFacts:
     # The same GPU reads again after verify node --level 2's load (PCIe link as trained under
     # load, the highest seen during it; error counters after it): () when no load ran.
     gpu_health_after: tuple[GpuHealth, ...] = ()
+    # What Slurm told the process (Slurm checks): SLURM_*, SLURMD_NODENAME, GPU_DEVICE_ORDINAL
+    slurm: dict[str, str] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------
@@ -311,6 +313,7 @@ def collect_node_facts(
             nccl_source=nccl_source,
             gpu_health=gpu_health,
             host_health=host_health,
+            slurm=slurm_env(),
         )
         return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
@@ -859,6 +862,15 @@ def _site_dirs() -> list[str]:
     # every import root, not only '*-packages': `pip install --target DIR` + PYTHONPATH (as on
     # the GPU machines this was run on) puts the libucx / nvidia-nccl wheels elsewhere
     return [p for p in sys.path if p and not p.endswith(".zip")]
+
+
+def slurm_env() -> dict[str, str]:
+    """What Slurm told this process: SLURM_* (job, step, node, GPUs) and GPU_DEVICE_ORDINAL."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(("SLURM_", "SLURMD_")) or k == "GPU_DEVICE_ORDINAL"
+    }
 
 
 def _nccl_version() -> tuple[str, str]:
@@ -1506,7 +1518,7 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
     """
     out = _shallow(facts)
     copies: dict[int, dict] = {}
-    for name in ("packages", "package_builds", "env", "resources", "python_packages"):
+    for name in ("packages", "package_builds", "env", "resources", "python_packages", "slurm"):
         value = out[name]
         if id(value) not in copies:
             copies[id(value)] = dict(value)

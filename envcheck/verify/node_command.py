@@ -42,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-plugins", action="store_true", help="skip checks from the envcheck.checks group"
     )
     parser.add_argument(
+        "--nagios",
+        action="store_true",
+        help="prolog / health-check mode: print one line, exit 0 OK, 1 WARNING, 2 CRITICAL, "
+        "3 UNKNOWN (docs/slurm.md)",
+    )
+    parser.add_argument(
         "--level",
         type=int,
         choices=(1, 2, 3),
@@ -70,7 +76,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> Report:
+def run(args: argparse.Namespace) -> Report | int:
+    if getattr(args, "nagios", False):
+        return _run_nagios(args)
+    return _run(args)
+
+
+def _run_nagios(args: argparse.Namespace) -> int:
+    """The report as one Nagios line; whatever stops the check is UNKNOWN (3), not 4."""
+    import socket
+
+    from envcheck.errors import EnvcheckError
+    from envcheck.report import write_json, write_junit
+    from envcheck.verify.nagios import nagios_line, unknown_line
+
+    node = socket.gethostname().split(".")[0]
+    try:
+        report = _run(args)
+        node = report.environment.get("host", node)
+        if args.json:
+            write_json(report, args.json)
+        if args.junit:
+            write_junit(report, args.junit)
+        line, code = nagios_line(report, node)
+    except EnvcheckError as e:
+        line, code = unknown_line(node, e.message)
+    except OSError as e:
+        line, code = unknown_line(node, f"{e.strerror or e}: {e.filename or ''}")
+    print(line)
+    return code
+
+
+def _run(args: argparse.Namespace) -> Report:
     exp = expectations_from_args(args)
     level = max(getattr(args, "level", 1), 2 if getattr(args, "load", False) else 1)
     if getattr(args, "load_seconds", 4.0) <= 0:
