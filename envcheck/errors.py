@@ -16,7 +16,8 @@ class ExitCode(IntEnum):
     UNSOLVABLE = 5  # envcheck build: the recipe cannot be solved
     STALE = 6  # envcheck build --check: a lock is missing or stale
     UNREACHABLE = 7  # envcheck verify cluster: no scheduler answered in time
-    INTERRUPTED = 130  # Ctrl-C
+    INTERRUPTED = 130  # Ctrl-C (SIGINT): nothing was replaced
+    TERMINATED = 143  # SIGTERM, handled as Ctrl-C is: nothing was replaced
 
 
 class EnvcheckError(Exception):

@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import json
 import posixpath
+import re
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -362,6 +363,25 @@ def read_lockfile_model(path: Path) -> Any:
         raise BadInput(f"{path} is not a readable conda-lock file: {first}") from None
 
 
+_VP_VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")  # __cuda, __glibc, __linux: numbers
+
+
+def _check_virtual_packages(path: Path, vps: Any) -> None:
+    """The recorded virtual packages are versions (a hand-edited `__glibc: banana` is not)."""
+    if not isinstance(vps, dict):
+        raise BadInput(f"{path}: envcheck metadata is damaged (virtual_packages is not a mapping)")
+    for platform, packages in vps.items():
+        if not isinstance(packages, dict):
+            raise BadInput(f"{path}: envcheck metadata is damaged (virtual_packages.{platform})")
+        for name, version in packages.items():
+            if name in ("__cuda", "__glibc", "__linux") and not (
+                isinstance(version, str) and _VP_VERSION.match(version)
+            ):
+                raise BadInput(
+                    f"{path}: virtual package {name} {version!r} ({platform}) is not a version"
+                )
+
+
 def read_lock(path: Path) -> Lock:
     """Read a conda-lock file written by envcheck; BadInput if it is missing or not one."""
     lf = read_lockfile_model(path)
@@ -376,6 +396,7 @@ def read_lock(path: Path) -> Lock:
         data = tuple(json.loads(custom.get(f"{_META}channel_data", "[]")))
     except (KeyError, TypeError, ValueError) as e:
         raise BadInput(f"{path}: envcheck metadata is damaged ({e})") from None
+    _check_virtual_packages(path, vps)
     return Lock(
         path=path,
         recipe=custom.get(f"{_META}recipe", ""),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, EnvcheckError
+from envcheck.flags import seconds
 from envcheck.report import Measurement, Report, Result, Status
 from envcheck.verify.cluster_checks import (
     cluster_pids_by_host,
@@ -66,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tls.add_argument("--tls-key", type=Path, metavar="FILE", help="client private key (PEM)")
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
         help=f"limit for connecting and for each process's facts (default {DEFAULT_TIMEOUT:g})",
@@ -79,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--smoke-timeout",
-        type=float,
+        type=seconds,
         default=DEFAULT_SMOKE_TIMEOUT,
         metavar="SECONDS",
         help=f"limit for each smoke test (default {DEFAULT_SMOKE_TIMEOUT:g})",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envcheck.errors import BadInput
+from envcheck.flags import seconds
 from envcheck.verify.facts import normalize_name
 
 
@@ -159,7 +160,7 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--expect-ucx", action="store_true", help="UCX must be usable by Dask")
     g.add_argument(
         "--probe-timeout",
-        type=float,
+        type=seconds,
         default=60.0,
         metavar="SECONDS",
         help="limit for each import / library probe (default 60)",
@@ -211,8 +212,11 @@ def read_lock(path: Path) -> tuple[LockedPackage, ...]:
         if "validation error" in first and len(lines) >= 3:  # pydantic: name the field
             first = f"{lines[1]}: {lines[2].split(' [')[0]}"
         raise BadInput(f"{path}: not a readable conda-lock file ({first})") from e
+    if not lock.package:
+        raise BadInput(f"{path}: the lock lists no packages (an empty lock checks nothing)")
     out = []
     for dep in lock.package:
+        _check_virtual(path, dep.name, dep.dependencies or {})
         build = dep.build or ""
         if dep.manager == "conda" and not build:
             build = _build_from_url(dep.url)
@@ -231,6 +235,21 @@ def read_lock(path: Path) -> tuple[LockedPackage, ...]:
             )
         )
     return tuple(out)
+
+
+# one clause of a conda version spec: an optional operator, then a version that starts with a
+# digit (`>=2.17`, `2.17.*`, `<3.0.a0`) or `*`
+_SPEC_CLAUSE = re.compile(r"\s*(?:(?:>=|<=|==|!=|~=|>|<|=)\s*)?(?:[0-9][0-9A-Za-z._+*]*|\*)\s*")
+
+
+def _check_virtual(path: Path, name: str, deps: dict) -> None:
+    """A record's __glibc / __cuda constraint must be a version spec ('banana' is not one)."""
+    for key in ("__glibc", "__cuda", "__linux"):
+        if key not in deps:
+            continue
+        spec = str(deps[key])
+        if not all(_SPEC_CLAUSE.fullmatch(c) for c in re.split(r"[,|]", spec)):
+            raise BadInput(f"{path}: {name} needs {key} {spec!r}, which is not a version spec")
 
 
 def _build_from_url(url: str) -> str:

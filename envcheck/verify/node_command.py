@@ -14,7 +14,13 @@ from envcheck.verify.expectations import (
     add_expectation_arguments,
     expectations_from_args,
 )
-from envcheck.verify.facts import NodeFacts, collect_node_facts, facts_from_dict, facts_to_dict
+from envcheck.verify.facts import (
+    NodeFacts,
+    collect_node_facts,
+    conda_platform,
+    facts_from_dict,
+    facts_to_dict,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Report:
     exp = expectations_from_args(args)
-    facts = _load_facts(args.facts) if args.facts else _collect(exp)
+    if args.facts:
+        facts = _load_facts(args.facts)
+        check_lock_platform(exp, facts.platform)
+    else:
+        check_lock_platform(exp, conda_platform())  # before probing anything
+        facts = _collect(exp)
     if args.save_facts:
         args.save_facts.write_text(json.dumps(facts_to_dict(facts), indent=2) + "\n")
     results = run_node_checks(facts, exp, node=facts.host, plugins=not args.no_plugins)
@@ -49,6 +60,18 @@ def run(args: argparse.Namespace) -> Report:
         ),
         environment=environment_summary(facts),
     )
+
+
+def check_lock_platform(exp: Expectations, platform: str) -> None:
+    """A --lock without packages for this machine's platform is bad input, not 12 failures."""
+    if not exp.lock_packages:
+        return
+    have = sorted({p.platform for p in exp.lock_packages})
+    if platform not in have:
+        raise BadInput(
+            f"the lock {exp.lock_path} has no {platform} packages (it has {', '.join(have)}): "
+            f"add {platform} to the recipe's platforms and rebuild it"
+        )
 
 
 def _collect(exp: Expectations) -> NodeFacts:
