@@ -247,8 +247,8 @@ def _check_virtual(path: Path, name: str, deps: dict) -> None:
     for key in ("__glibc", "__cuda", "__linux"):
         if key not in deps:
             continue
-        spec = str(deps[key])
-        if not all(_SPEC_CLAUSE.fullmatch(c) for c in re.split(r"[,|]", spec)):
+        spec = str(deps[key])  # '' (any version) is what conda-lock writes for a bare name
+        if spec.strip() and not all(_SPEC_CLAUSE.fullmatch(c) for c in re.split(r"[,|]", spec)):
             raise BadInput(f"{path}: {name} needs {key} {spec!r}, which is not a version spec")
 
 

@@ -1,0 +1,162 @@
+"""envcheck verify under faults and hostile input (issue 10): bad locks and flags are one line
+and exit 4 before anything is probed; a signal ends every probe child it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envcheck.cli import main
+from envcheck.errors import ExitCode
+from envcheck.verify.facts import conda_platform
+
+EXCERPT = Path(__file__).parent / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("envcheck: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def _lock(tmp_path: Path, case: str) -> Path:
+    text = EXCERPT.read_text()
+    if case == "other platform":
+        text = text.replace("linux-64", "osx-arm64")
+    elif case == "no packages":
+        doc = yaml.safe_load(text)
+        doc["package"] = []
+        text = yaml.safe_dump(doc)
+    elif case == "glibc banana":
+        text = text.replace("__glibc: '>=2.17'", "__glibc: banana", 1)
+    p = tmp_path / "x.conda-lock.yml"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize(
+    ("case", "says"),
+    [
+        ("other platform", "has no {here} packages (it has osx-arm64)"),
+        ("no packages", "the lock lists no packages"),
+        ("glibc banana", "nccl needs __glibc 'banana', which is not a version spec"),
+    ],
+)
+def test_locks_that_check_nothing_or_nonsense_are_bad_input(
+    tmp_path: Path, capsys, case: str, says: str
+) -> None:
+    if case == "other platform" and conda_platform() == "osx-arm64":
+        pytest.skip("this machine is osx-arm64")
+    lock = _lock(tmp_path, case)
+    rc = main(["verify", "node", "--lock", str(lock), "--json", str(tmp_path / "r.json")])
+    assert rc == ExitCode.BAD_INPUT
+    assert says.format(here=conda_platform()) in one_line(capsys.readouterr().err)
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["verify", "node", "--probe-timeout", "nan"],
+        ["verify", "node", "--probe-timeout", "inf"],
+        ["verify", "node", "--probe-timeout", "0"],
+        ["verify", "cluster", "--timeout", "nan"],
+        ["verify", "cluster", "--timeout", "inf"],
+        ["verify", "cluster", "--timeout", "-3"],
+        ["verify", "cluster", "--smoke-timeout", "nan"],
+        ["verify", "cluster", "--smoke-timeout", "1e999"],
+    ],
+)
+def test_non_finite_seconds_are_one_line_exit_4(capsys, argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == ExitCode.BAD_INPUT
+    line = one_line(capsys.readouterr().err)
+    assert argv[2] in line and f"(see envcheck {' '.join(argv[:2])} --help)" in line
+
+
+def test_bad_flag_is_one_line_not_a_usage_block(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", "node", "--no-such-flag"])
+    assert exc.value.code == ExitCode.BAD_INPUT
+    assert "--no-such-flag" in one_line(capsys.readouterr().err)
+
+
+def test_json_and_junit_on_one_file_is_refused(tmp_path: Path, capsys) -> None:
+    same = tmp_path / "report"
+    assert main(["verify", "node", "--json", str(same), "--junit", str(same)]) == 4
+    assert "--json and --junit name the same file" in one_line(capsys.readouterr().err)
+    assert not same.exists()
+
+
+# --- a signal during an import probe ends the probe and what it started --------------------
+
+HANG = """
+import os, subprocess, sys, time
+grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+with open(os.environ["HANG_PIDS"], "w") as f:
+    f.write(f"{os.getpid()} {grandchild.pid}")
+time.sleep(300)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "says"),
+    [
+        (signal.SIGTERM, ExitCode.TERMINATED, "envcheck: terminated (SIGTERM)"),
+        (signal.SIGINT, ExitCode.INTERRUPTED, "envcheck: interrupted"),
+    ],
+)
+def test_a_signal_during_an_import_probe_leaves_no_process_behind(
+    tmp_path: Path, sig: int, code: int, says: str
+) -> None:
+    (tmp_path / "hangs_on_import.py").write_text(HANG)
+    pids_file = tmp_path / "pids"
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    env["HANG_PIDS"] = str(pids_file)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "verify", "node", "--import", "hangs_on_import",
+         "--no-plugins", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    pids: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not pids_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.1)
+        pids = [int(p) for p in pids_file.read_text().split()]
+        proc.send_signal(sig)  # to envcheck's pid only, as `kill` does
+        _, err = proc.communicate(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(map(_alive, pids)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [p for p in pids if _alive(p)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in pids:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
+    assert proc.returncode == code, err
+    assert err.strip() == says
+    assert not left, f"probe processes {left} outlived envcheck"
