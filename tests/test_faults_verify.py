@@ -160,3 +160,49 @@ def test_a_signal_during_an_import_probe_leaves_no_process_behind(
     assert proc.returncode == code, err
     assert err.strip() == says
     assert not left, f"probe processes {left} outlived envcheck"
+
+
+# --- a scheduler that dies during the run ---------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_scheduler_killed_mid_run_is_an_error_naming_it_without_dask_tracebacks(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from tests.subprocess_cluster import start_cluster
+
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "hangs_on_import.py").write_text(HANG)
+    pids_file = tmp_path / "pids"
+    cluster = start_cluster(tmp_path / "cluster")
+    pids: list[int] = []
+    try:
+        cluster.add_worker("a", env={"PYTHONPATH": str(mods), "HANG_PIDS": str(pids_file)})
+        cluster.wait_for_workers(["a"])
+        report = tmp_path / "r.json"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "envcheck", "verify", "cluster", cluster.address,
+             "--import", "hangs_on_import", "--smoke", "array", "--quiet", "--json", str(report)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not pids_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # the facts round is under way: the worker is probing the import
+        time.sleep(0.1)
+        pids = [int(p) for p in pids_file.read_text().split()]
+        cluster.scheduler.kill()
+        out, err = proc.communicate(timeout=90)
+    finally:
+        cluster.stop()
+        for p in pids:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
+    assert proc.returncode == ExitCode.ERROR, err
+    assert err == ""  # no distributed.client tracebacks on the terminal
+    results = json.loads(report.read_text())["results"]
+    lost = [r for r in results if r["check"] == "scheduler"]
+    assert lost and lost[0]["status"] == "error", results
+    assert cluster.address in lost[0]["message"] and "stopped answering" in lost[0]["message"]

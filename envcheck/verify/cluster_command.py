@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +42,7 @@ from envcheck.verify.expectations import (
 from envcheck.verify.gather import ClusterFacts, CollectOptions, gather_facts
 from envcheck.verify.pinning import by_host, check_pinning
 from envcheck.verify.resources import check_resources
+from envcheck.verify.scheduler_loss import quiet_dask_logs, scheduler_lost
 from envcheck.verify.skew import skew_report
 
 if TYPE_CHECKING:
@@ -156,8 +158,9 @@ def run(args: argparse.Namespace) -> Report:
     exp = expectations_from_args(args)
     selected = _smoke_selection(args.smoke)
     security = security_from_files(args.tls_ca_file, args.tls_cert, args.tls_key)
+    quiet_dask_logs(getattr(args, "debug", False))
     with _cluster(args, security) as (client, described):
-        return verify(
+        report = verify(
             client,
             exp,
             timeout=args.timeout,
@@ -168,6 +171,10 @@ def run(args: argparse.Namespace) -> Report:
             described=described,
             embedded=not (args.address or args.scheduler_file),
         )
+        lost = scheduler_lost(client, client.scheduler.address or described)
+        if lost:
+            report = dataclasses.replace(report, results=(*lost, *report.results))
+        return report
 
 
 def verify(
