@@ -214,8 +214,9 @@ def _parse_recipe(text: str, path: Path) -> Recipe:
         m = e.problem_mark or e.context_mark
         where = f"{m.line + 1}:{m.column + 1}: " if m else ""
         raise BadInput(f"{path}:{where}malformed YAML: {e.problem or e.context}") from None
-    except yaml.YAMLError as e:
-        raise BadInput(f"{path}: malformed YAML: {e}") from None
+    except yaml.YAMLError as e:  # a ReaderError (a control character) spans two lines
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise BadInput(f"{path}: malformed YAML: {first}") from None
     if root is None:
         raise BadInput(f"{path}: the recipe is empty")
     top = _mapping(err, root, "")
