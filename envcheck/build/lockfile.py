@@ -17,6 +17,7 @@ from typing import Any
 from envcheck.build.atomic import write_files_atomically
 from envcheck.build.recipe import Exclusion, Recipe
 from envcheck.build.solve import SolvedPackage, resolve_channel
+from envcheck.build.toposort import toposorted
 from envcheck.errors import BadInput
 
 _META = "envcheck."  # prefix of our keys in conda-lock's custom_metadata
@@ -273,7 +274,7 @@ def explicit_text(lockfile: Any, platform: str) -> str:
     this module avoids); this follows it line for line, and a test compares the two.
     """
     _conda_lock_ready()
-    lockfile.toposort_inplace()
+    lockfile.package = toposorted(lockfile.package)  # conda-lock's order, linear
     lockfile.filter_virtual_packages_inplace()
     mine = [p for p in lockfile.package if p.platform == platform and "main" in p.categories]
     lines = [
@@ -348,7 +349,7 @@ def parse_lockfile(path: Path) -> Any:
         raise MissingLockfileVersion(f"{path} is missing a version")
     else:
         raise UnknownLockfileVersion(f"{path} has unknown version {version}")
-    lockfile.toposort_inplace()
+    lockfile.package = toposorted(lockfile.package)  # conda-lock's order, linear
     return lockfile
 
 
