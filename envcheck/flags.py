@@ -7,13 +7,12 @@ import math
 
 
 def seconds(text: str) -> float:
-    """A finite, positive number of seconds; 'nan', 'inf', 0 and negatives are bad input."""
+    """A finite number of seconds: 'nan' and 'inf' are bad input (exit 4), not a traceback or
+    a limit that never ends. Whether it must be positive is each verb's check."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: seconds must be a finite number greater than 0"
-        )
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds must be a finite number")
     return value

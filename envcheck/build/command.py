@@ -409,6 +409,8 @@ def run(args: argparse.Namespace) -> Report | int:
             f"{len(bad)} of {len(results)} locks need a rebuild: "
             + "; ".join(f"{r.message} (fix: {r.fix})" for r in bad)
         )
+    if args.fetch_timeout <= 0:
+        raise BadInput(f"--fetch-timeout must be positive, not {args.fetch_timeout:g}")
     for r in recipes:
         _platforms(r, args.platform)
     for c in args.channel_data or ():
