@@ -210,3 +210,19 @@ def test_a_scheduler_killed_mid_run_is_an_error_naming_it_without_dask_traceback
     lost = [r for r in results if r["check"] == "scheduler"]
     assert lost and lost[0]["status"] == "error", results
     assert cluster.address in lost[0]["message"] and "stopped answering" in lost[0]["message"]
+
+
+# --- the DDP smoke message names each rank's GPU ------------------------------------------
+
+
+def test_ddp_ranks_name_their_physical_gpu_not_only_cuda_0() -> None:
+    from envcheck.verify.smoke import gpu_named
+    from tests.factories import h200x2, with_env
+
+    two = h200x2()
+    rank0, rank1 = with_env(two, CUDA_VISIBLE_DEVICES="0"), with_env(two, CUDA_VISIBLE_DEVICES="1")
+    a, b = gpu_named("cuda:0", rank0), gpu_named("cuda:0", rank1)
+    assert a == f"cuda:0 = GPU 0 {two.gpus[0].uuid}"
+    assert b == f"cuda:0 = GPU 1 {two.gpus[1].uuid}"
+    assert gpu_named("cpu", rank0) == "cpu"  # gloo on CPU workers
+    assert gpu_named("cuda:0", None) == "cuda:0"  # no facts: as torch says it
