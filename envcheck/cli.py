@@ -167,6 +167,7 @@ def _print(report: Report, args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    program = argv is None  # the process is envcheck (console script, python -m envcheck)
     argv = sys.argv[1:] if argv is None else argv
     debug = "--debug" in argv
     restore = interrupts.install()
@@ -177,12 +178,28 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         if isinstance(e, interrupts.Terminated):
             print("envcheck: terminated (SIGTERM)", file=sys.stderr)
-            return int(ExitCode.TERMINATED)
-        print("envcheck: interrupted", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
+            code = ExitCode.TERMINATED
+        else:
+            print("envcheck: interrupted", file=sys.stderr)
+            code = ExitCode.INTERRUPTED
+        if program and not debug:
+            _quiet_exit()
+        return int(code)
     finally:
         interrupts.commit()  # the outcome is decided: a late Ctrl-C changes nothing
         restore()
+
+
+def _quiet_exit() -> None:
+    """After the one line: stderr to /dev/null for the rest of the process.
+
+    Libraries clean up at exit (distributed's atexit closes a cluster an interrupt left half
+    started) and print tracebacks about the interrupt itself; the user was told already.
+    """
+    sys.stderr.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
 
 
 def _main(argv: list[str]) -> int:

@@ -226,3 +226,48 @@ def test_ddp_ranks_name_their_physical_gpu_not_only_cuda_0() -> None:
     assert b == f"cuda:0 = GPU 1 {two.gpus[1].uuid}"
     assert gpu_named("cpu", rank0) == "cpu"  # gloo on CPU workers
     assert gpu_named("cuda:0", None) == "cuda:0"  # no facts: as torch says it
+
+
+# --- Ctrl-C in a terminal during an embedded verify cluster ----------------------------------
+
+
+def _tree(pid: int) -> list[int]:
+    from tests.test_build_cli import _descendants
+
+    return _descendants(pid)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("when", ["workers starting", "workers running"])
+def test_ctrl_c_to_the_whole_process_group_is_one_line_and_exit_130(when: str) -> None:
+    """A terminal sends SIGINT to every process of the foreground group, workers included."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "verify", "cluster", "--quiet", "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    seen: set[int] = set()
+    try:
+        deadline = time.monotonic() + 90
+        want = 1 if when == "workers starting" else 3  # 2 workers and the resource tracker
+        while time.monotonic() < deadline:
+            kids = _tree(proc.pid)
+            seen |= set(kids)
+            if len(kids) >= want:
+                break
+            time.sleep(0.05)
+        if when == "workers running":
+            time.sleep(1.5)
+            seen |= set(_tree(proc.pid))
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+        deadline = time.monotonic() + 15
+        while any(map(_alive, seen)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [p for p in seen if _alive(p)]
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert seen, "no worker process was seen"
+    assert proc.returncode == ExitCode.INTERRUPTED, err
+    assert err == "envcheck: interrupted\n"
+    assert not left, f"processes {left} outlived envcheck"

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.flags import seconds
 from envcheck.report import Measurement, Report, Result, Status
+from envcheck.verify.child_output import children_stderr_to_log
 from envcheck.verify.cluster_checks import (
     cluster_pids_by_host,
     kept_node_checks,
@@ -149,7 +150,11 @@ def _cluster(args: argparse.Namespace, security: object) -> Iterator[tuple[Clien
         raise BadInput("TLS options need a scheduler address (the embedded cluster is local)")
     gpus = gpu_count()
     kind, why = embedded_kind(gpus)
-    with embedded_cluster(n_workers=args.workers, gpus=gpus) as client:
+    with contextlib.ExitStack() as stack:
+        # its worker processes keep their stderr in a log, off the terminal (a Ctrl-C there
+        # reaches them too: one line from envcheck, not their tracebacks)
+        with children_stderr_to_log(getattr(args, "debug", False)):
+            client = stack.enter_context(embedded_cluster(n_workers=args.workers, gpus=gpus))
         yield client, f"embedded {kind} ({why})"
 
 
