@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import stat
 import sys
@@ -20,12 +21,39 @@ from envcheck.report import Report, render_table, write_json, write_junit
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("build",): ("envcheck.build.command", "solve recipes into conda-lock lockfiles"),
+    ("diff",): ("envcheck.build.diff", "what changed between two lock files"),
+    ("why",): ("envcheck.build.why", "which recipe entries pull a package into a lock"),
+    ("recipe", "new"): (
+        "envcheck.build.record.new",
+        "write a recipe pinned from the RAPIDS release record",
+    ),
     ("verify", "node"): ("envcheck.verify.node_command", "check this machine before a GPU job"),
     ("verify", "cluster"): (
         "envcheck.verify.cluster_command",
         "audit, smoke-test and measure a Dask cluster (default: start a local one)",
     ),
 }
+
+
+# Verbs whose modules live here need the `build` extra (solver, conda-lock's models, uv); the
+# verify side needs only the core dependencies and runs on Python >= 3.8.
+BUILD_PACKAGE = "envcheck.build"
+BUILD_MODULES = ("rattler", "conda_lock", "uv")
+
+
+def require_build_extra(verb: str) -> None:
+    """BadInput (one line) when this interpreter cannot run a build-side verb."""
+    if sys.version_info < (3, 10):
+        raise BadInput(
+            f"envcheck {verb} needs Python >= 3.10 (this is {sys.version.split()[0]}); "
+            "verify runs here, build on a newer Python"
+        )
+    missing = [m for m in BUILD_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        raise BadInput(
+            f"envcheck {verb} needs the build extra (missing: {', '.join(missing)}): "
+            "pip install 'envcheck[build]'"
+        )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,6 +98,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         _add_report_arguments(sub)
         sub.set_defaults(_module=module)
         if words is None or words[: len(path)] == path:
+            if module.startswith(BUILD_PACKAGE + "."):
+                if words is None and not _build_extra_present():
+                    continue  # full parser (help): build verbs say what they need when run
+                if words is not None:
+                    require_build_extra(" ".join(path))
             importlib.import_module(module).add_arguments(sub)
     return parser
 
@@ -127,6 +160,14 @@ def _check_destination(flag: str, path: Path) -> None:
         raise BadInput(f"{where} cannot be written: {e.strerror}") from None
     finally:
         os.close(fd)
+
+
+def _build_extra_present() -> bool:
+    try:
+        require_build_extra("build")
+    except EnvcheckError:
+        return False
+    return True
 
 
 def render(report: Report, args: argparse.Namespace) -> None:
@@ -203,7 +244,11 @@ def _quiet_exit() -> None:
 
 
 def _main(argv: list[str]) -> int:
-    parser = build_parser(argv)
+    try:
+        parser = build_parser(argv)
+    except EnvcheckError as e:
+        print(f"envcheck: {e.message}", file=sys.stderr)
+        return int(e.exit_code)
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     try:

@@ -154,7 +154,8 @@ def to_junit(report: Report) -> ET.Element:
 
 def write_junit(report: Report, path: Path) -> None:
     tree = ET.ElementTree(to_junit(report))
-    ET.indent(tree)
+    if hasattr(ET, "indent"):  # Python 3.9+; 3.8 writes the same XML unindented
+        ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)
 
 

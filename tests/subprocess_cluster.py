@@ -50,7 +50,7 @@ class SubprocessCluster:
         log = open(self.workdir / f"worker-{name}.log", "w")  # noqa: SIM115 - closed with proc
         proc = subprocess.Popen(
             [
-                python, "-m", "distributed.cli.dask_worker", self.address,
+                *dask_command(python, "worker"), self.address,
                 "--name", name, "--nthreads", "1", "--no-nanny", "--no-dashboard",
                 "--host", "127.0.0.1", "--local-directory", str(self.workdir / f"w-{name}"),
                 *self.tls, *extra,
@@ -64,24 +64,23 @@ class SubprocessCluster:
         return proc
 
     def wait_for_workers(self, names: list[str], security: object = None) -> dict[str, str]:
-        """name -> address once every named worker has registered."""
-        from distributed import Client
+        """name -> address once every named worker has registered.
 
+        Asks the scheduler's `identity` over a raw comm rather than through a Client: the
+        cluster may run a distributed our Client cannot talk to (tests/test_old_envs.py)."""
         deadline = time.monotonic() + START_TIMEOUT
-        with Client(self.address, security=security, timeout=START_TIMEOUT,
-                    set_as_default=False) as client:
-            while True:
-                info = client.scheduler_info(n_workers=-1)["workers"]
-                by_name = {str(w["name"]): a for a, w in info.items()}
-                if all(n in by_name for n in names):
-                    return {n: by_name[n] for n in names}
-                for n in names:
-                    if self.workers[n].poll() is not None:
-                        log = (self.workdir / f"worker-{n}.log").read_text()[-3000:]
-                        raise RuntimeError(f"worker {n} exited:\n{log}")
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"workers {names} did not register; have {by_name}")
-                time.sleep(0.1)
+        while True:
+            info = scheduler_identity(self.address, security)["workers"]
+            by_name = {str(w.get("name", w.get("id"))): a for a, w in info.items()}
+            if all(n in by_name for n in names):
+                return {n: by_name[n] for n in names}
+            for n in names:
+                if self.workers[n].poll() is not None:
+                    log = (self.workdir / f"worker-{n}.log").read_text()[-3000:]
+                    raise RuntimeError(f"worker {n} exited:\n{log}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"workers {names} did not register; have {by_name}")
+            time.sleep(0.1)
 
     def stop(self) -> None:
         # SIGKILL: a graceful close waits for running tasks (a test leaves one sleeping)
@@ -94,7 +93,41 @@ class SubprocessCluster:
             p.wait()
 
 
-def start_cluster(workdir: Path, tls: tuple[str, ...] = ()) -> SubprocessCluster:
+def scheduler_identity(address: str, security: object = None) -> dict:
+    """The scheduler's `identity` answer, over one raw comm (any distributed version)."""
+    import asyncio
+
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    args = (security or Security()).get_connection_args("client")  # type: ignore[attr-defined]
+
+    async def ask() -> dict:
+        comm = await connect(address, timeout=START_TIMEOUT, **args)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    return asyncio.run(ask())
+
+
+def dask_command(python: str, what: str) -> list[str]:
+    """How the environment of ``python`` starts a scheduler or worker: `dask scheduler` where
+    that environment ships the `dask` command (distributed >= 2022.10), else `dask-scheduler`;
+    the module itself where neither is there (linked venvs have no scripts of their own)."""
+    bindir = Path(python).parent
+    if python != sys.executable and (bindir / "dask").exists():
+        return [str(bindir / "dask"), what]
+    if python != sys.executable and (bindir / f"dask-{what}").exists():
+        return [str(bindir / f"dask-{what}")]
+    return [python, "-m", f"distributed.cli.dask_{what}"]
+
+
+def start_cluster(
+    workdir: Path, tls: tuple[str, ...] = (), python: str = sys.executable
+) -> SubprocessCluster:
     """A `dask scheduler` on a free port of 127.0.0.1, ready when its scheduler file appears."""
     workdir.mkdir(parents=True, exist_ok=True)
     sched_file = workdir / "scheduler.json"
@@ -102,7 +135,7 @@ def start_cluster(workdir: Path, tls: tuple[str, ...] = ()) -> SubprocessCluster
     protocol = ("--protocol", "tls") if tls else ()
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "distributed.cli.dask_scheduler",
+            *dask_command(python, "scheduler"),
             "--host", "127.0.0.1", "--port", "0", "--dashboard-address", "127.0.0.1:0",
             "--scheduler-file", str(sched_file), *protocol, *tls,
         ],

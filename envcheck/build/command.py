@@ -8,12 +8,12 @@ import json
 import socket
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from envcheck.build.atomic import check_writable, write_files_atomically
+from envcheck.build.changes import Change, changes_table, compare, version_build
 from envcheck.build.lockfile import (
     Lock,
     PipPackage,
@@ -66,6 +66,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="solve against these channels (e.g. a local snapshot of the recipe's channels) "
         "instead of the recipe's; the lock records them (repeatable)",
+    )
+    p.add_argument(
+        "--no-lint",
+        action="store_true",
+        help="solve even where the RAPIDS release record says the recipe's pins contradict it",
     )
 
 
@@ -154,6 +159,15 @@ def explain_failure(
                     )
             if chains:
                 return Unsolvable(f"{where}: " + "; ".join(chains), detail=failure.message)
+    glibc = recipe.system.get("glibc")
+    if glibc:
+        from envcheck.build import el7
+
+        dirs = [local_path(resolve_channel(c)) for c in channels if is_local(resolve_channel(c))]
+        catalogue = el7.repodata_catalogue(dirs, [platform, "noarch"])
+        blocked = el7.blocked_entries(specs, glibc, catalogue)
+        if blocked:
+            return Unsolvable(f"{where}: " + "; ".join(blocked), detail=failure.message)
     from envcheck.build import conflicts
 
     constraints = exclusion_constraints(recipe)
@@ -223,35 +237,16 @@ def channel_data(channels: Sequence[str], platform_list: Sequence[str]) -> list[
 # --- comparing with the previous lock -----------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Change:
-    platform: str
-    manager: str
-    name: str
-    kind: str  # added / removed / changed
-    old: str
-    new: str
-
-
 def lock_changes(old: Lock | None, lockfile: Any) -> list[Change]:
-    new = {
-        (p.platform, p.manager, p.name): f"{p.version}" + (f" {p.build}" if p.build else "")
-        for p in lockfile.package
-    }
     if old is None:  # a first lock: everything would read as added
         return []
-    before = {
-        (p.platform, p.manager, p.name): f"{p.version}" + (f" {p.build}" if p.build else "")
-        for p in old.packages
+    after = {
+        (p.platform, p.manager, p.name): version_build(p.version, p.build) for p in lockfile.package
     }
-    changes = []
-    for key in sorted(before.keys() | new.keys()):
-        a, b = before.get(key), new.get(key)
-        if a == b:
-            continue
-        kind = "added" if a is None else "removed" if b is None else "changed"
-        changes.append(Change(*key, kind=kind, old=a or "", new=b or ""))
-    return changes
+    before = {
+        (p.platform, p.manager, p.name): version_build(p.version, p.build) for p in old.packages
+    }
+    return compare(before, after)
 
 
 # --- the verb ----------------------------------------------------------------------------
@@ -310,6 +305,7 @@ def build_one(
             recipe, channels, platform, vps[platform], fetch_timeout
         )
         pip[platform] = resolve_pip(recipe.pip, solved[platform], platform, recipe.system)
+        _check_glibc(recipe, channels, platform, solved[platform], pip[platform])
     extra = {}
     if recipe.pip:
         extra["pip_index"] = "https://pypi.org/simple (resolved with uv)"
@@ -342,6 +338,37 @@ def build_one(
             Result(f"build {recipe.name}", Status.PASS, msg, node=platform, group="build")
         )
     return results, changes, to_write
+
+
+def _check_glibc(
+    recipe: Recipe,
+    channels: Sequence[str],
+    platform: str,
+    solved: Sequence[SolvedPackage],
+    pip: Sequence[PipPackage],
+) -> None:
+    """Every conda record's __glibc and every wheel's manylinux tag must fit the target glibc."""
+    from envcheck.build import el7
+    from envcheck.build.pip import PYPI, python_version
+
+    glibc = recipe.system.get("glibc")
+    if not glibc:
+        return
+    dirs = [local_path(resolve_channel(c)) for c in channels if is_local(resolve_channel(c))]
+    found = el7.check_solution(
+        glibc,
+        platform,
+        ((p.name, p.version, p.depends) for p in solved),
+        ((p.name, p.version, p.url.rsplit("/", 1)[-1]) for p in pip),
+        dirs,
+        PYPI if pip else None,
+        python_version(solved) if pip else None,
+    )
+    if found:
+        raise Unsolvable(
+            f"{recipe.name} ({platform}) does not load on glibc {glibc}: "
+            + "; ".join(o.line(glibc) for o in found)
+        )
 
 
 def _reachable(url: str, timeout: float = 3.0) -> bool:
@@ -393,6 +420,30 @@ def check_one(recipe: Recipe, out: Path) -> Result:
     return Result(check, Status.FAIL, problem, fix=fix, group="build")
 
 
+def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
+    """Lint against the RAPIDS release record; errors raise Unsolvable, the rest is a table."""
+    from envcheck.build.record.lint import ERROR, lint
+    from envcheck.build.record.table import load_record
+
+    record = load_record()
+    rows = []
+    for r in recipes:
+        findings = lint(r.dependencies, r.system, record)
+        bad = [f for f in findings if f.severity == ERROR]
+        if bad:
+            raise Unsolvable(
+                f"{r.path}: "
+                + "; ".join(f.line() for f in bad)
+                + " (the RAPIDS release record, envcheck/build/record/rapids.json; "
+                "--no-lint solves anyway)"
+            )
+        rows += [(r.name, f.severity, f.rule, f.message, ", ".join(f.sources)) for f in findings]
+    if not rows:
+        return ()
+    cols = ("recipe", "severity", "rule", "what the RAPIDS release record says", "source")
+    return (Table("RAPIDS release record", cols, tuple(rows)),)
+
+
 def run(args: argparse.Namespace) -> Report | int:
     recipes = [load_recipe(p) for p in args.recipes]  # every recipe is validated before any work
     names = [r.name for r in recipes]
@@ -413,6 +464,7 @@ def run(args: argparse.Namespace) -> Report | int:
         raise BadInput(f"--fetch-timeout must be positive, not {args.fetch_timeout:g}")
     for r in recipes:
         _platforms(r, args.platform)
+    notes = () if args.no_lint else lint_recipes(recipes)  # before any solve: fails fast
     for c in args.channel_data or ():
         resolve_channel(c)  # a URL the solver cannot read is bad input before any work
     check_writable(out)
@@ -428,11 +480,9 @@ def run(args: argparse.Namespace) -> Report | int:
         changes += [(recipe.name, c) for c in ch]
         to_write.update(files)
     write_files_atomically(to_write)  # the commit point: every lock of the run, or none
-    tables = ()
+    tables: tuple[Table, ...] = notes
     if changes:
-        rows = tuple((n, c.platform, c.manager, c.name, c.kind, c.old, c.new) for n, c in changes)
-        cols = ("recipe", "platform", "manager", "package", "change", "old", "new")
-        tables = (Table("changes against the previous lock", cols, rows),)
+        tables += (changes_table(changes),)
     return Report(
         "envcheck build", results=tuple(results), tables=tables, environment={"out": str(out)}
     )

@@ -101,6 +101,22 @@ def _best_wheel(wheels: list[dict[str, Any]], tags: list[Tag]) -> dict[str, Any]
     return best[1] if best else None
 
 
+def _refuse_unfit_wheels(
+    p: dict[str, Any], platform: str, glibc: str, py: str, index_url: str
+) -> None:
+    """No wheel fits because every linux wheel needs a newer glibc: say so, and what fits."""
+    from envcheck.build import el7
+    from envcheck.errors import Unsolvable
+
+    files = [w["url"].rsplit("/", 1)[-1] for w in p.get("wheels", [])]
+    found = el7.unfit_wheels(
+        p["name"], str(p["version"]), files, glibc, platform, py,
+        lambda name: el7.index_filenames(name, index_url),
+    )  # fmt: skip
+    if found:
+        raise Unsolvable(f"pip: {found.line(glibc)}")
+
+
 def resolve_pip(
     requirements: Sequence[str],
     solved: Sequence[SolvedPackage],
@@ -149,6 +165,8 @@ def resolve_pip(
         if name in pins:  # provided by a conda package
             continue
         dist = _best_wheel(p.get("wheels", []), tags) or p.get("sdist")
+        if not dist and system.get("glibc"):
+            _refuse_unfit_wheels(p, platform, system["glibc"], py, index_url)
         if not dist or "sha256" not in dist.get("hashes", {}):
             raise EnvcheckError(f"pip: no file with a sha256 for {p['name']} {p['version']}")
         out.append(PipPackage(name, str(p["version"]), dist["url"], dist["hashes"]["sha256"]))

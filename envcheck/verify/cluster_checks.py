@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from typing import Callable, List
 
 from envcheck.report import Result
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
-NodeChecks = Callable[[NodeFacts, Expectations, str], list[Result]]
+NodeChecks = Callable[[NodeFacts, Expectations, str], List[Result]]
 
 
 def node_checks(plugins: bool = True) -> NodeChecks:

@@ -27,6 +27,7 @@ from envcheck.verify.cluster_checks import (
 )
 from envcheck.verify.connect import (
     DEFAULT_TIMEOUT,
+    HandshakeSkew,
     address_from_scheduler_file,
     check_address,
     connect,
@@ -40,8 +41,10 @@ from envcheck.verify.expectations import (
     add_expectation_arguments,
     expectations_from_args,
 )
+from envcheck.verify.facts import NodeFacts
 from envcheck.verify.gather import ClusterFacts, CollectOptions, gather_facts
 from envcheck.verify.pinning import by_host, check_pinning
+from envcheck.verify.probe import ASKED, PeerVersions, facts_from_versions, package_version
 from envcheck.verify.resources import check_resources
 from envcheck.verify.scheduler_loss import quiet_dask_logs, scheduler_lost
 from envcheck.verify.skew import skew_report
@@ -126,10 +129,10 @@ def _validate(args: argparse.Namespace) -> None:
         raise BadInput(f"--timeout must be positive, not {args.timeout:g}")
     if args.smoke_timeout <= 0:
         raise BadInput(f"--smoke-timeout must be positive, not {args.smoke_timeout:g}")
-    if args.address and args.scheduler_file:
+    if args.address is not None and args.scheduler_file:
         raise BadInput("give a scheduler address or --scheduler-file, not both")
     if args.workers is not None:
-        if args.address or args.scheduler_file:
+        if args.address is not None or args.scheduler_file:
             raise BadInput("--workers sizes the embedded cluster: it needs no address")
         if args.workers < 1:
             raise BadInput(f"--workers must be 1 or more, not {args.workers}")
@@ -138,10 +141,10 @@ def _validate(args: argparse.Namespace) -> None:
 @contextlib.contextmanager
 def _cluster(args: argparse.Namespace, security: object) -> Iterator[tuple[Client, str]]:
     """A client to the cluster to verify, and a line describing that cluster."""
-    address = args.address
+    address = args.address  # "" is an address too (an unset $SCHED): refused, not embedded
     if args.scheduler_file:
         address = address_from_scheduler_file(args.scheduler_file)
-    if address:
+    if address is not None:
         address = check_address(address, security)  # type: ignore[arg-type]
         with connect(address, security, args.timeout) as client:  # type: ignore[arg-type]
             yield client, address
@@ -164,7 +167,13 @@ def run(args: argparse.Namespace) -> Report:
     selected = _smoke_selection(args.smoke)
     security = security_from_files(args.tls_ca_file, args.tls_cert, args.tls_key)
     quiet_dask_logs(getattr(args, "debug", False))
-    with _cluster(args, security) as (client, described):
+    try:
+        cluster = _cluster(args, security)
+        client, described = cluster.__enter__()
+    except HandshakeSkew as skew:
+        return handshake_skew_report(skew.peer, skew.reason)
+    with contextlib.ExitStack() as stack:
+        stack.push(cluster)
         report = verify(
             client,
             exp,
@@ -174,7 +183,7 @@ def run(args: argparse.Namespace) -> Report:
             bench=args.bench,
             plugins=not args.no_plugins,
             described=described,
-            embedded=not (args.address or args.scheduler_file),
+            embedded=args.address is None and args.scheduler_file is None,
         )
         lost = scheduler_lost(client, client.scheduler.address or described)
         if lost:
@@ -207,10 +216,18 @@ def verify(
             cluster = gather_facts(client, timeout, options)
             run_checks = checks.result()
     processes = cluster.by_process()
-    results: list[Result] = [_membership(cluster), *cluster.errors]
     lock_names = tuple(p.name for p in exp.lock_packages)
-    table, skew_results = skew_report(processes, lock_names)
-    results += skew_results
+    versions_only = _versions_of_unreported(client, cluster, timeout)
+    table, skew_results = skew_report({**processes, **versions_only}, lock_names)
+    # A worker that sent only its versions and fails skew could not run the collector
+    # *because* of that skew: its facts error is that failure, not an error of the run.
+    skewed = {n for r in skew_results if r.status is Status.FAIL for n in r.node.split(", ")}
+    explained = frozenset(a for a in versions_only if a in skewed)
+    results: list[Result] = [
+        _membership(cluster, explained),
+        *(_explained(r) if r.node in explained else r for r in cluster.errors),
+        *skew_results,
+    ]
     results += node_checks_per_worker(
         cluster.workers,
         exp,
@@ -248,6 +265,80 @@ def verify(
         tables=(table,),
         environment=_environment(client, cluster, described),
     )
+
+
+def _versions_of_unreported(
+    client: Client, cluster: ClusterFacts, timeout: float
+) -> dict[str, NodeFacts]:
+    """A worker that could not run the facts collector (it raised: often while unpickling it,
+    with another cloudpickle) still answers distributed's plain `versions` op, which needs no
+    pickling: enough to put it in the skew table. Hung and lost workers are not asked again."""
+    raised = sorted(a for a, why in cluster.unreported.items() if why == "raised")
+    if not raised:
+        return {}
+    try:
+        replies = client.sync(
+            client.scheduler.broadcast,
+            msg={"op": "versions", "packages": list(ASKED)},
+            workers=raised,
+            on_error="ignore",
+            callback_timeout=timeout,
+        )
+    except Exception:  # best effort: the facts error already names these workers
+        return {}
+    return {
+        a: facts_from_versions("worker", a, v)
+        for a, v in sorted(replies.items())
+        if isinstance(v, dict) and "packages" in v
+    }
+
+
+def handshake_skew_report(peer: PeerVersions, reason: str) -> Report:
+    """The report when this client cannot talk to the cluster at all: the skew the raw probe
+    saw (scheduler and the workers that answered against this process), and how to fix it."""
+    import distributed
+
+    from envcheck.verify.facts import collect_node_facts
+
+    processes = {"client": collect_node_facts("client")}
+    processes["scheduler"] = facts_from_versions("scheduler", peer.address, peer.scheduler)
+    for address, versions in sorted(peer.workers.items()):
+        processes[address] = facts_from_versions("worker", address, versions)
+    table, results = skew_report(processes, ())
+    mine = processes["client"]
+    theirs = f"distributed {peer.distributed}, Python {peer.python}"
+    handshake = Result(
+        "skew.handshake",
+        Status.FAIL,
+        f"this client (distributed {distributed.__version__}, Python {mine.python}) cannot "
+        f"talk to the scheduler at {peer.address} ({theirs}): {reason}",
+        node=peer.address,
+        fix=(
+            "a Dask client must share the cluster's environment: run the verify from it, "
+            "`python -m pip install envcheck && python -m envcheck verify cluster "
+            f"{peer.address}` with that environment's python ({theirs}); or give this "
+            f"client the cluster's versions (pip install 'distributed=={peer.distributed}' "
+            f"'dask=={_package(peer, 'dask')}')"
+        ),
+        group="skew",
+    )
+    return Report(
+        title="verify cluster",
+        results=(handshake, *results),
+        tables=(table,),
+        environment={
+            "scheduler": peer.address,
+            "workers": f"{len(peer.workers)} answered the versions probe",
+            "client python": f"{mine.python} ({mine.python_executable})",
+            "client distributed": distributed.__version__,
+            "scheduler distributed": peer.distributed,
+            "scheduler python": peer.python,
+        },
+    )
+
+
+def _package(peer: PeerVersions, name: str) -> str:
+    return package_version(peer.scheduler, name) or "?"
 
 
 def _guarded(what: str, step: Callable[[], list[Result]]) -> list[Result]:
@@ -314,7 +405,17 @@ def _bench(
     return measurements, problems
 
 
-def _membership(cluster: ClusterFacts) -> Result:
+def _explained(error: Result) -> Result:
+    return dataclasses.replace(
+        error,
+        status=Status.FAIL,
+        message=f"{error.message}; its versions differ from the client's (see skew): a worker "
+        "cannot run what a client of other versions sends it",
+        fix="give every process one environment (see the skew fixes)",
+    )
+
+
+def _membership(cluster: ClusterFacts, versions_only: frozenset[str] = frozenset()) -> Result:
     n = len(cluster.expected_workers)
     if cluster.scheduler is None and n == 0 and cluster.errors:
         return Result(
@@ -333,11 +434,17 @@ def _membership(cluster: ClusterFacts) -> Result:
         )
     hosts = by_host(cluster.workers)
     answered = len(cluster.workers)
-    status = Status.PASS if answered == n else Status.ERROR
+    if answered == n:
+        status = Status.PASS
+    elif answered + len(versions_only) == n:
+        status = Status.FAIL  # the rest are explained by their skew
+    else:
+        status = Status.ERROR
+    skewed = f"; {len(versions_only)} sent only versions (skewed)" if versions_only else ""
     return Result(
         "workers",
         status,
-        f"{answered} of {n} workers reported facts, on {len(hosts)} host(s): "
+        f"{answered} of {n} workers reported facts{skewed}, on {len(hosts)} host(s): "
         + ", ".join(f"{h} ({len(w)})" for h, w in hosts.items()),
         group=GROUP,
     )

@@ -6,16 +6,20 @@ BadInput for what the user typed, Unreachable when nothing answered in time.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.util
 import json
 import logging
 import os
+import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, Unreachable
+from envcheck.verify.probe import PeerVersions, probe_scheduler, with_workers
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -67,14 +71,27 @@ def address_from_scheduler_file(path: Path) -> str:
 
 
 def check_address(address: str, security: Security | None) -> str:
-    """Validate a scheduler address before any connection attempt; returns it normalised."""
+    """Validate a scheduler address before any connection attempt; returns it normalised.
+
+    Everything a user can get wrong in an address is caught here, in one line, before a
+    socket or a Client exists (a Client built on a bad address leaves a noisy finaliser).
+    """
+    if not address.strip():
+        raise BadInput("empty scheduler address (an unset variable?); give tcp://HOST:PORT")
     scheme, sep, rest = address.partition("://")
     if not sep:
         scheme, rest = "tcp", address
+    if scheme == "inproc":
+        raise BadInput(
+            f"{address!r} is an in-process address: it exists only inside the process that "
+            "made it; give the scheduler's tcp:// or tls:// address"
+        )
     if scheme not in _SCHEMES:
         raise BadInput(f"unknown protocol {scheme!r} in {address!r} (use tcp://, tls://, ucx://)")
     if not rest or rest.startswith(":"):
         raise BadInput(f"no host in scheduler address {address!r}")
+    if scheme in ("tcp", "tls", "ucx"):
+        _check_host_port(address, rest)
     if scheme == "ucx" and importlib.util.find_spec("distributed_ucxx") is None:
         raise BadInput("a ucx:// address needs distributed-ucxx installed where envcheck runs")
     if scheme == "tls" and security is None and not _tls_configured():
@@ -82,7 +99,23 @@ def check_address(address: str, security: Security | None) -> str:
             "a tls:// address needs --tls-ca-file, --tls-cert and --tls-key "
             "(or distributed.comm.tls settings in the Dask config)"
         )
+    if scheme != "tls" and security is not None:
+        raise BadInput(
+            f"TLS flags were given but {address!r} is not a tls:// address: "
+            "use the scheduler's tls:// address, or drop the --tls-* flags"
+        )
     return f"{scheme}://{rest}"
+
+
+def _check_host_port(address: str, rest: str) -> None:
+    from distributed.comm.addressing import parse_host_port
+
+    try:
+        host, port = parse_host_port(rest)
+    except (ValueError, TypeError) as e:
+        raise BadInput(f"bad scheduler address {address!r}: {e}") from None
+    if not host or not 0 < int(port) < 65536:
+        raise BadInput(f"bad scheduler address {address!r}: port must be 1-65535")
 
 
 def _tls_configured() -> bool:
@@ -91,24 +124,80 @@ def _tls_configured() -> bool:
     return Security().get_connection_args("client").get("ssl_context") is not None
 
 
+class HandshakeSkew(Exception):
+    """The scheduler answered the raw probe, but a Client of this distributed cannot talk to
+    it: the versions differ too much. Carries what the probe learnt, for the skew report."""
+
+    def __init__(self, peer: PeerVersions, reason: str) -> None:
+        super().__init__(reason)
+        self.peer = peer
+        self.reason = reason
+
+
 @contextlib.contextmanager
 def connect(address: str, security: Security | None, timeout: float) -> Iterator[Client]:
-    """A Client to a running scheduler; Unreachable when none answers within timeout."""
-    from distributed import Client
+    """A Client to a running scheduler, everything bounded by ``timeout``.
 
+    First the raw probe (envcheck.verify.probe): Unreachable when nothing answers in time or
+    what answers is not a scheduler. Then the Client; when it cannot connect although the
+    scheduler answered and runs another distributed, HandshakeSkew.
+    """
+    import distributed
+    from distributed import Client
+    from distributed.security import Security
+
+    started = time.monotonic()
+    args = (security or Security()).get_connection_args("client")
+    peer = probe_scheduler(address, args, timeout)
+    remaining = max(1.0, timeout - (time.monotonic() - started))
     try:
-        client = Client(address, security=security, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError) as e:
-        raise Unreachable(
-            f"no scheduler answered at {address} within {timeout:g} s ({_reason(e)})"
-        ) from e
-    except (TypeError, ValueError) as e:  # distributed's reaction to malformed TLS/addresses
-        raise BadInput(f"cannot connect to {address}: {e}") from e
+        # set_as_default: before distributed 2022.11, wait() and libraries such as xgboost.dask
+        # find "the" client only among default clients (Client.as_current is ignored there).
+        with warnings.catch_warnings():
+            # distributed's own skew warning (a plain table on stderr): the report says more
+            warnings.simplefilter("ignore", _version_mismatch_warning())
+            client = Client(address, security=security, timeout=remaining, set_as_default=True)
+    except Exception as e:
+        _dispose_failed_client(e)
+        if peer.distributed and peer.distributed != distributed.__version__:
+            left = max(1.0, timeout - (time.monotonic() - started))
+            raise HandshakeSkew(with_workers(peer, args, left), _reason(e)) from None
+        if isinstance(e, (OSError, TimeoutError, asyncio.TimeoutError)):
+            raise Unreachable(
+                f"no scheduler answered at {address} within {timeout:g} s ({_reason(e)})"
+            ) from None
+        raise Unreachable(f"cannot connect to {address}: {_reason(e)}") from None
     try:
         yield client
     finally:
         with contextlib.suppress(Exception):
             client.close(timeout=timeout)
+
+
+def _version_mismatch_warning() -> type[Warning]:
+    try:
+        from distributed.versions import VersionMismatchWarning
+    except ImportError:  # not in every version
+        return UserWarning
+    return VersionMismatchWarning
+
+
+def _dispose_failed_client(e: BaseException) -> None:
+    """A Client whose constructor raised still exists (its frame holds it) and its finaliser
+    would wait for a close that cannot finish, then print a traceback at exit. Close it here,
+    briefly, and mark it closed so the finaliser has nothing left to do."""
+    from distributed import Client
+
+    tb = e.__traceback__
+    while tb is not None:
+        obj = tb.tb_frame.f_locals.get("self")
+        if isinstance(obj, Client):
+            with contextlib.suppress(BaseException):
+                obj.status = "closed"  # the finaliser and close() now return at once
+            with contextlib.suppress(BaseException):
+                obj._loop_runner.stop()  # the IO thread it started for this client
+            return
+        tb = tb.tb_next
 
 
 def _reason(e: BaseException) -> str:
@@ -163,7 +252,7 @@ def embedded_cluster(
     if gpus is None:
         gpus = gpu_count()
     kind, _ = embedded_kind(gpus)
-    protocol = protocol.removesuffix("://")
+    protocol = protocol[: -len("://")] if protocol.endswith("://") else protocol
     if protocol == "ucx" and importlib.util.find_spec("distributed_ucxx") is None:
         raise BadInput("protocol ucx needs distributed-ucxx installed")
     common = dict(
@@ -186,7 +275,7 @@ def embedded_cluster(
     except Exception as e:
         raise Unreachable(f"the embedded {kind} did not start: {_reason(e)}") from e
     try:
-        client = Client(cluster, timeout=timeout, set_as_default=False)
+        client = Client(cluster, timeout=timeout, set_as_default=True)  # see connect()
         try:
             yield client
         finally:

@@ -199,42 +199,67 @@ def expectations_from_args(args: argparse.Namespace) -> Expectations:
 
 
 def read_lock(path: Path) -> tuple[LockedPackage, ...]:
-    """Packages of a conda-lock file (v1 or v2); BadInput with one line when it is not one."""
-    from conda_lock.lockfile import parse_conda_lock_file
+    """Packages of a conda-lock file (v1 or v2); BadInput with one line when it is not one.
+
+    Read with PyYAML alone, not conda-lock's models: verify runs inside old environments
+    (Python 3.8, no conda-lock), and it needs only these fields of each package.
+    """
+    import yaml
 
     if not path.is_file():
         raise BadInput(f"lock file not found: {path}")
     try:
-        lock = parse_conda_lock_file(path)
-    except Exception as e:  # yaml, pydantic and conda-lock's own errors all mean "bad lock"
-        lines = [ln.strip() for ln in str(e).strip().splitlines()] or [type(e).__name__]
-        first = lines[0]
-        if "validation error" in first and len(lines) >= 3:  # pydantic: name the field
-            first = f"{lines[1]}: {lines[2].split(' [')[0]}"
+        data = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise BadInput(f"{path}: not a readable conda-lock file ({first})") from e
-    if not lock.package:
+    try:
+        locked = tuple(_locked(i, p) for i, p in enumerate(_packages(data)))
+    except ValueError as e:
+        raise BadInput(f"{path}: not a readable conda-lock file ({e})") from None
+    if not locked:
         raise BadInput(f"{path}: the lock lists no packages (an empty lock checks nothing)")
-    out = []
-    for dep in lock.package:
-        _check_virtual(path, dep.name, dep.dependencies or {})
-        build = dep.build or ""
-        if dep.manager == "conda" and not build:
-            build = _build_from_url(dep.url)
-        virtual = tuple(
-            sorted((k, str(v)) for k, v in (dep.dependencies or {}).items() if k.startswith("__"))
-        )
-        out.append(
-            LockedPackage(
-                # pip names compare PEP 503-normalised; conda names are canonical as written
-                normalize_name(dep.name) if dep.manager == "pip" else dep.name,
-                str(dep.version),
-                build,
-                dep.manager,
-                dep.platform,
-                virtual,
-            )
-        )
-    return tuple(out)
+    for p in locked:
+        _check_virtual(path, p.name, dict(p.virtual))
+    return locked
+
+
+def _packages(data: object) -> list:
+    if not isinstance(data, dict) or "package" not in data or "metadata" not in data:
+        raise ValueError("no 'metadata' and 'package' sections")
+    if data.get("version") not in (1, 2):
+        raise ValueError(f"unsupported lock version {data.get('version')!r}")
+    packages = data["package"]
+    if not isinstance(packages, list):
+        raise ValueError("'package' is not a list")
+    return packages
+
+
+def _locked(index: int, dep: object) -> LockedPackage:
+    if not isinstance(dep, dict):
+        raise ValueError(f"package[{index}] is not a mapping")
+    for key in ("name", "version", "manager", "platform", "url"):
+        if not isinstance(dep.get(key), (str, int, float)) or dep.get(key) == "":
+            raise ValueError(f"package[{index}]: field '{key}' missing or empty")
+    manager = str(dep["manager"])
+    if manager not in ("conda", "pip"):
+        raise ValueError(f"package[{index}]: manager {manager!r} is neither conda nor pip")
+    deps = dep.get("dependencies") or {}
+    if not isinstance(deps, dict):
+        raise ValueError(f"package[{index}]: 'dependencies' is not a mapping")
+    build = str(dep.get("build") or "")
+    if manager == "conda" and not build:
+        build = _build_from_url(str(dep["url"]))
+    name = str(dep["name"])
+    return LockedPackage(
+        # pip names compare PEP 503-normalised; conda names are canonical as written
+        normalize_name(name) if manager == "pip" else name,
+        str(dep["version"]),
+        build,
+        manager,
+        str(dep["platform"]),
+        tuple(sorted((str(k), str(v)) for k, v in deps.items() if str(k).startswith("__"))),
+    )
 
 
 # one clause of a conda version spec: an optional operator, then a version that starts with a
@@ -248,7 +273,8 @@ def _check_virtual(path: Path, name: str, deps: dict) -> None:
         if key not in deps:
             continue
         spec = str(deps[key])  # '' (any version) is what conda-lock writes for a bare name
-        if spec.strip() and not all(_SPEC_CLAUSE.fullmatch(c) for c in re.split(r"[,|]", spec)):
+        clauses = re.split(r"[,|]", spec)
+        if spec.strip() not in ("", "None") and not all(map(_SPEC_CLAUSE.fullmatch, clauses)):
             raise BadInput(f"{path}: {name} needs {key} {spec!r}, which is not a version spec")
 
 

@@ -953,7 +953,10 @@ def probe_libraries(
     A child keeps the libraries out of the caller; the mapped path says which copy won.
     """
     wanted = list(dict.fromkeys(names))
-    sonames = [SONAMES.get(n.removeprefix("lib"), n) if ".so" not in n else n for n in wanted]
+    sonames = [
+        SONAMES.get(n[3:] if n.startswith("lib") else n, n) if ".so" not in n else n
+        for n in wanted
+    ]
     sonames = [s if ".so" in s or "/" in s else f"lib{s}.so" for s in sonames]
     try:
         proc = subprocess.run(
@@ -980,7 +983,7 @@ def probe_libraries(
         else:
             errors[msg["name"]] = msg["error"]
     out = []
-    for name, so in zip(wanted, sonames, strict=True):
+    for name, so in zip(wanted, sonames):
         if so not in errors:
             why = f"probe exited {proc.returncode} before {so}: {_tail(proc.stderr)}"
             out.append(LibraryProbe(name, False, "", why))

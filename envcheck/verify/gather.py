@@ -44,6 +44,8 @@ class ClusterFacts:
     workers: dict[str, NodeFacts] = field(default_factory=dict)  # address -> facts
     errors: tuple[Result, ...] = ()
     expected_workers: tuple[str, ...] = ()  # what the scheduler listed when the round began
+    # worker address -> why it sent no facts: "timeout", "lost" or "raised"
+    unreported: dict[str, str] = field(default_factory=dict)
     scheduler_address: str = ""
     seconds: float = 0.0
 
@@ -221,9 +223,12 @@ def _make_fan_out() -> Callable[..., Any]:
             reply = replies.get(address)
             if reply is None:
                 return failure("lost", "the scheduler no longer lists it")
-            if isinstance(reply, (bytes, bytearray)):  # the connection failed
+            if isinstance(reply, (bytes, bytearray)):  # the call failed on the way
                 exc = loads(reply)
-                return failure("lost", f"{type(exc).__name__}: {exc}")
+                # A dead connection is "lost"; anything else was raised by the worker, e.g.
+                # while unpickling our runner with another cloudpickle.
+                kind = "lost" if isinstance(exc, (OSError, EOFError)) else "raised"
+                return failure(kind, f"{type(exc).__name__}: {exc}")
             if reply.get("status") != "OK":
                 return failure("raised", str(reply.get("exception_text", "unknown error")))
             result = reply["result"]
@@ -250,7 +255,7 @@ def _make_fan_out() -> Callable[..., Any]:
         replies = await asyncio.gather(*(one(a) for a in addresses), own())
         return {
             "scheduler": replies[-1],
-            "workers": dict(zip(addresses, replies[:-1], strict=True)),
+            "workers": dict(zip(addresses, replies[:-1])),
             "resources": workers,
         }
 
@@ -305,9 +310,12 @@ def gather_facts(
                               errors)
     resources = reply.get("resources", {})
     workers: dict[str, NodeFacts] = {}
+    unreported: dict[str, str] = {}
     for address, answer in reply.get("workers", {}).items():
         facts = _decode("worker", address, answer, deadline, errors)
-        if facts is not None:
+        if facts is None:
+            unreported[address] = answer.get("error", "raised")
+        else:
             workers[address] = replace(
                 facts, address=address, resources=dict(resources.get(address, {}))
             )
@@ -317,6 +325,7 @@ def gather_facts(
         workers=workers,
         errors=tuple(errors),
         expected_workers=tuple(sorted(reply.get("workers", {}))),
+        unreported=unreported,
         scheduler_address=scheduler_address,
         seconds=time.perf_counter() - t0,
     )
@@ -344,7 +353,7 @@ def _direct(
     client: Client, runner: Callable[..., Any], payload: Payload, kwargs: dict, deadline: float
 ) -> dict:
     """Workers' facts through client.run: the fallback when the scheduler runs no code."""
-    info = client.scheduler_info(n_workers=-1)["workers"]
+    info = all_workers_info(client)
     try:
         replies = client.run(
             runner, payload.digest, payload.source, "worker", kwargs,
@@ -362,6 +371,15 @@ def _direct(
     }
     resources = {a: dict(w.get("resources") or {}) for a, w in info.items()}
     return {"workers": answers, "resources": resources}
+
+
+def all_workers_info(client: Client) -> dict:
+    """address -> info of every worker. distributed >= 2025 lists only the first few unless
+    asked with n_workers=-1, which older versions do not take."""
+    try:
+        return client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:
+        return client.scheduler_info()["workers"]
 
 
 def _kind(e: BaseException) -> str:

@@ -21,6 +21,7 @@ from envcheck.verify.facts import (
     facts_from_dict,
     facts_to_dict,
 )
+from envcheck.verify.prefix import collect_prefix_facts, prefix_summary
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="judge facts saved with --save-facts (from another machine) instead of this one",
     )
     parser.add_argument(
+        "--prefix",
+        type=Path,
+        metavar="DIR",
+        help="check the conda env or venv at DIR (its own python collects the facts; "
+        "nothing is installed into it)",
+    )
+    parser.add_argument(
         "--save-facts", type=Path, metavar="FILE", help="write the collected facts as JSON"
     )
     parser.add_argument(
@@ -41,7 +49,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Report:
     exp = expectations_from_args(args)
-    if args.facts:
+    if args.facts and args.prefix:
+        raise BadInput("give --facts or --prefix, not both")
+    if args.prefix:
+        facts = collect_prefix_facts(
+            args.prefix, exp.import_modules, exp.libraries, exp.probe_timeout
+        )
+        check_lock_platform(exp, facts.platform)
+    elif args.facts:
         facts = _load_facts(args.facts)
         check_lock_platform(exp, facts.platform)
     else:
@@ -58,7 +73,10 @@ def run(args: argparse.Namespace) -> Report:
             if facts.collect_seconds
             else ()
         ),
-        environment=environment_summary(facts),
+        environment={
+            **environment_summary(facts),
+            **(prefix_summary(args.prefix, facts) if args.prefix else {}),
+        },
     )
 
 

@@ -229,15 +229,19 @@ def _results(
             if status is Status.FAIL
             else ""
         )
-        pin = f"{name}=={ref}" if ref and name != "python" else f"python {ref}"
+        if not ref:  # most processes lack it
+            action = f"uninstall {name} from {_describe(odd)} or install it everywhere"
+        elif name == "python":
+            action = f"run python {ref} on {_describe(odd)}"
+        else:
+            action = f"install {name}=={ref} on {_describe(odd)}"
         out.append(
             Result(
                 check=f"skew.{name}",
                 status=status,
                 message=message,
                 node=", ".join(odd),
-                fix=f"{why}install {pin} on {_describe(odd)}, or build every environment "
-                "from one lock (envcheck build)",
+                fix=f"{why}{action}, or build every environment from one lock (envcheck build)",
                 group="cluster",
             )
         )

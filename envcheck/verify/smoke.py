@@ -324,7 +324,7 @@ def _torch_ddp(run: SmokeRun) -> list[Result]:
     run.track(futs)
     want = ddp.expected_sum(len(plan.workers))
     out = []
-    named = dict(zip(plan.workers, futs, strict=True))
+    named = dict(zip(plan.workers, futs))
     for rank, (a, (value, exc)) in enumerate(run.outcomes(named, "the all-reduce").items()):
         label = f"rank {rank}/{len(plan.workers)} over {plan.backend}"
         if exc is not None:
@@ -456,7 +456,7 @@ def _is_cluster_failure(exc: BaseException) -> bool:
     from distributed import KilledWorker
     from distributed.comm.core import CommClosedError
 
-    return isinstance(exc, KilledWorker | CommClosedError)
+    return isinstance(exc, (KilledWorker, CommClosedError))
 
 
 def run_one(

@@ -216,7 +216,12 @@ def received(x: Any, key: Any) -> tuple[int, float | None, str]:
     from distributed import get_worker
 
     size = int(getattr(x, "nbytes", 0) or len(x))
-    for entry in reversed(list(get_worker().transfer_incoming_log)):
+    worker = get_worker()
+    # distributed >= 2022.11 names it transfer_incoming_log; before, incoming_transfer_log
+    log = getattr(worker, "transfer_incoming_log", None)
+    if log is None:
+        log = getattr(worker, "incoming_transfer_log", ())
+    for entry in reversed(list(log)):
         if key in entry.get("keys", {}):
             return size, float(entry["duration"]), str(entry.get("who", ""))
     return size, None, ""  # the data was already here: nothing was transferred

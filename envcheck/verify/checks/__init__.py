@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import traceback
-from collections.abc import Callable
+from typing import Callable, List
 
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
@@ -24,7 +24,7 @@ from .packages import check_packages
 from .ucx import check_ucx
 from .visible import check_visible
 
-Check = Callable[[NodeFacts, Expectations], list[Result]]
+Check = Callable[[NodeFacts, Expectations], List[Result]]
 
 # check id -> function; the id is what results carry and what docs/verify-node.md lists
 BUILTIN_CHECKS: dict[str, Check] = {
@@ -47,7 +47,9 @@ def run_check(
     """One check, made safe: its results get node and group; an exception becomes an error."""
     try:
         results = fn(facts, exp)
-        if not isinstance(results, list | tuple) or not all(isinstance(r, Result) for r in results):
+        if not isinstance(results, (list, tuple)) or not all(
+            isinstance(r, Result) for r in results
+        ):
             raise TypeError(f"returned {type(results).__name__}, not a list of Result")
     except Exception as e:
         where = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None

@@ -1,0 +1,117 @@
+"""verify cluster from inside a RAPIDS 22.08-era environment against distributed's own check.
+
+A venv of Python 3.9 with dask == distributed == 2022.7.1 and envcheck installed into it
+(tests/old_envs.py builds it, as the tests do), a scheduler and --workers workers started from
+it, and in that same environment, interleaved, --repeat times each:
+
+- process: `envcheck verify cluster ADDRESS --smoke none --quiet` as a whole process, against
+  `python -c "Client(ADDRESS).get_versions(check=True)"` as a whole process (import, connect,
+  ask, close: what a user waits for);
+- warm: in one process with one Client, envcheck's verify() (facts round, skew, node checks,
+  pinning; --smoke none) against client.get_versions(check=True).
+
+Prints medians and the ratios envcheck / get_versions. Old-environment support must cost
+nothing in speed: the ratios should match those of today's stack (BENCHMARKS.md, "verify
+cluster").
+
+    python bench/old_env.py [--workers 2] [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.old_envs import OLD_ENVS, build_env  # noqa: E402
+from tests.subprocess_cluster import start_cluster  # noqa: E402
+
+WARM = r"""
+import json, statistics, sys, time, warnings
+warnings.simplefilter("ignore")
+from distributed import Client
+from envcheck.verify.cluster_command import verify
+from envcheck.verify.expectations import Expectations
+address, repeat = sys.argv[1], int(sys.argv[2])
+client = Client(address, set_as_default=True)
+verify(client, Expectations(), smoke=set())  # cold: the collector compiles on each worker
+client.get_versions(check=True)
+env, dist = [], []
+for _ in range(repeat):
+    t = time.perf_counter(); verify(client, Expectations(), smoke=set())
+    env.append(time.perf_counter() - t)
+    t = time.perf_counter(); client.get_versions(check=True)
+    dist.append(time.perf_counter() - t)
+client.close()
+print(json.dumps({"envcheck": env, "get_versions": dist}))
+"""
+
+BARE = (
+    "import sys, warnings; warnings.simplefilter('ignore')\n"
+    "from distributed import Client\n"
+    "c = Client(sys.argv[1]); c.get_versions(check=True); c.close()\n"
+)
+
+
+def timed(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd="/")
+    took = time.perf_counter() - t
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{cmd[:3]} exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return took
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+    env = build_env(OLD_ENVS[0])
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = start_cluster(Path(tmp) / "c", python=env.python)
+        try:
+            names = [f"w{i}" for i in range(args.workers)]
+            for n in names:
+                cluster.add_worker(n, python=env.python)
+            cluster.wait_for_workers(names)
+            verify_cmd = [env.envcheck, "verify", "cluster", cluster.address, "--smoke", "none",
+                          "--quiet"]
+            bare_cmd = [env.python, "-c", BARE, cluster.address]
+            timed(verify_cmd), timed(bare_cmd)  # warm the page cache, compile .pyc
+            proc_env, proc_bare = [], []
+            for _ in range(args.repeat):
+                proc_env.append(timed(verify_cmd))
+                proc_bare.append(timed(bare_cmd))
+            out = subprocess.run(
+                [env.python, "-c", WARM, cluster.address, str(args.repeat)],
+                capture_output=True, text=True, check=True, cwd="/",
+            )
+            warm = json.loads(out.stdout.strip().splitlines()[-1])
+        finally:
+            cluster.stop()
+    py = subprocess.run([env.python, "-c", "import platform; print(platform.python_version())"],
+                        capture_output=True, text=True).stdout.strip()
+    print(f"environment: Python {py}, dask/distributed 2022.7.1, {args.workers} workers, "
+          f"{args.repeat} interleaved repeats (medians)")
+    rows = [
+        ("process: verify cluster --smoke none", statistics.median(proc_env),
+         "process: Client + get_versions(check=True)", statistics.median(proc_bare)),
+        ("warm: verify() facts round + checks", statistics.median(warm["envcheck"]),
+         "warm: client.get_versions(check=True)", statistics.median(warm["get_versions"])),
+    ]
+    for a, ta, b, tb in rows:
+        print(f"  {a:<42} {ta * 1000:9.1f} ms   {b:<44} {tb * 1000:8.1f} ms   "
+              f"ratio {ta / tb:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,431 @@
+"""Build the RAPIDS release record (rapids.json) from the real files in tests/data/rapids-record.
+
+    python -m envcheck.build.record.gen [--data DIR] [--out FILE] [--check]
+
+Every value carries the file and line it was read from ("from": ["path:line", ...], paths
+relative to the data folder, whose SOURCES.tsv names repository, branch and commit of each
+file). What the files do not say is "unknown", never filled in. Rerunning on the same files
+gives the same bytes; a test holds the shipped table to that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "envcheck.rapids-record/1"
+RELEASES = (
+    "22.08", "22.10", "22.12", "23.02", "23.04", "23.06",
+    "23.08", "23.10", "23.12", "24.02", "24.04",
+)  # fmt: skip
+ROOT = Path(__file__).resolve().parents[3]
+DATA = ROOT / "tests" / "data" / "rapids-record"
+OUT = Path(__file__).with_name("rapids.json")
+
+
+def TABLE_TEXT() -> str:  # noqa: N802 - reads like the constant it stands for
+    """The shipped table's text."""
+    return OUT.read_text()
+
+
+UNKNOWN = "unknown"
+
+# versions.yaml key -> record field (ranges as conda match-spec versions)
+RANGES = {
+    "ucx_version": "ucx",
+    "cupy_version": "cupy",
+    "numba_version": "numba",
+    "numpy_version": "numpy",
+    "pandas_version": "pandas",
+    "pytorch_version": "pytorch",
+    "nccl_version": "nccl",
+    "cuda_python_version": "cuda-python",
+}
+
+
+class Source:
+    """One copied file, read once, searched by line."""
+
+    def __init__(self, data: Path, rel: str) -> None:
+        self.rel = rel
+        path = data / rel
+        self.lines = path.read_text().splitlines() if path.exists() else []
+
+    def exists(self) -> bool:
+        return bool(self.lines)
+
+    def find(self, pattern: str, start: int = 0) -> tuple[re.Match[str], str] | None:
+        """First line (from ``start``) matching; returns the match and 'path:line'."""
+        rx = re.compile(pattern)
+        for i, line in enumerate(self.lines[start:], start + 1):
+            m = rx.search(line)
+            if m:
+                return m, f"{self.rel}:{i}"
+        return None
+
+    def key_value(self, key: str) -> tuple[str, str] | None:
+        """A versions.yaml entry ``key:`` followed by ``  - 'VALUE'``: (VALUE, pointer)."""
+        head = self.find(rf"^{re.escape(key)}:\s*$")
+        if head is None:
+            return None
+        line_no = int(head[1].rsplit(":", 1)[1])
+        for i in range(line_no, len(self.lines)):
+            m = re.match(r"^\s+-\s+['\"]?([^'\"#]*?)['\"]?\s*(#.*)?$", self.lines[i])
+            if m:
+                return m.group(1).strip(), f"{self.rel}:{i + 1}"
+            if not self.lines[i].lstrip().startswith("#"):
+                break
+        return None
+
+
+def known(value: Any, *pointers: str, note: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {"value": value, "from": list(pointers)}
+    if note:
+        out["note"] = note
+    return out
+
+
+def unknown(note: str) -> dict[str, Any]:
+    return {"value": UNKNOWN, "from": [], "note": note}
+
+
+def _matrix(src: Source) -> list[tuple[str, str, str]]:
+    """amd64 rows of a shared workflow's build MATRIX: (python, cuda, pointer)."""
+    rows = []
+    for i, line in enumerate(src.lines, 1):
+        if "ARCH: 'amd64'" not in line:
+            continue
+        py = re.search(r"PY_VER: '([\d.]+)'", line)
+        cuda = re.search(r"CUDA_VER: '([\d.]+)'", line)
+        if py and cuda:
+            rows.append((py.group(1), cuda.group(1), f"{src.rel}:{i}"))
+    return rows
+
+
+def _axis_list(src: Source, key: str) -> list[tuple[str, str]]:
+    """Values listed under ``key:`` in a ci/axis file: (value, pointer)."""
+    head = src.find(rf"^{key}:\s*$")
+    if head is None:
+        return []
+    out = []
+    for i in range(int(head[1].rsplit(":", 1)[1]), len(src.lines)):
+        m = re.match(r"^\s+-\s+['\"]?([\d.]+)['\"]?\s*$", src.lines[i])
+        if not m:
+            break
+        out.append((m.group(1), f"{src.rel}:{i + 1}"))
+    return out
+
+
+def _major_minor(v: str) -> str:
+    return ".".join(v.split(".")[:2])
+
+
+def _builds(data: Path, rel: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Python versions and CUDA versions the meta-packages were built for (linux-64)."""
+    axis = Source(data, f"integration/{rel}/ci/axis/release.yaml")
+    if axis.exists():
+        pys = _axis_list(axis, "PYTHON_VER")
+        cudas = _axis_list(axis, "CUDA_VER")
+        return (
+            known([v for v, _ in pys], *[p for _, p in pys]),
+            known([_major_minor(v) for v, _ in cudas], *[p for _, p in cudas]),
+        )
+    build = Source(data, f"integration/{rel}/.github/workflows/build.yaml")
+    uses = build.find(r"uses: rapidsai/([\w-]+)/\.github/workflows/conda-python-build\.yaml@")
+    if uses is None:
+        return unknown("no build matrix in the data"), unknown("no build matrix in the data")
+    wf = Source(data, f"{uses[0].group(1)}/{rel}/.github/workflows/conda-python-build.yaml")
+    rows = _matrix(wf)
+    pys = sorted({r[0] for r in rows}, key=lambda v: tuple(map(int, v.split("."))))
+    cudas = sorted({_major_minor(r[1]) for r in rows}, key=lambda v: tuple(map(int, v.split("."))))
+    ptr = [uses[1], *dict.fromkeys(r[2] for r in rows)]
+    return known(pys, *ptr), known(cudas, *ptr)
+
+
+def _members(meta: Source) -> dict[str, Any]:
+    """Packages the `rapids` meta-package pins to its own release (``={{ minor }}.*``).
+
+    Its test section's imports add the Python packages it installs through them (dask_cudf
+    -> dask-cudf), which carry the release's version too.
+    """
+    names, ptrs = [], []
+    for i, line in enumerate(meta.lines, 1):
+        m = re.match(r"^\s+-\s+([a-z0-9_-]+)\s+=\{\{\s*(minor_version|major_minor_version)", line)
+        if m:
+            names.append(m.group(1))
+            ptrs.append(f"{meta.rel}:{i}")
+    imports = meta.find(r"^\s+imports:")
+    if imports:
+        start = int(imports[1].rsplit(":", 1)[1])
+        for i in range(start, len(meta.lines)):
+            m = re.match(r"^\s+-\s+([a-z0-9_]+)\s*(#.*)?$", meta.lines[i])
+            if not m:
+                break
+            name = m.group(1).replace("_", "-")
+            if name not in names:
+                names.append(name)
+                ptrs.append(f"{meta.rel}:{i + 1}")
+    return known(names, *ptrs)
+
+
+def _cuda_rule(meta: Source) -> dict[str, Any]:
+    old = meta.find(r"-\s+cudatoolkit =\{\{ cuda_major \}\}\.\*")
+    if old:
+        return known("cudatoolkit={major}.*", old[1])
+    pin = meta.find(r"pin_compatible\('cuda-version', max_pin='x', min_pin='x'\)")
+    ctk = meta.find(r"^\s+-\s+cudatoolkit\s*$")
+    if pin and ctk:
+        return known(
+            "cuda-version={major}.*; cudatoolkit with CUDA 11",
+            pin[1],
+            ctk[1],
+            note="pin_compatible(max_pin='x'): the CUDA major the package was built with",
+        )
+    if pin:
+        return known("cuda-version={major}.*", pin[1])
+    return unknown("no CUDA rule found in the rapids meta.yaml")
+
+
+def _dask(data: Path, rel: str, versions: Source, meta: Source) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for key, field in (("dask_version", "dask"), ("distributed_version", "distributed")):
+        kv = versions.key_value(key)
+        if kv:
+            out[field] = known(kv[0], kv[1])
+    if out:
+        return out
+    via = meta.find(r"^\s+-\s+dask-cuda =\{\{")
+    via_ptr = [via[1]] if via else []
+    cuda_py = Source(data, f"dask-cuda/{rel}/pyproject.toml")
+    for field in ("dask", "distributed"):
+        hit = cuda_py.find(rf'^\s+"{field} (==[\d.]+)",')
+        if hit:
+            out[field] = known(
+                hit[0].group(1),
+                *via_ptr,
+                hit[1],
+                note="not in versions.yaml since 23.08: pinned by dask-cuda of the release",
+            )
+    if out:
+        return out
+    rdd_req = cuda_py.find(r'^\s+"rapids-dask-dependency==([\d.*]+)",')
+    rdd = Source(
+        data, f"rapids-dask-dependency/{rel}/conda/recipes/rapids-dask-dependency/meta.yaml"
+    )
+    for field in ("dask", "distributed", "dask-expr"):
+        hit = rdd.find(rf"^\s+-\s+{field} (==[\d.]+)\s*$")
+        if hit and rdd_req:
+            out[field] = known(
+                hit[0].group(1),
+                *via_ptr,
+                rdd_req[1],
+                hit[1],
+                note="dask-cuda of the release requires rapids-dask-dependency, which pins it",
+            )
+    for field in ("dask", "distributed"):
+        out.setdefault(
+            field,
+            unknown(
+                "no pin found in versions.yaml, dask-cuda or "
+                "rapids-dask-dependency files of this release"
+            ),
+        )
+    return out
+
+
+def _ucx_py(data: Path, rel: str) -> dict[str, Any]:
+    deps = Source(data, f"dask-cuda/{rel}/dependencies.yaml")
+    hit = deps.find(r"^\s+-\s+ucx-py\s*=+\s*([\d.*]+)\s*$")
+    if hit:
+        v = hit[0].group(1).rstrip(".*")  # "0.33" or "0.36.*" -> "0.33", "0.36"
+        return known(f"{v}.*", hit[1], note="dask-cuda's test dependency of the release")
+    ci = Source(data, f"dask-cuda/{rel}/ci/gpu/build.sh")
+    hit = ci.find(r"^export UCXPY_VERSION=([\d.]+)")
+    if hit:
+        v = hit[0].group(1).rstrip(".")
+        return known(f"{v}.*", hit[1], note="dask-cuda's CI of the release")
+    return unknown("no ucx-py pin in the data")
+
+
+def _glibc(data: Path, rel: str, versions: Source) -> dict[str, Any]:
+    kv = versions.key_value("sysroot_version")
+    if kv:
+        return known(kv[0], kv[1], note="conda sysroot the packages are compiled against")
+    cfg = Source(data, f"cudf/{rel}/conda/recipes/cudf/conda_build_config.yaml")
+    kv = cfg.key_value("sysroot_version") or cfg.key_value("c_stdlib_version")
+    if kv:
+        return known(kv[0], kv[1], note="cudf's conda sysroot (versions.yaml no longer has it)")
+    return unknown("no sysroot in the data")
+
+
+def _xgboost(versions: Source, xgb_meta: Source, rel: str) -> dict[str, Any]:
+    kv = versions.key_value("xgboost_version")
+    if kv is None:
+        return unknown("no xgboost_version")
+    base = kv[0].lstrip("=")
+    suffix = xgb_meta.find(r"-\s+xgboost \{\{ xgboost_version \}\}\{\{ (major_)?minor_version \}\}")
+    if suffix:
+        return known(f"{base}{rel}", kv[1], suffix[1])
+    build = xgb_meta.find(r"-\s+xgboost \{\{ xgboost_version \}\} (rapidsai_\S+)")
+    if build:
+        return known(f"{base} {build[0].group(1)}", kv[1], build[1])
+    return known(base, kv[1])
+
+
+def release_entry(data: Path, rel: str) -> dict[str, Any]:
+    versions = Source(data, f"integration/{rel}/conda/recipes/versions.yaml")
+    meta = Source(data, f"integration/{rel}/conda/recipes/rapids/meta.yaml")
+    xgb_meta = Source(data, f"integration/{rel}/conda/recipes/rapids-xgboost/meta.yaml")
+    if not (versions.exists() and meta.exists()):
+        raise FileNotFoundError(f"{data}/integration/{rel}: versions.yaml or rapids/meta.yaml")
+    python, cuda = _builds(data, rel)
+    entry: dict[str, Any] = {"python": python, "cuda_builds": cuda}
+    if cuda["value"] != UNKNOWN:
+        majors = sorted({v.split(".")[0] for v in cuda["value"]}, key=int)
+        entry["cuda_majors"] = known(majors, *cuda["from"])
+    else:
+        entry["cuda_majors"] = unknown("no build matrix in the data")
+    entry["cuda_rule"] = _cuda_rule(meta)
+    entry.update(_dask(data, rel, versions, meta))
+    for key, field in RANGES.items():
+        kv = versions.key_value(key)
+        if kv is None and field == "cuda-python":
+            c11, c12 = (
+                versions.key_value("cuda11_cuda_python_version"),
+                versions.key_value("cuda12_cuda_python_version"),
+            )
+            if c11 and c12:
+                entry[field] = known({"11": c11[0], "12": c12[0]}, c11[1], c12[1])
+                continue
+        entry[field] = known(kv[0], kv[1]) if kv else unknown(f"{key} is not in versions.yaml")
+    proc = meta.find(r"^\s+-\s+conda-forge::ucx-proc=\*=(\w+)")
+    entry["ucx-proc"] = (
+        known(f"* {proc[0].group(1)}", proc[1])
+        if proc
+        else unknown("the rapids meta.yaml of this release does not list ucx-proc")
+    )
+    entry["ucx-py"] = _ucx_py(data, rel)
+    entry["glibc"] = _glibc(data, rel, versions)
+    entry["xgboost"] = _xgboost(versions, xgb_meta, rel)
+    entry["members"] = _members(meta)
+    return entry
+
+
+# releases newer than the newest integration branch in the data, known from PyPI wheels only
+PYPI_RELEASES = {"26.10": ("dask_cuda-26.10.0-", "rapids_dask_dependency-26.10.0-")}
+
+
+def _pypi_file(data: Path, prefix: str) -> Source:
+    (path,) = sorted((data / "pypi").glob(f"{prefix}*.METADATA"))
+    return Source(data, f"pypi/{path.name}")
+
+
+def pypi_release_entry(data: Path, rel: str) -> dict[str, Any]:
+    """What the wheel METADATA of dask-cuda and rapids-dask-dependency say about a release."""
+    cuda, rdd = (_pypi_file(data, p) for p in PYPI_RELEASES[rel])
+    note = "from PyPI wheel METADATA: the conda packages of this release are not in the data"
+    entry: dict[str, Any] = {}
+    pys = [(m[0].group(1), m[1]) for m in _all(cuda, r"^Classifier: .*Python :: (3\.\d+)$")]
+    entry["python"] = known([v for v, _ in pys], *[p for _, p in pys], note=note)
+    extras = [(m[0].group(1), m[1]) for m in _all(cuda, r"^Provides-Extra: cu(\d+)$")]
+    entry["cuda_majors"] = (
+        known([v for v, _ in extras], *[p for _, p in extras], note="dask-cuda's cuNN extras")
+        if extras
+        else unknown("no CUDA extras in the METADATA")
+    )
+    for field in ("cuda_builds", "cuda_rule", "members", "xgboost", "cupy", "numba", "nccl"):
+        entry[field] = unknown(f"{note}; they do not say")
+    for field, src in (("dask", rdd), ("distributed", rdd), ("numpy", cuda), ("pandas", cuda)):
+        hit = src.find(rf"^Requires-Dist: {field}\s*([<>=!,.\d]+)\s*$")
+        entry[field] = known(hit[0].group(1), hit[1], note=note) if hit else unknown(note)
+    rdd_req = cuda.find(r"^Requires-Dist: rapids-dask-dependency==")
+    for field in ("dask", "distributed"):
+        if entry[field]["value"] != UNKNOWN and rdd_req:
+            entry[field]["from"].insert(0, rdd_req[1])
+    ucxx = cuda.find(r"^Requires-Dist: distributed-ucxx-cu\d+==([\d.]+)\.\*;")
+    entry["distributed-ucxx"] = (
+        known(f"{ucxx[0].group(1)}.*", ucxx[1], note="dask-cuda's test extra")
+        if ucxx
+        else unknown(note)
+    )
+    tag = re.search(r"manylinux_(\d+)_(\d+)_x86_64", cuda.rel)
+    entry["glibc"] = (
+        known(f"{tag.group(1)}.{tag.group(2)}", f"{cuda.rel}:name", note="the wheel's platform tag")
+        if tag
+        else unknown("no manylinux tag")
+    )
+    for field in ("ucx", "ucx-py", "ucx-proc", "pytorch", "cuda-python"):
+        entry[field] = unknown(f"{note}; they do not say")
+    return entry
+
+
+def _all(src: Source, pattern: str) -> list[tuple[re.Match[str], str]]:
+    rx = re.compile(pattern)
+    return [(m, f"{src.rel}:{i}") for i, line in enumerate(src.lines, 1) if (m := rx.search(line))]
+
+
+def _sources(data: Path) -> dict[str, str]:
+    out = {}
+    for line in (data / "SOURCES.tsv").read_text().splitlines():
+        rel, repo, branch, commit, path = line.split("\t")
+        if repo == "pypi.org":
+            out[rel] = f"PyPI wheel METADATA {rel.split('/', 1)[1]} (sha256 {commit}...)"
+        else:
+            out[rel] = f"{repo}@{commit} ({branch}) {path}"
+    return out
+
+
+def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[str, Any]:
+    sources = _sources(data)
+    return {
+        "schema": SCHEMA,
+        "generated_by": "python -m envcheck.build.record.gen",
+        "data": "tests/data/rapids-record (SOURCES.tsv: repository, branch, commit per file)",
+        "releases": {
+            **{rel: release_entry(data, rel) for rel in releases},
+            **{rel: pypi_release_entry(data, rel) for rel in PYPI_RELEASES},
+        },
+        # releases the data does not cover: what is known about them comes from these notices
+        "after": {
+            "first_release": known(
+                "24.06", "RAPIDS support notice RSN 37 (https://docs.rapids.ai/notices/rsn0037/)"
+            ),
+            "glibc": known(
+                "2.28",
+                "RAPIDS support notice RSN 37 (https://docs.rapids.ai/notices/rsn0037/)",
+                note="not in the copied files: cudf's conda_build_config still names "
+                "c_stdlib_version 2.17 at branch-24.06..24.12; RAPIDS wheels of 26.10 are "
+                "manylinux_2_28 (tests/data/pypi)",
+            ),
+        },
+        "sources": sources,
+    }
+
+
+def render(record: dict[str, Any]) -> str:
+    return json.dumps(record, indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m envcheck.build.record.gen", description=__doc__)
+    p.add_argument("--data", type=Path, default=DATA)
+    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--check", action="store_true", help="exit 1 if --out differs from a rebuild")
+    args = p.parse_args(argv)
+    text = render(build_record(args.data))
+    if args.check:
+        same = args.out.exists() and args.out.read_text() == text
+        print(f"{args.out}: {'up to date' if same else 'differs from a rebuild'}")
+        return 0 if same else 1
+    args.out.write_text(text)
+    print(f"wrote {args.out} ({len(text)} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

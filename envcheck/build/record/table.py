@@ -1,0 +1,100 @@
+"""The shipped RAPIDS release record (rapids.json), read once, as typed values with sources."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+TABLE = Path(__file__).with_name("rapids.json")
+UNKNOWN = "unknown"
+_CALVER = re.compile(r"^(\d{2})\.(\d{2})$")
+
+
+@dataclass(frozen=True)
+class Value:
+    """One fact of the record: its value ("unknown" when the data does not say) and where from."""
+
+    value: Any
+    sources: tuple[str, ...]
+    note: str = ""
+
+    @property
+    def known(self) -> bool:
+        return self.value != UNKNOWN
+
+    def cite(self) -> str:
+        """'path:line, path:line' (or the note, for an unknown value)."""
+        if not self.sources:
+            return self.note or "no source"
+        return ", ".join(self.sources)
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str  # "22.08"
+    facts: dict[str, Value]
+
+    def get(self, field: str) -> Value:
+        return self.facts.get(field) or Value(UNKNOWN, (), f"the record has no {field} field")
+
+
+@dataclass(frozen=True)
+class Record:
+    releases: dict[str, Release]
+    after: dict[str, Value]  # what is known about releases newer than the newest covered
+    sources: dict[str, str]  # copied file -> "repo@commit (branch) path"
+
+    @property
+    def newest(self) -> str:
+        return max(self.releases, key=release_key)
+
+    def release(self, version: str) -> Release | None:
+        return self.releases.get(version)
+
+    def release_versioned_names(self) -> frozenset[str]:
+        """Packages that carry the RAPIDS release as their version (cudf 22.08.00 ...)."""
+        names = {"rapids"}
+        for r in self.releases.values():
+            if r.get("members").known:
+                names.update(r.get("members").value)
+        return frozenset(names)
+
+    def origin(self, pointer: str) -> str:
+        """'integration/22.08/conda/recipes/versions.yaml:54' -> the repository, commit, path."""
+        path = pointer.rsplit(":", 1)[0]
+        return self.sources.get(path, pointer)
+
+
+def release_key(version: str) -> tuple[int, int]:
+    m = _CALVER.match(version)
+    if not m:
+        raise ValueError(f"{version!r} is not a RAPIDS release (YY.MM)")
+    return int(m.group(1)), int(m.group(2))
+
+
+def is_release(text: str) -> bool:
+    return bool(_CALVER.match(text))
+
+
+def _value(raw: dict[str, Any]) -> Value:
+    return Value(raw["value"], tuple(raw.get("from", ())), raw.get("note", ""))
+
+
+def parse_record(data: dict[str, Any]) -> Record:
+    if data.get("schema") != "envcheck.rapids-record/1":
+        raise ValueError(f"unknown record schema {data.get('schema')!r}")
+    releases = {
+        v: Release(v, {k: _value(f) for k, f in facts.items()})
+        for v, facts in data["releases"].items()
+    }
+    after = {k: _value(f) for k, f in data.get("after", {}).items()}
+    return Record(releases, after, dict(data.get("sources", {})))
+
+
+@cache
+def load_record(path: Path = TABLE) -> Record:
+    return parse_record(json.loads(Path(path).read_text()))

@@ -1,0 +1,159 @@
+"""envcheck why PKG LOCK: the chains from recipe entries to a package; --not PKG RECIPE: which
+entry would pull in a package the recipe excludes (a real solve without the exclusion)."""
+
+from __future__ import annotations
+
+import argparse
+from collections import deque
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from envcheck.build.lockgraph import Node, read_graph
+from envcheck.errors import BadInput
+from envcheck.report import Report, Result, Status, Table
+
+MAX_CHAINS = 10
+
+
+def chains_to(
+    target: str, nodes: Mapping[str, Node], roots: Mapping[str, str], limit: int = MAX_CHAINS
+) -> list[list[str]]:
+    """Shortest chains 'target <- ... <- root entry', one per root that reaches the target.
+
+    ``roots`` maps a package name to the label of what asked for it ("recipe entry 'x=1'").
+    """
+    dependents: dict[str, list[str]] = {}
+    for n in nodes.values():
+        for d in n.depends:
+            if d in nodes and d != n.name:
+                dependents.setdefault(d, []).append(n.name)
+    nxt: dict[str, str | None] = {target: None}  # toward the target
+    queue = deque([target])
+    chains: list[list[str]] = []
+    while queue and len(chains) < limit:
+        name = queue.popleft()
+        if name in roots:
+            path = [name]
+            while (step := nxt[path[-1]]) is not None:
+                path.append(step)
+            chain = [nodes[p].label() for p in path]
+            chains.append([*reversed(chain), roots[name]])
+        for up in sorted(dependents.get(name, ())):
+            if up not in nxt:
+                nxt[up] = name
+                queue.append(up)
+    return chains
+
+
+def _recipe_roots(recipe_path: Path) -> dict[str, str]:
+    from rattler import MatchSpec
+
+    from envcheck.build.recipe import load_recipe
+
+    recipe = load_recipe(recipe_path)
+    roots = {}
+    for entry in recipe.dependencies:
+        roots.setdefault(MatchSpec(entry).name.normalized, f"recipe entry {entry!r}")
+    for req in recipe.pip:
+        name = req.split(";")[0].split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip()
+        roots.setdefault(name.lower(), f"recipe pip entry {req!r}")
+    return roots
+
+
+def _top_level(nodes: Mapping[str, Node]) -> dict[str, str]:
+    wanted = {d for n in nodes.values() for d in n.depends if d != n.name}
+    return {n: "top level (nothing in the lock requires it)" for n in nodes if n not in wanted}
+
+
+def _find_recipe(lock: Path, sources: Sequence[str]) -> Path | None:
+    for src in sources:
+        for d in (lock.parent, lock.parent.parent / "recipes", Path("recipes")):
+            if (d / src).is_file():
+                return d / src
+    return None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("package", metavar="PKG")
+    p.add_argument("file", type=Path, metavar="LOCK|RECIPE", help="a lock; with --not, a recipe")
+    p.add_argument("--not", dest="not_", action="store_true",
+                   help="PKG is excluded by RECIPE: solve without the exclusion and show which "
+                   "entry would pull it in")  # fmt: skip
+    p.add_argument("--recipe", type=Path, help="roots are this recipe's entries (default: the "
+                   "recipe the lock names, else the lock's top-level packages)")  # fmt: skip
+    p.add_argument("--environment", help="pixi.lock environment (default: default)")
+    p.add_argument("--platform", help="only this platform")
+    p.add_argument("--channel-data", action="append", metavar="URL",
+                   help="with --not: solve against these channels, not the recipe's")  # fmt: skip
+
+
+def why_lock(
+    package: str, lock: Path, recipe: Path | None, environment: str | None, platform: str | None
+) -> tuple[list[tuple[str, list[str]]], str]:
+    """[(platform, chain)] and a word on where the roots came from."""
+    graph = read_graph(lock, environment)
+    recipe = recipe or _find_recipe(lock, graph.sources)
+    roots_from = f"entries of {recipe}" if recipe else "top-level packages of the lock"
+    fixed = _recipe_roots(recipe) if recipe else None
+    target = package.lower()
+    out: list[tuple[str, list[str]]] = []
+    platforms = [platform] if platform else sorted(graph.platforms)
+    if platform and platform not in graph.platforms:
+        raise BadInput(f"{lock} has no platform {platform} ({', '.join(sorted(graph.platforms))})")
+    found = False
+    for plat in platforms:
+        nodes = graph.platforms[plat]
+        if target not in nodes:
+            continue
+        found = True
+        roots = fixed if fixed is not None else _top_level(nodes)
+        chains = chains_to(target, nodes, roots)
+        if not chains:
+            chains = [[nodes[target].label(), "no recipe entry requires it (left over?)"]]
+        out += [(plat, c) for c in chains]
+    if not found:
+        raise BadInput(f"{package} is not in {lock} ({graph.environment}: {', '.join(platforms)})")
+    return out, roots_from
+
+
+def why_not(
+    package: str, recipe_path: Path, platform: str | None, channels: Sequence[str] | None
+) -> list[tuple[str, list[str]]]:
+    """Solve the recipe without its exclusions; the chains from its entries to PACKAGE."""
+    from envcheck.build.recipe import load_recipe
+    from envcheck.build.solve import solve_specs, virtual_packages
+
+    recipe = load_recipe(recipe_path)
+    if package not in recipe.excluded_names:
+        raise BadInput(f"{recipe_path} does not exclude {package}: use `envcheck why PKG LOCK`")
+    roots = _recipe_roots(recipe_path)
+    out: list[tuple[str, list[str]]] = []
+    for plat in [platform] if platform else recipe.platforms:
+        vps = virtual_packages(recipe.system, plat)
+        solved = solve_specs(recipe.dependencies, list(channels or recipe.channels), plat, vps)
+        nodes = {
+            p.name: Node(p.name, p.version, p.build, "conda", tuple(d.split(" ")[0].split("[")[0]
+                         for d in p.depends))
+            for p in solved
+        }  # fmt: skip
+        if package not in nodes:
+            out.append((plat, [f"{package}: no entry pulls it in (the recipe solves without it)"]))
+            continue
+        out += [(plat, c) for c in chains_to(package, nodes, roots)]
+    return out
+
+
+def run(args: argparse.Namespace) -> Report:
+    if args.not_:
+        chains = why_not(args.package, args.file, args.platform, args.channel_data)
+        title, roots_from = f"envcheck why --not {args.package}", f"entries of {args.file}"
+    else:
+        chains, roots_from = why_lock(
+            args.package, args.file, args.recipe, args.environment, args.platform
+        )
+        title = f"envcheck why {args.package}"
+    rows = tuple((plat, " <- ".join(c)) for plat, c in chains)
+    result = Result(
+        "why", Status.PASS, f"{len(rows)} chain(s) from the {roots_from}", group="build"
+    )
+    return Report(title, results=(result,), tables=(Table(title, ("platform", "chain"), rows),))

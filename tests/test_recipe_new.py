@@ -1,0 +1,207 @@
+"""envcheck recipe new: record-pinned recipes lint clean, solve, and refuse what it rules out."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from envcheck.build.command import exclusion_constraints
+from envcheck.build.recipe import load_recipe
+from envcheck.build.record.lint import ERROR, lint, matches
+from envcheck.build.record.new import OSES, Options, command_in, compose
+from envcheck.build.record.table import load_record
+from envcheck.build.solve import solve_specs, virtual_packages
+from envcheck.cli import build_parser, main
+from envcheck.errors import ExitCode
+from tests.channel import pkg, write_channel
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORD = load_record()
+COVERED = sorted(RECORD.releases)
+EXTRAS = ("xgboost", "ucx", "torch", "dask-sql")
+
+
+def a_version(spec: str) -> str:
+    """The lowest version named in a spec that satisfies it (a channel needs one record)."""
+    for n in re.findall(r"\d+(?:\.\d+)*", spec):
+        for v in (n, f"{n}.1", f"{n}.99"):
+            if matches(spec, v):
+                return v
+    raise ValueError(spec)
+
+
+def release_packages(rel: str) -> list[dict]:
+    """Records shaped by the record's own versions for one release (every Python, CUDA major)."""
+    r = RECORD.release(rel)
+    glibc = f"__glibc >={r.get('glibc').value}"
+    v = {k: r.get(k) for k in r.facts}
+    out: list[dict] = []
+    pins = {n: a_version(str(v[n].value)) for n in ("dask", "distributed") if v[n].known}
+    dask_deps = [f"{n} =={ver}" for n, ver in pins.items()]
+    for n, ver in pins.items():
+        deps = ["python >=3.8"] + (["distributed =={}".format(pins["distributed"])] * (n == "dask"))
+        out.append(pkg(n, ver, deps, noarch="python"))
+    if v["dask-expr"].known if "dask-expr" in v else False:
+        out.append(pkg("dask-expr", a_version(v["dask-expr"].value), noarch="python"))
+    libs = ["cudf", "dask-cudf", "dask-cuda", "cuml", "cugraph", "cuspatial", "cuxfilter"]
+    libs += ["cucim", "cusignal"]
+    majors = v["cuda_majors"].value
+    rule = str(v["cuda_rule"].value)
+    for py in v["python"].value:
+        nodot = py.replace(".", "")
+        for major in majors:
+            cuda_dep = (
+                f"cudatoolkit {major}.*"
+                if rule.startswith("cudatoolkit")
+                else f"cuda-version >={major},<{int(major) + 1}"
+            )
+            build = f"cuda{major}_py{nodot}_0"
+            deps = [f"python {py}.*", glibc, cuda_dep, *dask_deps]
+            out += [pkg(lib, f"{rel}.00", deps, build=build) for lib in libs]
+            if v["xgboost"].known:
+                xv = str(v["xgboost"].value).split(" ")[0]
+                xb = f"rapidsai_py{nodot}h{major}_0"
+                out.append(pkg("xgboost", xv, [f"python {py}.*", glibc], build=xb))
+                out.append(pkg("rapids-xgboost", f"{rel}.00", [f"xgboost =={xv}"], build=build))
+            else:  # the record does not say which xgboost (26.10): the meta-package alone
+                out.append(pkg("rapids-xgboost", f"{rel}.00", build=build))
+    for name in ("ucx-py", "distributed-ucxx"):
+        if name in v and v[name].known:
+            out.append(pkg(name, str(v[name].value).replace("*", "00"), noarch="python"))
+    return out
+
+
+def base_packages() -> list[dict]:
+    """What every release needs around it, at the versions the record's ranges admit."""
+    out = [pkg("python", f"{py}.0", ["__glibc >=2.17"], build="h0_cpython")
+           for py in ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14")]  # fmt: skip
+    for major, minors in (("11", range(10)), ("12", range(10)), ("13", range(3))):
+        for minor in minors:
+            out.append(pkg("cudatoolkit", f"{major}.{minor}.0", [f"__cuda >={major}"]))
+            out.append(pkg("cuda-version", f"{major}.{minor}", [f"__cuda >={major}"]))
+    names = ("ucx", "nccl", "cupy", "numpy", "pandas", "pytorch")
+    seen = set()
+    for r in RECORD.releases.values():
+        for n in names:
+            fact = r.get(n)
+            if fact.known and (n, a_version(str(fact.value))) not in seen:
+                seen.add((n, a_version(str(fact.value))))
+    for n, ver in sorted(seen):
+        build = "cuda11_0" if n == "pytorch" else "0"
+        out.append(pkg(n, ver, build=build))
+    out += [
+        pkg("pytorch", "2.0.0", build="cuda118_0"),
+        pkg("ucx-proc", "1.0.0", build="gpu"),
+        pkg("dask-sql", "2022.8.0", noarch="python"),
+    ]
+    return out
+
+
+@pytest.fixture(scope="module")
+def channel(tmp_path_factory) -> str:
+    records = {}
+    for r in [*base_packages(), *(p for rel in COVERED for p in release_packages(rel))]:
+        records[(r["name"], r["version"], r["build"])] = r
+    return write_channel(tmp_path_factory.mktemp("record-channel"), records.values())
+
+
+def _cases():
+    for rel in COVERED:
+        for os_ in ("el7", "el8"):
+            yield rel, os_
+
+
+@pytest.mark.parametrize(("rel", "os_"), list(_cases()))
+def test_recipe_new_for_every_release_and_os_lints_clean_and_solves(tmp_path, channel, rel, os_):
+    release = RECORD.release(rel)
+    cuda = "12.8" if "11" not in release.get("cuda_majors").value else "11.8"
+    opts = Options(rapids=rel, cuda=cuda, os=os_, with_=EXTRAS, channels=(channel,))
+    glibc = OSES[os_][0]
+    if matches(f"<{release.get('glibc').value}", glibc):
+        with pytest.raises(Exception, match=r"rapids\.glibc: .*needs glibc >= 2\.28"):
+            compose(opts)
+        return
+    text = compose(opts)
+    path = tmp_path / "r.yaml"
+    path.write_text(text)
+    recipe = load_recipe(path)
+    assert not [f for f in lint(recipe.dependencies, recipe.system, RECORD) if f.severity == ERROR]
+    # every pin line cites a source (the record, or says it is not in it)
+    for line in text.split("dependencies:\n")[1].splitlines():
+        if line.startswith("  - "):
+            assert "# " in line, line
+    vps = virtual_packages(recipe.system, "linux-64")
+    solved = solve_specs(
+        recipe.dependencies, [channel], "linux-64", vps, constraints=exclusion_constraints(recipe)
+    )
+    got = {p.name: p.version for p in solved}
+    assert got["cudf"] == f"{rel}.00"
+    assert matches(str(release.get("dask").value).replace("==", "=="), got["dask"])
+    assert got["python"].startswith(release.get("python").value[-1] + ".")
+
+
+def test_shipped_rapids_recipes_are_what_their_own_command_generates():
+    shipped = sorted((ROOT / "recipes").glob("rapids-*.yaml"))
+    assert {p.stem for p in shipped} == {
+        "rapids-22.08-el7",
+        "rapids-24.04-el7",
+        "rapids-26.10-cuda12",
+    }
+    for path in shipped:
+        text = path.read_text()
+        argv = ["recipe", "new", *command_in(text)]
+        args = build_parser(argv).parse_args(argv)
+        from envcheck.build.record.new import options
+
+        assert compose(options(args)) == text, f"{path.name}: run scripts/regen-rapids-recipes.sh"
+        recipe = load_recipe(path)
+        findings = lint(recipe.dependencies, recipe.system, RECORD)
+        assert not [f for f in findings if f.severity == ERROR], path
+    r2208 = load_recipe(ROOT / "recipes" / "rapids-22.08-el7.yaml")
+    assert "dask==2022.7.1" in r2208.dependencies and "python=3.9" in r2208.dependencies
+    assert {e.name for e in r2208.exclude} == {"cuml", "cugraph"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "needle"),
+    [
+        (["--rapids", "24.06", "--cuda", "11.5", "--os", "el7"], ExitCode.UNSOLVABLE,
+         "rapids.glibc: RAPIDS 24.06 ('cudf=24.06') needs glibc >= 2.28"),
+        (["--rapids", "23.04", "--cuda", "11.5", "--os", "el7", "--python", "3.9"],
+         ExitCode.UNSOLVABLE, "rapids.python: recipe entry 'python=3.9' contradicts RAPIDS 23.04"),
+        (["--rapids", "22.08", "--cuda", "12.2", "--os", "el8"], ExitCode.UNSOLVABLE,
+         "rapids.cuda: recipe entry 'cudatoolkit=12.2' contradicts RAPIDS 22.08"),
+        (["--rapids", "25.02", "--cuda", "12.2", "--os", "el8"], ExitCode.BAD_INPUT,
+         "RAPIDS 25.02 is not in the release record"),
+        (["--rapids", "24.04", "--cuda", "12.2", "--os", "el8", "--libs", "cudf,cusignal"],
+         ExitCode.BAD_INPUT, "cusignal: not part of RAPIDS 24.04"),
+    ],
+)  # fmt: skip
+def test_recipe_new_refuses_what_the_record_rules_out_in_one_line(capsys, argv, code, needle):
+    assert main(["recipe", "new", *argv]) == code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err
+    if code == ExitCode.UNSOLVABLE:
+        assert re.search(r"\[(integration/|RAPIDS support notice RSN 37)", err[0]), err[0]
+
+
+def test_recipe_new_writes_the_file_it_is_given(tmp_path, capsys):
+    out = tmp_path / "r.yaml"
+    argv = [
+        "recipe",
+        "new",
+        "--rapids",
+        "22.08",
+        "--cuda",
+        "11.5",
+        "--os",
+        "el7",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    assert load_recipe(out).system == {"cuda": "11.5", "glibc": "2.17"}
+    assert main(argv[:-2]) == 0
+    assert capsys.readouterr().out.split("\n", 1)[1] == out.read_text()
