@@ -271,3 +271,9 @@ def test_ctrl_c_to_the_whole_process_group_is_one_line_and_exit_130(when: str) -
     assert proc.returncode == ExitCode.INTERRUPTED, err
     assert err == "envcheck: interrupted\n"
     assert not left, f"processes {left} outlived envcheck"
+
+
+def test_a_full_disk_message_names_the_file(capsys) -> None:
+    assert main(["verify", "node", "--quiet", "--save-facts", "/dev/full"]) == ExitCode.BAD_INPUT
+    line = one_line(capsys.readouterr().err)
+    assert "--save-facts /dev/full" in line and "No space left on device" in line

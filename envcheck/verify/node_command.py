@@ -63,7 +63,10 @@ def run(args: argparse.Namespace) -> Report:
         check_lock_platform(exp, conda_platform())  # before probing anything
         facts = _collect(exp)
     if args.save_facts:
-        args.save_facts.write_text(json.dumps(facts_to_dict(facts), indent=2) + "\n")
+        try:
+            args.save_facts.write_text(json.dumps(facts_to_dict(facts), indent=2) + "\n")
+        except OSError as e:  # a write error carries no file name of its own: name it
+            raise BadInput(f"--save-facts {args.save_facts}: {e.strerror or e}") from None
     results = run_node_checks(facts, exp, node=facts.host, plugins=not args.no_plugins)
     return Report(
         title="verify node",
