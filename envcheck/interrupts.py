@@ -52,6 +52,9 @@ def install() -> Callable[[], None]:
         old[sig] = signal.signal(sig, _handler)
 
     def restore() -> None:
+        # unblock while this module's handler is still in place: a signal held since the
+        # commit point is delivered to it (and remembered), not to the handler put back
+        _unblock()
         for sig, handler in old.items():
             signal.signal(sig, handler)
 
@@ -59,19 +62,37 @@ def install() -> Callable[[], None]:
 
 
 def commit() -> None:
-    """From now on this run finishes: signals are remembered, not raised."""
+    """From now on this run finishes: signals are held, not raised.
+
+    Held, not only ignored: they are blocked in this thread, because a handled signal still
+    interrupts a blocking write, and CPython then drops the rest of a large write to a pipe
+    (seen: a report cut at 64 KiB, exit 0). They stay pending until ``uncommit`` or the
+    ``restore`` of ``install``.
+    """
     global _committed
     _committed = True
+    if threading.current_thread() is threading.main_thread() and hasattr(
+        signal, "pthread_sigmask"
+    ):
+        signal.pthread_sigmask(signal.SIG_BLOCK, set(_SIGNALS))
+
+
+def _unblock() -> None:
+    if threading.current_thread() is threading.main_thread() and hasattr(
+        signal, "pthread_sigmask"
+    ):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, set(_SIGNALS))
 
 
 def uncommit() -> None:
-    """The commit was rolled back (nothing replaced): signals raise again, pending ones now."""
+    """The commit was rolled back (nothing replaced): signals raise again, held ones now."""
     global _committed
+    held = pending()
     _committed = False
-    if _pending:
-        signum = _pending[0]
+    _unblock()  # a held signal arrives here, and raises
+    if held is not None and _pending:
         del _pending[:]
-        _handler(signum, None)
+        _handler(held, None)
 
 
 def committed() -> bool:
@@ -79,5 +100,11 @@ def committed() -> bool:
 
 
 def pending() -> int | None:
-    """The first signal that arrived after the commit point, if any."""
-    return _pending[0] if _pending else None
+    """The first signal that arrived after the commit point (held or handled), if any."""
+    if _pending:
+        return _pending[0]
+    if hasattr(signal, "sigpending"):
+        held = [s for s in _SIGNALS if s in signal.sigpending()]
+        if held:
+            return held[0]
+    return None

@@ -407,3 +407,52 @@ def test_fetch_timeout_must_be_finite_and_positive(
     assert code == ExitCode.BAD_INPUT
     assert says in one_line(capsys.readouterr().err)
     assert not (tmp_path / "locks").exists()
+
+
+def test_ctrl_c_after_the_locks_were_swapped_lets_the_build_finish(tmp_path: Path) -> None:
+    """A real SIGINT to a real build that has replaced its lock and is still printing.
+
+    1,500 packages change version, so the report (128 KB) fills the stdout pipe that
+    this test does not read yet: the build blocks there, after its commit point, for as long
+    as the test wants. Ctrl-C then must not turn a written lock into exit 130, nor cut the
+    report short (a handled signal interrupts the blocked write, and CPython drops the rest
+    of it: the signals are held, blocked, after the commit point).
+    """
+    from tests.channel import pkg, write_channel
+
+    n = 1500
+    libs = [pkg(f"lib{i:04d}", v) for i in range(n) for v in ("1.0", "2.0")]
+    metas = [pkg("all", v, [f"lib{i:04d} =={v}.0" for i in range(n)]) for v in ("1", "2")]
+    url = write_channel(tmp_path / "ch", libs + metas)
+    out = tmp_path / "locks"
+    r = recipe(tmp_path, url, "['all ==1']")
+    assert build(r, "--out", out, "--quiet") == ExitCode.OK
+    explicit = out / "demo.linux-64.lock"
+    old = explicit.read_bytes()
+    r.write_text(r.read_text().replace("all ==1", "all ==2"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "build", str(r), "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while explicit.read_bytes() == old and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert explicit.read_bytes() != old, "the build never replaced its lock"
+        while time.monotonic() < deadline:  # until it sleeps writing to the full pipe
+            wchan = Path(f"/proc/{proc.pid}/wchan").read_text()
+            if wchan.endswith(("pipe_write", "pipe_wait")) or proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the build finished before the pipe filled"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        out_text, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == ExitCode.OK, err
+    assert err.decode().strip() == ""
+    assert b"lib1499" in out_text  # the whole report came out
+    assert b"lib1499-2.0" in explicit.read_bytes()
