@@ -456,3 +456,60 @@ def test_ctrl_c_after_the_locks_were_swapped_lets_the_build_finish(tmp_path: Pat
     assert err.decode().strip() == ""
     assert b"lib1499" in out_text  # the whole report came out
     assert b"lib1499-2.0" in explicit.read_bytes()
+
+
+def test_a_report_that_fails_after_the_locks_were_written_is_not_bad_input(
+    tmp_path: Path,
+) -> None:
+    """--json passes the check before the solve, then fails after the swap: exit 3, saying the
+    locks were written (never exit 4, which would read as 'nothing happened')."""
+    root = tmp_path / "srv"
+    demo_channel(root / "ch")
+    requested, go = threading.Event(), threading.Event()
+
+    class Held(http.server.SimpleHTTPRequestHandler):
+        """Serves the channel; holds the first repodata.json answer until the test says go."""
+
+        def __init__(self, *a, **k) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*a, directory=str(root), **k)
+
+        def do_GET(self) -> None:
+            if self.path.endswith("/repodata.json"):
+                requested.set()
+                go.wait(30)
+            super().do_GET()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        def handle_error(self, request: object, client_address: object) -> None:
+            pass
+
+    server = Server(("127.0.0.1", 0), Held)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    out = tmp_path / "locks"
+    r = recipe(tmp_path, f"http://127.0.0.1:{server.server_address[1]}/ch", "[python=3.9]")
+    link = tmp_path / "report.json"
+    link.symlink_to(tmp_path / "not-yet.json")  # dangling: a fine destination before the solve
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "build", str(r), "--out", str(out),
+         "--json", str(link), "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert requested.wait(60), "the build never asked for the channel's repodata"
+        link.unlink()
+        link.symlink_to("/dev/full")  # the disk "fills up" during the solve
+        go.set()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        go.set()
+        if proc.poll() is None:
+            proc.kill()
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == ExitCode.ERROR, err
+    line = one_line(err)
+    assert f"--json {link}: No space left on device (the locks were written)" in line
+    assert b"python-3.9.18" in (out / "demo.linux-64.lock").read_bytes()
