@@ -32,6 +32,10 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "envcheck.verify.cluster_command",
         "audit, smoke-test and measure a Dask cluster (default: start a local one)",
     ),
+    ("slurm", "script"): (
+        "envcheck.slurm.command",
+        "sbatch script: a Dask cluster that verifies itself before the work (--submit runs it)",
+    ),
 }
 
 

@@ -11,10 +11,15 @@ import dataclasses
 from envcheck.verify.expectations import Expectations, LockedPackage
 from envcheck.verify.facts import (
     Gpu,
+    GpuHealth,
     GpuProcess,
+    HostHealth,
+    IbPort,
     ImportProbe,
     LibraryProbe,
+    NetInterface,
     NodeFacts,
+    NvLink,
     UcxFacts,
     resolve_visible_devices,
 )
@@ -200,3 +205,90 @@ def lock_for(facts: NodeFacts, platform: str = "linux-64") -> tuple[LockedPackag
 
 def expect(**kw: object) -> Expectations:
     return Expectations(**kw)  # type: ignore[arg-type]
+
+
+# ---- health facts (issue 12) -----------------------------------------------------------------
+# Values as NVML reports them on healthy HGX boards: ECC on, no errors, PCIe at the slot's
+# maximum (A100: gen4 x16; H200: gen5 x16), every NVLink up with zero error counters,
+# persistence on, only the idle clocks-event reason, MIG off, compute mode Default.
+
+PCIE_MAX = {A100: 4, H200: 5, RTX3090: 4, V100: 3}
+
+
+def gpu_health_for(gpu: Gpu, **overrides: object) -> GpuHealth:
+    links = tuple(
+        NvLink(i, True, 0, 0, 0, 0) for i in range(MODELS[gpu.name][2])
+    )
+    health = GpuHealth(
+        index=gpu.index,
+        uuid=gpu.uuid,
+        pci_bus_id=gpu.pci_bus_id,
+        ecc_enabled=gpu.name != RTX3090 or None,
+        ecc_uncorrected_volatile=0,
+        ecc_uncorrected_aggregate=0,
+        ecc_corrected_volatile=0,
+        ecc_corrected_aggregate=0,
+        remapped_rows_correctable=0,
+        remapped_rows_uncorrectable=0,
+        row_remap_pending=False,
+        row_remap_failed=False,
+        pcie_gen=PCIE_MAX[gpu.name],
+        pcie_width=16,
+        pcie_gen_max=PCIE_MAX[gpu.name],
+        pcie_width_max=16,
+        pcie_replays=0,
+        nvlinks=links,
+        persistence_mode=True,
+        clocks_event_reasons=0x1,
+        mig_mode=0,
+        mig_mode_pending=0,
+        compute_mode=0,
+        unsupported=("retired_pages_sbe", "retired_pages_dbe", "retired_pages_pending"),
+    )
+    return dataclasses.replace(health, **overrides) if overrides else health
+
+
+def healthy_host(**overrides: object) -> HostHealth:
+    """A GPU host as NHC wants it: memlock unlimited, 16 GiB /dev/shm, eth0 and ib0 up."""
+    host = HostHealth(
+        collected=True,
+        memlock_soft=-1,
+        memlock_hard=-1,
+        nofile_soft=1048576,
+        nofile_hard=1048576,
+        shm_bytes=16 * 2**30,
+        shm_free_bytes=16 * 2**30,
+        net_interfaces=(
+            NetInterface("eth0", True, "up"),
+            NetInterface("ib0", True, "up"),
+            NetInterface("lo", True, "unknown"),
+        ),
+        ib_ports=(IbPort("mlx5_0", 1, "ACTIVE", "LinkUp", "200 Gb/sec (4X HDR)", "InfiniBand"),),
+        modules=("nvidia", "nvidia_uvm", "nvidia_peermem", "ib_core"),
+        kernel_log_source="/dev/kmsg",
+        kernel_log_lines=2310,
+        uptime_seconds=86400.0,
+    )
+    return dataclasses.replace(host, **overrides) if overrides else host
+
+
+def with_health(facts: NodeFacts, host: HostHealth | None = None, **per_gpu: dict) -> NodeFacts:
+    """facts with healthy GPU health for every GPU; per_gpu: gpu0={"pcie_width": 8} overrides."""
+    healths = tuple(
+        gpu_health_for(g, **per_gpu.get(f"gpu{g.index}", {})) for g in facts.gpus
+    )
+    return dataclasses.replace(
+        facts, gpu_health=healths, host_health=host if host is not None else healthy_host()
+    )
+
+
+def with_gpu_health(
+    facts: NodeFacts, index: int, after: bool = False, **fields: object
+) -> NodeFacts:
+    """facts with fields of one GPU's health replaced (in gpu_health_after when after=True)."""
+    key = "gpu_health_after" if after else "gpu_health"
+    base = getattr(facts, key) or facts.gpu_health
+    return dataclasses.replace(
+        facts,
+        **{key: tuple(dataclasses.replace(h, **fields) if h.index == index else h for h in base)},
+    )

@@ -405,9 +405,10 @@ def test_nvml_identity_is_read_once_memory_and_links_every_time(monkeypatch):
     monkeypatch.setattr(facts_mod, "_CACHE", {})
     monkeypatch.setattr(facts_mod, "_NVML_STATIC", {})
     monkeypatch.setattr(facts_mod, "_try_pynvml", lambda: nv)
-    first = collect_node_facts()
+    # health=False: the health reads (their own NVLink and PCIe reads) would change the counts
+    first = collect_node_facts(health=False)
     nv.used_mib = 5000  # a job started on the GPUs between two rounds
-    second = collect_node_facts()
+    second = collect_node_facts(health=False)
     assert [g.uuid for g in second.gpus] == ["GPU-0", "GPU-1"] and second.driver_version
     assert [g.memory_used_mib for g in first.gpus] == [100, 100]
     assert [g.memory_used_mib for g in second.gpus] == [5000, 5000]  # fresh, not kept

@@ -170,3 +170,18 @@ def test_a_worker_that_never_runs_the_task_is_an_error_not_a_hang(local_cluster)
     assert problem.status is Status.ERROR
     assert problem.check == "bench.transfer"
     assert "not measured" in problem.message and "TimeoutError" in problem.message
+
+
+def test_pairs_across_hosts_alternate_with_pairs_within_a_host():
+    facts = {
+        f"tcp://{h}:{i}": gpu_worker(H200, i, host=h)
+        for h in ("gpu-a", "gpu-b", "gpu-c")
+        for i in range(2)
+    }
+    pairs = pick_pairs(facts, 4)
+    hosts = [(facts[a].host, facts[b].host) for a, b in pairs]
+    assert hosts[0][0] != hosts[0][1] and hosts[1][0] == hosts[1][1]
+    assert len(pairs) == 4 and len({h for pair in hosts for h in pair}) == 3
+    two = {a: f for a, f in facts.items() if f.host != "gpu-c"}
+    assert [(two[a].host, two[b].host) for a, b in pick_pairs(two, 4)] == [
+        ("gpu-a", "gpu-b"), ("gpu-a", "gpu-a"), ("gpu-b", "gpu-b")]

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from typing import Callable, List
 
-from envcheck.report import Result
+from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
@@ -132,4 +132,77 @@ def fold_per_host(
                 out.append(dataclasses.replace(r, node=f"{host} ({len(addresses)} workers)"))
         for a in addresses:
             out.extend(r for r in per_worker[a] if _key(r) not in shared)
+    return out
+
+
+# Packages that carry the CUDA runtime (libcudart) an environment uses, first match wins:
+# conda's cuda-cudart (CUDA 12+) and cudatoolkit (CUDA <= 11), pip's nvidia-cuda-runtime-cuXX.
+_CUDART_PACKAGES = ("cuda-cudart", "cudatoolkit", "nvidia-cuda-runtime-cu12",
+                    "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu13")
+
+# What every worker of a cluster must agree on beyond the Python packages of the skew table
+# (the driver is pinning's gpu.driver-agreement, per host): name -> (read it, why it matters).
+STACK: dict[str, tuple[Callable[[NodeFacts], str], str]] = {
+    "nccl": (lambda f: f.nccl_version, "NCCL ranks of different versions hang or fail to "
+             "connect in collectives"),
+    "ucx": (lambda f: f.ucx.ucx_version, "UCX peers of different versions may not agree on "
+            "wire protocol and transports"),
+    "cuda-runtime": (lambda f: cuda_runtime_version(f), "a CUDA runtime that differs between "
+                     "workers gives different kernels, features and minimum drivers"),
+}
+
+
+def cuda_runtime_version(facts: NodeFacts) -> str:
+    """The CUDA runtime an environment ships ('12.4.127'), from its packages; '' unknown."""
+    for name in _CUDART_PACKAGES:
+        v = facts.packages.get(name) or facts.python_packages.get(name)
+        if v:
+            return v
+    return ""
+
+
+def check_stack_agreement(workers: Mapping[str, NodeFacts]) -> list[Result]:
+    """Same NCCL, UCX and CUDA runtime on every worker, folded per host.
+
+    A host whose workers all agree is one entry ("host (n workers)"); a host whose workers
+    differ names each worker. Values a worker does not have ("" : no GPU, no NCCL) are left
+    out, so a CPU-only worker does not disagree with the GPU ones.
+    """
+    out: list[Result] = []
+    for name, (read, why) in STACK.items():
+        where: dict[str, list[str]] = {}  # version -> hosts / workers
+        by_host: dict[str, dict[str, str]] = {}
+        for address, f in workers.items():
+            by_host.setdefault(f.host, {})[address] = read(f)
+        for host, values in by_host.items():
+            versions = set(values.values())
+            if len(versions) == 1:
+                (v,) = versions
+                if v:
+                    label = host if len(values) == 1 else f"{host} ({len(values)} workers)"
+                    where.setdefault(v, []).append(label)
+            else:
+                for address, v in values.items():
+                    if v:
+                        where.setdefault(v, []).append(address)
+        check = f"stack.{name}"
+        if not where:
+            continue
+        if len(where) == 1:
+            ((v, places),) = where.items()
+            out.append(Result(check, Status.PASS, f"{name} {v} on every worker "
+                              f"({', '.join(places)})", group="cluster"))
+            continue
+        detail = "; ".join(f"{v} on {', '.join(p)}" for v, p in sorted(where.items()))
+        out.append(
+            Result(
+                check,
+                Status.FAIL if name in ("nccl", "cuda-runtime") else Status.WARN,
+                f"workers run different {name} versions: {detail}",
+                node=", ".join(p for ps in where.values() for p in ps),
+                fix=f"{why}: install one version everywhere (the same environment / lock on "
+                "every host)",
+                group="cluster",
+            )
+        )
     return out

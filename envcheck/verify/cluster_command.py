@@ -20,6 +20,7 @@ from envcheck.flags import seconds
 from envcheck.report import Measurement, Report, Result, Status
 from envcheck.verify.child_output import children_stderr_to_log
 from envcheck.verify.cluster_checks import (
+    check_stack_agreement,
     cluster_pids_by_host,
     kept_node_checks,
     node_checks,
@@ -43,11 +44,13 @@ from envcheck.verify.expectations import (
 )
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.gather import ClusterFacts, CollectOptions, gather_facts
+from envcheck.verify.hosts import hosts_view, spans_hosts
 from envcheck.verify.pinning import by_host, check_pinning
 from envcheck.verify.probe import ASKED, PeerVersions, facts_from_versions, package_version
 from envcheck.verify.resources import check_resources
 from envcheck.verify.scheduler_loss import quiet_dask_logs, scheduler_lost
 from envcheck.verify.skew import skew_report
+from envcheck.verify.slurm_checks import check_slurm
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -103,6 +106,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-plugins", action="store_true", help="skip checks from the envcheck.checks group"
     )
+    jq = parser.add_argument_group("dask-jobqueue (start the workers as batch jobs)")
+    jq.add_argument("--jobqueue", choices=("slurm",), help="start --workers N through SLURMCluster")
+    jq.add_argument("--jobqueue-config", type=Path, metavar="FILE",
+                    help="YAML with a jobqueue: slurm: section (dask-jobqueue's own format)")
+    jq.add_argument("--jobqueue-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="SLURMCluster argument, e.g. queue=gpu, walltime=00:30:00 (repeatable)")
+    jq.add_argument("--gpus-per-worker", type=int, default=1, metavar="G",
+                    help="GRES GPUs per jobqueue worker (default 1; 0 for CPU workers)")
     add_expectation_arguments(parser)
 
 
@@ -131,7 +142,12 @@ def _validate(args: argparse.Namespace) -> None:
         raise BadInput(f"--smoke-timeout must be positive, not {args.smoke_timeout:g}")
     if args.address is not None and args.scheduler_file:
         raise BadInput("give a scheduler address or --scheduler-file, not both")
-    if args.workers is not None:
+    if getattr(args, "jobqueue", None):
+        if args.address is not None or args.scheduler_file:
+            raise BadInput("--jobqueue starts its own cluster: it needs no address")
+        if args.workers is None or args.workers < 1:
+            raise BadInput("--jobqueue needs --workers N (1 or more)")
+    elif args.workers is not None:
         if args.address is not None or args.scheduler_file:
             raise BadInput("--workers sizes the embedded cluster: it needs no address")
         if args.workers < 1:
@@ -151,6 +167,14 @@ def _cluster(args: argparse.Namespace, security: object) -> Iterator[tuple[Clien
         return
     if security is not None:
         raise BadInput("TLS options need a scheduler address (the embedded cluster is local)")
+    if getattr(args, "jobqueue", None):
+        from envcheck.verify.jobqueue import jobqueue_cluster, parse_options
+
+        with jobqueue_cluster(args.jobqueue, args.workers, parse_options(args.jobqueue_option),
+                              args.timeout, args.jobqueue_config,
+                              args.gpus_per_worker) as got:
+            yield got
+        return
     gpus = gpu_count()
     kind, why = embedded_kind(gpus)
     with contextlib.ExitStack() as stack:
@@ -183,7 +207,8 @@ def run(args: argparse.Namespace) -> Report:
             bench=args.bench,
             plugins=not args.no_plugins,
             described=described,
-            embedded=args.address is None and args.scheduler_file is None,
+            embedded=args.address is None and args.scheduler_file is None
+            and not getattr(args, "jobqueue", None),
         )
         lost = scheduler_lost(client, client.scheduler.address or described)
         if lost:
@@ -228,6 +253,11 @@ def verify(
         *(_explained(r) if r.node in explained else r for r in cluster.errors),
         *skew_results,
     ]
+    tables = [table]
+    if spans_hosts(cluster, versions_only):
+        host_table, host_results = hosts_view(cluster, versions_only)
+        tables.append(host_table)
+        results += host_results
     results += node_checks_per_worker(
         cluster.workers,
         exp,
@@ -235,7 +265,9 @@ def verify(
         cluster_pids_by_host(processes),
     )
     if cluster.workers:
+        results += check_stack_agreement(cluster.workers)
         results += check_pinning(cluster.workers)
+        results += check_slurm(cluster.workers, cluster.scheduler)
         results += _guarded(
             "resources",
             lambda: check_resources(
@@ -262,7 +294,7 @@ def verify(
         title="verify cluster",
         results=tuple(results),
         measurements=tuple(measurements),
-        tables=(table,),
+        tables=tuple(tables),
         environment=_environment(client, cluster, described),
     )
 

@@ -44,6 +44,9 @@ class Expectations:
     # pids that are not foreign on a GPU although they are not this process's descendants:
     # verify cluster puts every worker and nanny of the cluster here.
     known_pids: frozenset[int] = frozenset()
+    # health checks (issue 12)
+    xid_since_seconds: float | None = None  # only Xid events this recent count (--since)
+    ecc_corrected_threshold: int = 100  # volatile correctable ECC errors before a warning
 
     @property
     def expects_gpus(self) -> bool:
@@ -116,6 +119,13 @@ def _cc_arg(text: str) -> tuple[int, int]:
     return int(m[1]), int(m[2])
 
 
+def _duration_arg(text: str) -> float:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 90s, 30m, 12h, 2d)")
+    return float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m[2]]
+
+
 def _size_arg(text: str) -> int:
     try:
         return parse_size_mib(text)
@@ -126,7 +136,13 @@ def _size_arg(text: str) -> int:
 def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("expectations")
     g.add_argument("--lock", type=Path, metavar="FILE", help="conda-lock file the env must match")
-    g.add_argument("--expect-gpus", type=int, metavar="N", help="GPUs a job must see")
+    g.add_argument(
+        "--expect-gpus",
+        type=int,
+        metavar="N",
+        help="GPUs a job must see; 0: expect none (CUDA_VISIBLE_DEVICES hides them on purpose)."
+        " Unset while NVML sees GPUs that a job would not: a warning",
+    )
     g.add_argument("--expect-gpu-model", default="", metavar="TEXT", help="e.g. A100, H200")
     g.add_argument(
         "--min-gpu-memory", type=_size_arg, default=0, metavar="SIZE", help="per GPU, e.g. 40GiB"
@@ -158,6 +174,20 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
         help="shared library that must resolve: nccl, openblas, cuda, libfoo.so.1 (repeatable)",
     )
     g.add_argument("--expect-ucx", action="store_true", help="UCX must be usable by Dask")
+    g.add_argument(
+        "--since",
+        type=_duration_arg,
+        metavar="DURATION",
+        help="only Xid kernel-log events this recent count: 90s, 30m, 12h, 2d (default: since "
+        "boot)",
+    )
+    g.add_argument(
+        "--ecc-corrected-threshold",
+        type=int,
+        default=100,
+        metavar="N",
+        help="correctable ECC errors since the driver loaded before a warning (default 100)",
+    )
     g.add_argument(
         "--probe-timeout",
         type=seconds,
@@ -195,6 +225,8 @@ def expectations_from_args(args: argparse.Namespace) -> Expectations:
         libraries=tuple(dict.fromkeys(libraries)),
         expect_ucx=args.expect_ucx or implied["ucx"],
         probe_timeout=args.probe_timeout,
+        xid_since_seconds=getattr(args, "since", None),
+        ecc_corrected_threshold=getattr(args, "ecc_corrected_threshold", 100),
     )
 
 

@@ -80,6 +80,102 @@ class LibraryProbe:
     error: str = ""
 
 
+# ---- health facts (issue 12): what DCGM level 1, gcm and NHC read, as plain data ------------
+# Every NVML value is Optional: None means "not read"; the field's name is then in
+# GpuHealth.unsupported (NVML said NotSupported: no ECC on a GeForce, no NVLink on PCIe cards)
+# or in GpuHealth.errors with NVML's message.
+
+
+@dataclass(frozen=True)
+class NvLink:
+    link: int
+    up: bool
+    replay: int | None = None  # NVML_NVLINK_ERROR_DL_REPLAY, since the driver loaded
+    recovery: int | None = None  # DL_RECOVERY
+    crc_flit: int | None = None  # DL_CRC_FLIT
+    crc_data: int | None = None  # DL_CRC_DATA
+
+
+@dataclass(frozen=True)
+class GpuHealth:
+    index: int  # NVML index, as Gpu.index
+    uuid: str = ""
+    pci_bus_id: str = ""
+    ecc_enabled: bool | None = None
+    ecc_uncorrected_volatile: int | None = None  # since the driver loaded
+    ecc_uncorrected_aggregate: int | None = None  # life of the GPU
+    ecc_corrected_volatile: int | None = None
+    ecc_corrected_aggregate: int | None = None
+    retired_pages_sbe: int | None = None  # pages retired for repeated single-bit errors
+    retired_pages_dbe: int | None = None  # ... for double-bit errors
+    retired_pages_pending: bool | None = None  # retirement waits for a GPU reset
+    remapped_rows_correctable: int | None = None  # A100/H100 class: rows, not pages
+    remapped_rows_uncorrectable: int | None = None
+    row_remap_pending: bool | None = None  # a remap waits for a GPU reset
+    row_remap_failed: bool | None = None  # no spare row left: the GPU needs service
+    pcie_gen: int | None = None  # current link, as trained now (idle GPUs may downshift)
+    pcie_width: int | None = None
+    pcie_gen_max: int | None = None  # the most this GPU in this slot can do
+    pcie_width_max: int | None = None
+    pcie_replays: int | None = None
+    nvlinks: tuple[NvLink, ...] = ()  # the links NVML knows for this GPU
+    persistence_mode: bool | None = None
+    clocks_event_reasons: int | None = None  # bitmask (nvmlClocksEventReason*)
+    mig_mode: int | None = None  # current: 1 enabled, 0 disabled
+    mig_mode_pending: int | None = None
+    compute_mode: int | None = None  # NVML_COMPUTEMODE_*: 0 default, 2 prohibited, 3 excl.
+    unsupported: tuple[str, ...] = ()  # fields NVML answered NotSupported / not in this driver
+    errors: tuple[str, ...] = ()  # "field: NVML error" for any other failure
+
+
+@dataclass(frozen=True)
+class XidEvent:
+    """One `NVRM: Xid (PCI:0000:3b:00): 79, ...` kernel log line."""
+
+    code: int
+    pci: str  # as the line gives it: "0000:3b:00" (domain:bus:device)
+    seconds: float = -1.0  # since boot; -1 when the line carries no monotonic time
+    text: str = ""  # what follows the code, cut to 200 characters
+
+
+@dataclass(frozen=True)
+class NetInterface:
+    name: str
+    up: bool  # IFF_UP (administratively up)
+    operstate: str = ""  # /sys/class/net/<name>/operstate: "up", "down", "unknown" (lo)
+
+
+@dataclass(frozen=True)
+class IbPort:
+    device: str  # "mlx5_0"
+    port: int
+    state: str = ""  # "ACTIVE", "DOWN", "INIT", "ARMED"
+    phys_state: str = ""  # "LinkUp", "Polling", "Disabled"
+    rate: str = ""  # "200 Gb/sec (4X HDR)"
+    link_layer: str = ""  # "InfiniBand" or "Ethernet" (RoCE)
+
+
+@dataclass(frozen=True)
+class HostHealth:
+    collected: bool = False  # False in facts from a collector older than these fields
+    memlock_soft: int | None = None  # bytes; -1 unlimited (RLIMIT_MEMLOCK of this process)
+    memlock_hard: int | None = None
+    nofile_soft: int | None = None  # -1 unlimited
+    nofile_hard: int | None = None
+    shm_bytes: int | None = None  # /dev/shm size (statvfs)
+    shm_free_bytes: int | None = None
+    shm_error: str = ""
+    net_interfaces: tuple[NetInterface, ...] = ()
+    ib_ports: tuple[IbPort, ...] = ()
+    ib_error: str = ""  # why no port was read ("/sys/class/infiniband absent")
+    modules: tuple[str, ...] = ()  # loaded kernel modules among KERNEL_MODULES
+    kernel_log_source: str = ""  # "/dev/kmsg", "dmesg", "journalctl -k", or a file
+    kernel_log_error: str = ""  # why no kernel log was read
+    kernel_log_lines: int = 0  # records / lines scanned
+    xid_events: tuple[XidEvent, ...] = ()
+    uptime_seconds: float = -1.0
+
+
 @dataclass(frozen=True)
 class NodeFacts:
     host: str
@@ -112,6 +208,14 @@ class NodeFacts:
     imports: tuple[ImportProbe, ...] = ()  # only the modules asked for
     libraries: tuple[LibraryProbe, ...] = ()  # only the libraries asked for
     nccl_source: str = ""  # path of the libnccl that answered, or "torch"
+    # Health facts (issue 12): NVML per GPU and the host's limits, links and kernel log.
+    gpu_health: tuple[GpuHealth, ...] = ()
+    host_health: HostHealth = field(default_factory=HostHealth)
+    # The same GPU reads again after verify node --level 2's load (PCIe link as trained under
+    # load, the highest seen during it; error counters after it): () when no load ran.
+    gpu_health_after: tuple[GpuHealth, ...] = ()
+    # What Slurm told the process (Slurm checks): SLURM_*, SLURMD_NODENAME, GPU_DEVICE_ORDINAL
+    slurm: dict[str, str] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------
@@ -135,8 +239,17 @@ def collect_node_facts(
     libraries: tuple[str, ...] | list[str] = (),
     probe_timeout: float = 60.0,
     ucx_info_timeout: float = 10.0,
+    health: bool | None = None,
+    kernel_log: str = "",
 ) -> NodeFacts:
-    """Gather this process's view of its machine; never raises for missing hardware."""
+    """Gather this process's view of its machine; never raises for missing hardware.
+
+    health: also read the GPUs' and the host's health (ECC, PCIe, NVLink, clocks, limits,
+    links, Xid events; see collect_gpu_health, collect_host_health). None (the default): for
+    the processes that run jobs and whose health is judged, "local" (verify node) and
+    "worker"; not for a cluster's client and scheduler, which share the busy event loop of
+    the caller. kernel_log: a file to read Xid lines from instead of the kernel's own log.
+    """
     t0 = time.perf_counter()
     # One stat per directory per collection: every stat releases the GIL, and taking it back
     # behind a busy event loop thread (a client's, a scheduler's) costs tens of microseconds.
@@ -159,6 +272,19 @@ def collect_node_facts(
         if any(g.processes for g in gpus):  # walking /proc costs ms: only when it can matter
             own = _own_pids(os.getpid())
         nccl_version, nccl_source = _nccl_version()
+        gpu_health: tuple[GpuHealth, ...] = ()
+        host_health = HostHealth()
+        if health or (health is None and role in ("local", "worker")):
+            # verify node judges every GPU of the node; a worker the GPUs it is given (with
+            # ~100 NVML calls per GPU, eight workers reading all eight GPUs of their host
+            # would read each GPU eight times a round)
+            by_uuid = {g.uuid: g.index for g in gpus}
+            mine = [g.index for g in gpus] if role != "worker" else [
+                by_uuid[u] for u in visible if u in by_uuid
+            ]
+            gpu_health = collect_gpu_health(mine) if mine else ()
+            # dmesg / journalctl fallbacks cost ms to seconds: verify node only, not workers
+            host_health = collect_host_health(kernel_log, log_fallbacks=role == "local")
         facts = NodeFacts(
             host=socket.gethostname(),
             pid=os.getpid(),
@@ -187,6 +313,9 @@ def collect_node_facts(
             imports=probe_imports(import_modules, probe_timeout) if import_modules else (),
             libraries=probe_libraries(libraries, probe_timeout) if libraries else (),
             nccl_source=nccl_source,
+            gpu_health=gpu_health,
+            host_health=host_health,
+            slurm=slurm_env(),
         )
         return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
@@ -737,6 +866,15 @@ def _site_dirs() -> list[str]:
     return [p for p in sys.path if p and not p.endswith(".zip")]
 
 
+def slurm_env() -> dict[str, str]:
+    """What Slurm told this process: SLURM_* (job, step, node, GPUs) and GPU_DEVICE_ORDINAL."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(("SLURM_", "SLURMD_")) or k == "GPU_DEVICE_ORDINAL"
+    }
+
+
 def _nccl_version() -> tuple[str, str]:
     """NCCL's version: torch's when torch is already imported, else libnccl through ctypes."""
     torch = sys.modules.get("torch")
@@ -996,6 +1134,401 @@ def probe_libraries(
     return tuple(out)
 
 
+# ---- health: NVML per GPU, host limits, links, kernel log (issue 12) ------------------------
+
+# Kernel modules whose presence a check asks about (/sys/module/<name>).
+KERNEL_MODULES = ("nvidia", "nvidia_uvm", "nvidia_peermem", "nv_peer_mem", "gdrdrv", "ib_core")
+
+# NVML errors that mean "this GPU or driver cannot tell", not "something is wrong".
+_NVML_UNSUPPORTED = (3, 13)  # NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND
+
+
+def collect_gpu_health(indices: tuple[int, ...] | list[int] | None = None) -> tuple[GpuHealth, ...]:
+    """Health reads for each GPU NVML sees (or `indices`); () without NVML. Never raises."""
+    nv = _cached("pynvml", dirs_key(sys.path), _try_pynvml)
+    if isinstance(nv, str):
+        return ()
+    try:
+        count = nv.nvmlDeviceGetCount()
+    except Exception:  # not initialised (collect_node_facts starts it) or no driver
+        return ()
+    out = []
+    for i in range(count) if indices is None else indices:
+        try:
+            out.append(gpu_health(nv, i))
+        except Exception as e:  # the handle itself failed (a GPU that fell off the bus)
+            out.append(GpuHealth(index=i, errors=(f"handle: {e}",)))
+    return tuple(out)
+
+
+def gpu_health(nv: Any, index: int) -> GpuHealth:
+    """One GPU's health reads through pynvml `nv`; each read guarded on its own."""
+    h = nv.nvmlDeviceGetHandleByIndex(index)
+    unsupported: list[str] = []
+    errors: list[str] = []
+
+    def read(name: str, call: Any, *args: Any) -> Any:
+        try:
+            return call(h, *args)
+        except nv.NVMLError as e:
+            if getattr(e, "value", None) in _NVML_UNSUPPORTED:
+                unsupported.append(name)
+            else:
+                errors.append(f"{name}: {e}")
+        except AttributeError:  # a pynvml too old to have the function
+            unsupported.append(name)
+        return None
+
+    def fn(name: str) -> Any:
+        return getattr(nv, name, None) or _missing
+
+    def _missing(*_: Any) -> Any:
+        raise AttributeError
+
+    d: dict[str, Any] = {"index": index}
+    known = _NVML_STATIC.get(index)  # identity _gpu_facts read once: (uuid, name, MiB, cc, bus)
+    if known is not None:
+        d["uuid"], d["pci_bus_id"] = known[0], known[4]
+    else:
+        d["uuid"] = _text(read("uuid", fn("nvmlDeviceGetUUID")) or "")
+        pci = read("pci", fn("nvmlDeviceGetPciInfo"))
+        d["pci_bus_id"] = _text(pci.busId) if pci is not None else ""
+    mode = read("ecc_enabled", fn("nvmlDeviceGetEccMode"))
+    d["ecc_enabled"] = bool(mode[0]) if mode is not None else None
+    if mode is not None and mode[0]:  # counters are NotSupported / meaningless with ECC off
+        total = fn("nvmlDeviceGetTotalEccErrors")
+        # nvml.h's values, should a pynvml lack the names
+        unc = getattr(nv, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
+        cor = getattr(nv, "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
+        vol, agg = getattr(nv, "NVML_VOLATILE_ECC", 0), getattr(nv, "NVML_AGGREGATE_ECC", 1)
+        d["ecc_uncorrected_volatile"] = read("ecc_uncorrected_volatile", total, unc, vol)
+        d["ecc_uncorrected_aggregate"] = read("ecc_uncorrected_aggregate", total, unc, agg)
+        d["ecc_corrected_volatile"] = read("ecc_corrected_volatile", total, cor, vol)
+        d["ecc_corrected_aggregate"] = read("ecc_corrected_aggregate", total, cor, agg)
+        # Page retirement (before Ampere) and row remapping (Ampere on): each GPU supports one
+        pages = fn("nvmlDeviceGetRetiredPages_v2") if hasattr(nv, "nvmlDeviceGetRetiredPages_v2") \
+            else fn("nvmlDeviceGetRetiredPages")
+        sbe = read("retired_pages_sbe", pages, 0)  # MULTIPLE_SINGLE_BIT_ECC_ERRORS
+        dbe = read("retired_pages_dbe", pages, 1)  # DOUBLE_BIT_ECC_ERROR
+        d["retired_pages_sbe"] = len(sbe) if sbe is not None else None
+        d["retired_pages_dbe"] = len(dbe) if dbe is not None else None
+        pending = read("retired_pages_pending", fn("nvmlDeviceGetRetiredPagesPendingStatus"))
+        d["retired_pages_pending"] = bool(pending) if pending is not None else None
+        rows = read("remapped_rows", fn("nvmlDeviceGetRemappedRows"))
+        if rows is not None:
+            d["remapped_rows_correctable"], d["remapped_rows_uncorrectable"] = rows[0], rows[1]
+            d["row_remap_pending"], d["row_remap_failed"] = bool(rows[2]), bool(rows[3])
+    for key, call in (
+        ("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
+        ("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
+        ("pcie_gen_max", "nvmlDeviceGetMaxPcieLinkGeneration"),
+        ("pcie_width_max", "nvmlDeviceGetMaxPcieLinkWidth"),
+        ("pcie_replays", "nvmlDeviceGetPcieReplayCounter"),
+    ):
+        value = read(key, fn(call))
+        d[key] = int(value) if value is not None else None
+    d["nvlinks"] = _nvlinks(nv, h, unsupported, errors)
+    persistence = read("persistence_mode", fn("nvmlDeviceGetPersistenceMode"))
+    d["persistence_mode"] = bool(persistence) if persistence is not None else None
+    # "throttle" was renamed "clocks event" in driver 535; older libnvidia-ml lacks the new name
+    reasons = read("clocks_event_reasons", fn("nvmlDeviceGetCurrentClocksEventReasons"))
+    if reasons is None and "clocks_event_reasons" in unsupported:
+        unsupported.remove("clocks_event_reasons")
+        reasons = read("clocks_event_reasons", fn("nvmlDeviceGetCurrentClocksThrottleReasons"))
+    d["clocks_event_reasons"] = int(reasons) if reasons is not None else None
+    mig = read("mig_mode", fn("nvmlDeviceGetMigMode"))
+    if mig is not None:
+        d["mig_mode"], d["mig_mode_pending"] = int(mig[0]), int(mig[1])
+    compute = read("compute_mode", fn("nvmlDeviceGetComputeMode"))
+    d["compute_mode"] = int(compute) if compute is not None else None
+    d["unsupported"] = tuple(unsupported)
+    d["errors"] = tuple(errors)
+    return GpuHealth(**d)
+
+
+_NVLINK_COUNTERS = (("replay", 0), ("recovery", 1), ("crc_flit", 2), ("crc_data", 3))
+
+
+def _nvlinks(nv: Any, h: Any, unsupported: list[str], errors: list[str]) -> tuple[NvLink, ...]:
+    links = []
+    counters_unsupported = False
+    for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
+        try:
+            up = nv.nvmlDeviceGetNvLinkState(h, link) == getattr(nv, "NVML_FEATURE_ENABLED", 1)
+        except nv.NVMLError as e:
+            if link == 0 and getattr(e, "value", None) in _NVML_UNSUPPORTED:
+                unsupported.append("nvlink")  # no NVLink on this GPU: stop asking
+                return ()
+            continue  # InvalidArgument: past this GPU's last link
+        counts: dict[str, int | None] = {}
+        for name, code in _NVLINK_COUNTERS:
+            value = None
+            if up and not counters_unsupported:
+                try:
+                    value = int(nv.nvmlDeviceGetNvLinkErrorCounter(h, link, code))
+                except nv.NVMLError as e:
+                    if getattr(e, "value", None) in _NVML_UNSUPPORTED:
+                        counters_unsupported = True  # the same for every link of this GPU
+                    else:
+                        errors.append(f"nvlink {link} {name}: {e}")
+            counts[name] = value
+        links.append(NvLink(link, up, **counts))
+    if counters_unsupported:
+        unsupported.append("nvlink_error_counters")
+    return tuple(links)
+
+
+# Variables that name network interfaces or HCAs: /sys/class/net is read only when one is
+# set (reading it costs ~50 us per interface, and nothing else judges interfaces).
+NET_VARIABLES = ("NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "NCCL_IB_HCA")
+
+
+def collect_host_health(kernel_log: str = "", log_fallbacks: bool = True) -> HostHealth:
+    """Limits of this process, /dev/shm, network and InfiniBand ports, modules, Xid events.
+
+    Network interfaces are read only when NCCL_SOCKET_IFNAME, UCX_NET_DEVICES or NCCL_IB_HCA
+    is set; modules other than nvidia only on hosts with an RDMA device; the kernel log (and
+    uptime) only where the NVIDIA driver is loaded. kernel_log: "" looks for Xid lines in
+    /dev/kmsg, else `dmesg`, else `journalctl -k`; a path reads that file (or device).
+    """
+    memlock = _rlimit("RLIMIT_MEMLOCK")
+    nofile = _rlimit("RLIMIT_NOFILE")
+    shm_bytes = shm_free = None
+    shm_error = ""
+    try:
+        st = os.statvfs("/dev/shm")
+        shm_bytes, shm_free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+    except OSError as e:
+        shm_error = f"/dev/shm: {e.strerror or e}"
+    ib_ports, ib_error = read_ib_ports()
+    wanted = KERNEL_MODULES if ib_ports else ("nvidia",)
+    modules = tuple(m for m in wanted if os.path.isdir(f"/sys/module/{m}"))
+    uptime = -1.0
+    if kernel_log or "nvidia" in modules:
+        events, source, error, lines = read_kernel_log(kernel_log, log_fallbacks)
+        uptime = _uptime()
+    else:
+        events, source, lines = (), "", 0
+        error = "no NVIDIA kernel driver loaded (/sys/module/nvidia absent): no Xid to look for"
+    nets = read_net_interfaces() if any(v in os.environ for v in NET_VARIABLES) else ()
+    return HostHealth(
+        collected=True,
+        memlock_soft=memlock[0],
+        memlock_hard=memlock[1],
+        nofile_soft=nofile[0],
+        nofile_hard=nofile[1],
+        shm_bytes=shm_bytes,
+        shm_free_bytes=shm_free,
+        shm_error=shm_error,
+        net_interfaces=nets,
+        ib_ports=ib_ports,
+        ib_error=ib_error,
+        modules=modules,
+        kernel_log_source=source,
+        kernel_log_error=error,
+        kernel_log_lines=lines,
+        xid_events=events,
+        uptime_seconds=uptime,
+    )
+
+
+def _rlimit(name: str) -> tuple[int | None, int | None]:
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(getattr(resource, name))
+    except (ImportError, AttributeError, ValueError, OSError):
+        return None, None
+    inf = resource.RLIM_INFINITY
+    return (-1 if soft == inf else soft), (-1 if hard == inf else hard)
+
+
+def _uptime() -> float:
+    try:
+        with open("/proc/uptime") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return -1.0
+
+
+def _read_sys(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def read_net_interfaces(root: str = "/sys/class/net") -> tuple[NetInterface, ...]:
+    """Every interface in /sys/class/net: name, IFF_UP, operstate."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return ()
+    out = []
+    for name in names:
+        flags = _read_sys(os.path.join(root, name, "flags"))
+        try:
+            up = bool(int(flags, 16) & 0x1)  # IFF_UP
+        except ValueError:
+            up = False
+        out.append(NetInterface(name, up, _read_sys(os.path.join(root, name, "operstate"))))
+    return tuple(out)
+
+
+def read_ib_ports(root: str = "/sys/class/infiniband") -> tuple[tuple[IbPort, ...], str]:
+    """(ports, why none): state, physical state, rate and link layer of each HCA port."""
+    try:
+        devices = sorted(os.listdir(root))
+    except FileNotFoundError:
+        return (), f"{root} absent: no InfiniBand / RoCE driver"
+    except OSError as e:
+        return (), f"{root}: {e.strerror or e}"
+    out = []
+    for dev in devices:
+        ports_dir = os.path.join(root, dev, "ports")
+        try:
+            ports = sorted(os.listdir(ports_dir), key=lambda p: int(p) if p.isdigit() else 0)
+        except OSError:
+            continue
+        for port in ports:
+            base = os.path.join(ports_dir, port)
+
+            def value(name: str, base: str = base) -> str:
+                # "4: ACTIVE" -> "ACTIVE", "5: LinkUp" -> "LinkUp"
+                text = _read_sys(os.path.join(base, name))
+                return text.split(":", 1)[1].strip() if ":" in text else text
+
+            out.append(
+                IbPort(
+                    dev,
+                    int(port) if port.isdigit() else 0,
+                    value("state"),
+                    value("phys_state"),
+                    _read_sys(os.path.join(base, "rate")),
+                    _read_sys(os.path.join(base, "link_layer")),
+                )
+            )
+    return tuple(out), "" if out else f"{root} lists no port"
+
+
+# "NVRM: Xid (PCI:0000:3b:00): 79, pid=1122, GPU has fallen off the bus." in every form the
+# kernel log takes: /dev/kmsg records ("4,1234,5678901,-;NVRM: ..."), dmesg and journalctl -k
+# -o short-monotonic ("[ 5.678901] NVRM: ..."), syslog files ("Nov 23 ... kernel: NVRM: ...").
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+),?\s*(.*)")
+_MONOTONIC = re.compile(r"\[\s*(\d+\.\d+)\]")
+_KMSG = re.compile(r"^\d+,\d+,(\d+),[^;]*;")
+
+# path -> [fd, events, records]: /dev/kmsg is read on, not again, by later collections (a
+# long-running node has ~10k records; a round of a cluster reads only what is new).
+_KMSG_STATE: dict[str, list[Any]] = {}
+
+
+def parse_xid_line(line: str) -> XidEvent | None:
+    """An XidEvent from one kernel log line in any of its formats, or None."""
+    m = _XID.search(line)
+    if not m:
+        return None
+    seconds = -1.0
+    k = _KMSG.match(line)
+    if k:
+        seconds = int(k[1]) / 1e6
+    else:
+        t = _MONOTONIC.search(line[: m.start()])
+        if t:
+            seconds = float(t[1])
+    return XidEvent(int(m[2]), m[1].lower(), seconds, m[3].strip()[:200])
+
+
+def read_kernel_log(
+    path: str = "", fallbacks: bool = True
+) -> tuple[tuple[XidEvent, ...], str, str, int]:
+    """(Xid events, source, why unreadable, lines scanned) from `path` or the first source of
+    /dev/kmsg, `dmesg`, `journalctl -k -b` that this user may read.
+
+    fallbacks=False reads /dev/kmsg only: the two commands cost 5 ms to over a second per
+    call (journalctl), too much for every worker in every round of a cluster.
+    """
+    if path:
+        return _read_log_path(path)
+    events, source, error, lines = _read_log_path("/dev/kmsg")
+    if not error:
+        return events, source, error, lines
+    if not fallbacks:
+        return (), "", f"{error} (dmesg and journalctl -k are tried by verify node only)", 0
+    refused = _CACHE.get("kernel-log-refused")
+    uid = os.getuid() if hasattr(os, "getuid") else -1
+    if refused is not None and refused[0] == uid:
+        # every source refused this user before: permissions do not change in a process's
+        # life, and asking again costs two processes per collection on every worker
+        return (), "", refused[1], 0
+    why = [error]
+    for cmd in (["dmesg"], ["journalctl", "-k", "-b", "-o", "short-monotonic", "--no-pager"]):
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            why.append(f"{cmd[0]}: {e}")
+            continue
+        if proc.returncode != 0:
+            why.append(f"{cmd[0]}: {_tail(proc.stderr) or f'exit {proc.returncode}'}")
+            continue
+        text = proc.stdout.splitlines()
+        if cmd[0] == "journalctl" and not any(_MONOTONIC.match(t) for t in text):
+            # a user outside the systemd-journal / adm groups gets "-- No entries --", exit 0
+            why.append("journalctl -k: no kernel entries visible to this user")
+            continue
+        found = tuple(e for e in map(parse_xid_line, text) if e is not None)
+        return found, " ".join(cmd[:2]) if cmd[0] == "journalctl" else "dmesg", "", len(text)
+    _CACHE["kernel-log-refused"] = (uid, "; ".join(why))
+    return (), "", "; ".join(why), 0
+
+
+def _read_log_path(path: str) -> tuple[tuple[XidEvent, ...], str, str, int]:
+    import stat
+
+    try:
+        is_char = stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError as e:
+        return (), path, f"{path}: {e.strerror or e}", 0
+    if not is_char:  # a saved log: dmesg output, kern.log, journalctl -k
+        try:
+            with open(path, errors="replace") as f:
+                text = f.read().splitlines()
+        except OSError as e:
+            return (), path, f"{path}: {e.strerror or e}", 0
+        found = tuple(e for e in map(parse_xid_line, (t for t in text if "Xid" in t)) if e)
+        return found, path, "", len(text)
+    state = _KMSG_STATE.get(path)
+    if state is None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError as e:
+            return (), path, f"{path}: {e.strerror or e}", 0
+        state = _KMSG_STATE[path] = [fd, [], 0]
+    fd, events, count = state
+    while True:
+        try:
+            record = os.read(fd, 8192)
+        except BlockingIOError:  # no record left
+            break
+        except BrokenPipeError:  # records were overwritten before we read them: go on
+            continue
+        except OSError as e:
+            os.close(fd)
+            del _KMSG_STATE[path]
+            return tuple(events), path, f"{path}: {e.strerror or e}", count
+        if not record:
+            break
+        count += 1
+        line = record.decode("utf-8", "replace")
+        if "Xid" in line:
+            event = parse_xid_line(line)
+            if event is not None:
+                events.append(event)
+    state[2] = count
+    return tuple(events), path, "", count
+
+
 # ---- plain data, for shipping facts between processes ---------------------------------------
 
 
@@ -1009,7 +1542,7 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
     """
     out = _shallow(facts)
     copies: dict[int, dict] = {}
-    for name in ("packages", "package_builds", "env", "resources", "python_packages"):
+    for name in ("packages", "package_builds", "env", "resources", "python_packages", "slurm"):
         value = out[name]
         if id(value) not in copies:
             copies[id(value)] = dict(value)
@@ -1020,7 +1553,21 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
     out["ucx"] = _shallow(facts.ucx)
     out["imports"] = tuple(_shallow(p) for p in facts.imports)
     out["libraries"] = tuple(_shallow(p) for p in facts.libraries)
+    for key in ("gpu_health", "gpu_health_after"):
+        out[key] = tuple(
+            {**_shallow(h), "nvlinks": tuple(_shallow(n) for n in h.nvlinks)}
+            for h in getattr(facts, key)
+        )
+    hh = facts.host_health
+    out["host_health"] = {
+        **_shallow(hh),
+        **{k: tuple(_shallow(x) for x in getattr(hh, k)) for k in _HOST_HEALTH_LISTS},
+    }
     return out
+
+
+# HostHealth fields that hold tuples of dataclasses, and their classes
+_HOST_HEALTH_LISTS = {"net_interfaces": NetInterface, "ib_ports": IbPort, "xid_events": XidEvent}
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
@@ -1045,7 +1592,22 @@ def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
     d["ucx"] = UcxFacts(**ucx)
     d["imports"] = tuple(ImportProbe(**_known(ImportProbe, p)) for p in d.get("imports", ()))
     d["libraries"] = tuple(LibraryProbe(**_known(LibraryProbe, p)) for p in d.get("libraries", ()))
+    for key in ("gpu_health", "gpu_health_after"):
+        d[key] = tuple(_gpu_health_from_dict(h) for h in d.get(key, ()))
+    hh = _known(HostHealth, d.get("host_health") or {})
+    for key, cls in _HOST_HEALTH_LISTS.items():
+        hh[key] = tuple(cls(**_known(cls, x)) for x in hh.get(key, ()))
+    hh["modules"] = tuple(hh.get("modules", ()))
+    d["host_health"] = HostHealth(**hh)
     return NodeFacts(**d)
+
+
+def _gpu_health_from_dict(h: dict[str, Any]) -> GpuHealth:
+    d = _known(GpuHealth, h)
+    d["nvlinks"] = tuple(NvLink(**_known(NvLink, n)) for n in d.get("nvlinks", ()))
+    d["unsupported"] = tuple(d.get("unsupported", ()))
+    d["errors"] = tuple(d.get("errors", ()))
+    return GpuHealth(**d)
 
 
 def _gpu_from_dict(g: dict[str, Any]) -> Gpu:

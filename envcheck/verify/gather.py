@@ -65,17 +65,21 @@ class CollectOptions:
     import_modules: tuple[str, ...] = ()
     libraries: tuple[str, ...] = ()
     probe_timeout: float = 60.0
+    health: bool | None = None  # collect_node_facts' default: workers yes, client/scheduler no
 
     @property
     def probes(self) -> bool:
         return bool(self.import_modules or self.libraries)
 
     def kwargs(self) -> dict[str, Any]:
-        return {
+        out = {
             "import_modules": tuple(self.import_modules),
             "libraries": tuple(self.libraries),
             "probe_timeout": self.probe_timeout,
         }
+        if self.health is not None:
+            out["health"] = self.health
+        return out
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ fetch (transfer_incoming_log: request, wire, deserialisation), minus the fetch l
 from __future__ import annotations
 
 import contextlib
+import itertools
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -179,11 +180,25 @@ def bus_bandwidth(algbw: float, world: int) -> float:
 
 
 def pick_pairs(facts: Mapping[str, NodeFacts], max_pairs: int) -> list[tuple[str, str]]:
-    """Ring pairs (w0->w1, w1->w2, ...) over GPU workers (all workers when none has a GPU)."""
+    """Ring pairs (w0->w1, w1->w2, ...) over GPU workers (all workers when none has a GPU).
+
+    Across hosts: pairs between hosts (a ring over each host's first worker) alternate with
+    pairs within a host, so the cap keeps both kinds of link in the measurements.
+    """
     gpu = sorted(a for a, f in facts.items() if ddp.is_gpu_worker(f))
     workers = gpu or sorted(facts)
     if len(workers) < 2:
         return []
+    hosts: dict[str, list[str]] = {}
+    for a in workers:
+        hosts.setdefault(facts[a].host, []).append(a)
+    if len(hosts) > 1:
+        firsts = [members[0] for members in hosts.values()]
+        across = [(firsts[i], firsts[(i + 1) % len(firsts)]) for i in range(len(firsts))]
+        across = across[:1] if len(firsts) == 2 else across
+        within = [(m[0], m[1]) for m in hosts.values() if len(m) > 1]
+        mixed = [p for pair in itertools.zip_longest(across, within) for p in pair if p]
+        return mixed[:max_pairs]
     pairs = [(workers[i], workers[i + 1]) for i in range(len(workers) - 1)]
     if len(workers) > 2:
         pairs.append((workers[-1], workers[0]))

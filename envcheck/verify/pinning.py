@@ -42,6 +42,10 @@ def _wants_gpu(facts: NodeFacts) -> bool:
     return bool(facts.gpus) and (cvd is None or cvd.strip() not in _HIDDEN_ON_PURPOSE)
 
 
+def _granted_by_slurm(facts: NodeFacts) -> bool:
+    return bool(facts.slurm.get("SLURM_STEP_GPUS") or facts.slurm.get("SLURM_JOB_GPUS"))
+
+
 def check_pinning(workers: Mapping[str, NodeFacts]) -> list[Result]:
     """Each GPU worker sees a GPU, no two share one, none idle, one driver version."""
     hosts = by_host(workers)
@@ -51,7 +55,12 @@ def check_pinning(workers: Mapping[str, NodeFacts]) -> list[Result]:
         msg = f"no GPU on any worker host{why}: GPU pinning checks do not apply"
         out = [Result("gpu.pinning", Status.SKIP, msg, group=GROUP)]
         # ...unless a worker claims a GPU it cannot have: that breaks annotated tasks
-        out += [_claims_without_gpu(addr, f) for addr, f in workers.items() if _wants_gpu(f)]
+        # (a claim Slurm backs with a granted GPU is judged by slurm_checks against the grant)
+        out += [
+            _claims_without_gpu(addr, f)
+            for addr, f in workers.items()
+            if _wants_gpu(f) and not _granted_by_slurm(f)
+        ]
         return out
     out: list[Result] = []
     for host, members in hosts.items():

@@ -15,14 +15,23 @@ from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
 from .busy import check_busy
+from .clocks import check_clocks
 from .driver import check_driver
+from .ecc import check_ecc
 from .glibc import check_glibc
+from .gpu_modes import check_compute_mode, check_mig, check_persistence
 from .gpus import check_compute_capability, check_gpus
+from .host_limits import check_host_limits
 from .imports import check_imports
+from .infiniband import check_infiniband, check_peermem
+from .interfaces import check_net_devices
 from .libraries import check_libraries
+from .nvlink import check_nvlink
 from .packages import check_packages
+from .pcie import check_pcie
 from .ucx import check_ucx
 from .visible import check_visible
+from .xid import check_xid
 
 Check = Callable[[NodeFacts, Expectations], List[Result]]
 
@@ -38,6 +47,19 @@ BUILTIN_CHECKS: dict[str, Check] = {
     "imports": check_imports,
     "libraries": check_libraries,
     "ucx": check_ucx,
+    # health (issue 12): what dcgmi diag -r 1, gcm and NHC look at
+    "ecc": check_ecc,
+    "xid": check_xid,
+    "pcie": check_pcie,
+    "nvlink": check_nvlink,
+    "clocks": check_clocks,
+    "persistence": check_persistence,
+    "mig": check_mig,
+    "compute-mode": check_compute_mode,
+    "host-limits": check_host_limits,
+    "net-devices": check_net_devices,
+    "infiniband": check_infiniband,
+    "peermem": check_peermem,
 }
 
 

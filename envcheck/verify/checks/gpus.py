@@ -81,6 +81,22 @@ def check_gpus(facts: NodeFacts, exp: Expectations) -> list[Result]:
                 "scheduler's GPU request (e.g. --gres=gpu:N)",
             )
         ]
+    if not seen and not mig and exp.expect_gpus is None:
+        # NVML sees GPUs, CUDA will give the job none (CUDA_VISIBLE_DEVICES empty, -1, a
+        # duplicate, a bad first entry): rarely what someone who asked nothing meant
+        value = facts.env.get("CUDA_VISIBLE_DEVICES")
+        return [
+            Result(
+                check,
+                Status.WARN,
+                f"NVML sees {len(facts.gpus)} GPUs but a job here sees none "
+                f"(CUDA_VISIBLE_DEVICES={value!r})",
+                fix="unset CUDA_VISIBLE_DEVICES or list each GPU once (e.g. 0,1); if no GPU is "
+                "meant for this job, say so with --expect-gpus 0",
+            )
+        ]
+    if exp.expect_gpus == 0:
+        where += " (none expected)"
     return [Result(check, Status.PASS, f"{where}: {_describe(seen) or 'none'}")]
 
 

@@ -33,6 +33,9 @@ def check_visible(facts: NodeFacts, exp: Expectations) -> list[Result]:
         hides_all = not uuids
         deliberate = hides_all and value.strip() in ("", "-1", "NoDevFiles", "none")
         status = Status.WARN if deliberate and not exp.expects_gpus else Status.FAIL
+        if deliberate and exp.expect_gpus == 0:  # --expect-gpus 0: hiding them is the point
+            return [Result(CHECK, Status.PASS, f"CUDA_VISIBLE_DEVICES={value!r}: no GPU, "
+                                               "as --expect-gpus 0 says")]
         return [
             Result(
                 CHECK,

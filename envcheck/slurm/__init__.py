@@ -1,0 +1,1 @@
+"""Slurm: sbatch scripts whose Dask cluster verifies itself, and their submission."""

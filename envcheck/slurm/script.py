@@ -1,0 +1,197 @@
+"""The sbatch script: a Dask cluster inside one allocation that verifies itself before the work.
+
+The shape is dask-jobqueue's SLURMRunner / dask-mpi's: one allocation holds the whole cluster,
+a scheduler file on shared storage is the rendezvous. The batch step (first node) runs the
+scheduler, the verify client and the user's command; one `srun` step runs one worker per GPU
+per node, each bound to its own GPU by `--gpus-per-task=1`. Everything started in the
+background is killed by an EXIT trap: with proctrack/linuxproc Slurm does not do it.
+Pure: options in, text out.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+DEFAULT_WAIT = 300  # seconds for the scheduler and every worker to come up
+VERDICTS = {"pass": (0,), "warn": (0, 1)}  # --then-on: verify exit codes that let --then run
+
+
+@dataclass(frozen=True)
+class ScriptOptions:
+    nodes: int = 1
+    gpus_per_node: int = 1
+    cpus_per_gpu: int = 1
+    partition: str = ""
+    time: str = ""
+    account: str = ""
+    job_name: str = "envcheck-dask"
+    env: str = ""  # prefix to activate ("" = the submitting shell's environment)
+    lock: str = ""  # lock the workers' packages must match (verify --lock)
+    protocol: str = "tcp"
+    interface: str = ""  # network interface for scheduler and workers (ib0, eth0)
+    dashboard: str = "127.0.0.1:0"
+    shared_dir: str = ""  # "" = $SLURM_SUBMIT_DIR/.envcheck (must be visible to every node)
+    wait: int = DEFAULT_WAIT
+    verify_timeout: float = 60.0
+    smoke: str = "all"
+    then: str = ""
+    then_on: str = "warn"
+    output: str = ""  # sbatch --output ("" = Slurm's slurm-%j.out)
+    extra_sbatch: tuple[str, ...] = ()  # further "#SBATCH" lines, verbatim options
+
+    @property
+    def workers(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+def _q(s: str) -> str:
+    return shlex.quote(s)
+
+
+def _directives(o: ScriptOptions) -> list[str]:
+    lines = [
+        f"--job-name={o.job_name}",
+        f"--nodes={o.nodes}",
+        f"--ntasks-per-node={o.gpus_per_node}",
+        f"--cpus-per-task={o.cpus_per_gpu}",
+        f"--gres=gpu:{o.gpus_per_node}",
+    ]
+    for flag, value in (("partition", o.partition), ("time", o.time), ("account", o.account),
+                        ("output", o.output)):
+        if value:
+            lines.append(f"--{flag}={value}")
+    lines += list(o.extra_sbatch)
+    return [f"#SBATCH {line}" for line in lines]
+
+
+def _activate(env: str) -> str:
+    if not env:
+        return "# environment: the one sbatch was called from (sbatch exports it)"
+    p = _q(env)
+    return f"""ENVCHECK_ENV={p}
+if [ -f "$ENVCHECK_ENV/bin/activate" ] && [ ! -d "$ENVCHECK_ENV/conda-meta" ]; then
+    . "$ENVCHECK_ENV/bin/activate"          # a venv
+else
+    export CONDA_PREFIX="$ENVCHECK_ENV"      # a conda env: its bin/ first is what activation does
+    export PATH="$ENVCHECK_ENV/bin:$PATH"
+fi"""
+
+
+def render(o: ScriptOptions) -> str:
+    """The whole script as text."""
+    iface = ["--interface", o.interface] if o.interface else []
+    sched = [
+        "python", "-m", "distributed.cli.dask_scheduler",
+        "--scheduler-file", "$SCHED_FILE", "--protocol", o.protocol,
+        "--dashboard-address", o.dashboard, *iface,
+    ]
+    verify = [
+        "envcheck", "verify", "cluster", "--scheduler-file", "$SCHED_FILE",
+        "--json", "$RUN_DIR/report.json", "--junit", "$RUN_DIR/report.xml",
+        "--timeout", f"{o.verify_timeout:g}", "--smoke", o.smoke,
+    ]
+    if o.lock:
+        verify += ["--lock", o.lock]
+    allowed = " ".join(str(c) for c in VERDICTS[o.then_on])
+    shared = _q(o.shared_dir) if o.shared_dir else '"$SLURM_SUBMIT_DIR/.envcheck"'
+    then = (
+        f"""case " {allowed} " in
+    *" $VERDICT "*)
+        echo "envcheck: verify exited $VERDICT; running: "{_q(o.then)}
+        bash -c {_q(o.then)}
+        echo $? > "$RUN_DIR/then.rc"
+        ;;
+    *)
+        echo "envcheck: verify exited $VERDICT (allowed: {allowed}); not running: "{_q(o.then)} >&2
+        ;;
+esac"""
+        if o.then
+        else "# no --then: the job ends with the verdict"
+    )
+    return f"""#!/bin/bash
+{chr(10).join(_directives(o))}
+# Written by `envcheck slurm script`: a Dask cluster of {o.workers} workers
+# ({o.nodes} node(s) x {o.gpus_per_node} GPU(s)), verified by `envcheck verify cluster` before
+# anything else runs. Exit code: verify's.
+set -u
+{_activate(o.env)}
+RUN_DIR={shared}/"$SLURM_JOB_ID"
+mkdir -p "$RUN_DIR"
+SCHED_FILE="$RUN_DIR/scheduler.json"
+export ENVCHECK_SCHEDULER_FILE="$SCHED_FILE"
+rm -f "$SCHED_FILE"
+PIDS=""
+cleanup() {{
+    # Slurm's proctrack/linuxproc leaves background children running: end them here
+    for pid in $PIDS; do kill -TERM "$pid" 2>/dev/null; done
+    sleep 1
+    for pid in $PIDS; do kill -KILL "$pid" 2>/dev/null; done
+    wait 2>/dev/null
+}}
+trap cleanup EXIT
+trap 'exit 143' TERM INT
+fail() {{ echo "envcheck: $1" >&2; echo "$1" > "$RUN_DIR/failed"; exit 3; }}
+
+# 1. scheduler on this (the first) node; the dashboard stays on {o.dashboard}
+{" ".join(_sh(sched))} > "$RUN_DIR/scheduler.log" 2>&1 &
+PIDS="$PIDS $!"
+deadline=$((SECONDS + {o.wait}))
+until [ -s "$SCHED_FILE" ]; do
+    [ $SECONDS -ge $deadline ] && \\
+        fail "scheduler did not write $SCHED_FILE within {o.wait} s (see $RUN_DIR/scheduler.log)"
+    kill -0 ${{PIDS##* }} 2>/dev/null || fail "scheduler exited (see $RUN_DIR/scheduler.log)"
+    sleep 0.2
+done
+
+# 2. one worker per GPU per node, each bound to its own GPU
+if python -c "import dask_cuda" 2>/dev/null; then
+    WORKER="dask cuda worker"          # one worker per visible GPU: here, its own one
+    command -v dask-cuda-worker >/dev/null && WORKER="dask-cuda-worker"
+    WORKER_ARGS=""
+else
+    WORKER="python -m distributed.cli.dask_worker"
+    WORKER_ARGS="--nthreads {o.cpus_per_gpu} --resources GPU=1"
+fi
+srun --overlap --nodes={o.nodes} --ntasks-per-node={o.gpus_per_node} --gpus-per-task=1 \\
+    --cpus-per-task={o.cpus_per_gpu} --kill-on-bad-exit=0 \\
+    $WORKER --scheduler-file "$SCHED_FILE" $WORKER_ARGS {" ".join(_sh(iface))} \\
+    --local-directory "${{TMPDIR:-/tmp}}" --no-dashboard --death-timeout 60 \\
+    > "$RUN_DIR/workers.log" 2>&1 &
+PIDS="$PIDS $!"
+
+# 3. wait for all {o.workers} workers, with a deadline
+WAIT_PY='
+import sys
+from distributed import Client
+want, left = int(sys.argv[2]), max(float(sys.argv[3]), 1.0)
+with Client(scheduler_file=sys.argv[1], timeout=left) as c:
+    try:
+        c.wait_for_workers(want, timeout=left)
+    except Exception:
+        n = len(c.scheduler_info()["workers"])
+        sys.exit("only %d of %d workers registered in time (see workers.log)" % (n, want))
+'
+python -c "$WAIT_PY" "$SCHED_FILE" {o.workers} $((deadline - SECONDS)) 2> "$RUN_DIR/wait.log" \\
+    || fail "$(tail -n 1 "$RUN_DIR/wait.log")"
+
+# 4. verify the cluster; the verdict decides whether the work runs
+{" ".join(_sh(verify))}
+VERDICT=$?
+echo "$VERDICT" > "$RUN_DIR/verify.rc"
+
+# 5. the work
+{then}
+exit "$VERDICT"
+"""
+
+
+def _sh(words: list[str]) -> list[str]:
+    """Quote each word for bash, leaving $VARS expandable (inside double quotes)."""
+    out = []
+    for w in words:
+        if "$" in w:
+            out.append(f'"{w}"')
+        else:
+            out.append(_q(w))
+    return out

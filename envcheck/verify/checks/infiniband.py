@@ -1,0 +1,81 @@
+"""InfiniBand / RoCE: ports ACTIVE at one rate, and GPUDirect RDMA (nvidia-peermem) loaded."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from envcheck.report import Result, Status
+from envcheck.verify.expectations import Expectations
+from envcheck.verify.facts import NodeFacts
+
+
+def check_infiniband(facts: NodeFacts, exp: Expectations) -> list[Result]:
+    """Each HCA port ACTIVE; ports of one link layer at one rate."""
+    check = "infiniband"
+    hh = facts.host_health
+    if not hh.collected:
+        return [Result(check, Status.SKIP, "no host health facts (older collector)")]
+    if not hh.ib_ports:
+        return [Result(check, Status.SKIP, hh.ib_error or "no InfiniBand port")]
+    down = [p for p in hh.ib_ports if p.state != "ACTIVE"]
+    rates = Counter(p.rate for p in hh.ib_ports if p.state == "ACTIVE" and p.link_layer
+                    == "InfiniBand")
+    out = []
+    if down:
+        out.append(
+            Result(
+                check,
+                Status.WARN,
+                "ports not ACTIVE: " + ", ".join(
+                    f"{p.device}:{p.port} {p.state or '?'} ({p.phys_state or '?'})" for p in down
+                ),
+                fix="ports in use must be ACTIVE (ibstat): check the cable and the switch port; "
+                "INIT/ARMED means no subnet manager (start opensm or fix the fabric's SM); "
+                "unused ports can be excluded with NCCL_IB_HCA",
+            )
+        )
+    if len(rates) > 1:
+        out.append(
+            Result(
+                check,
+                Status.WARN,
+                "InfiniBand ports at different rates: "
+                + "; ".join(f"{n} at {r}" for r, n in rates.most_common()),
+                fix="a port that trained below its peers' rate bounds NCCL's bandwidth: reseat "
+                "or replace the cable, check the switch port",
+            )
+        )
+    if not out:
+        out.append(
+            Result(
+                check,
+                Status.PASS,
+                f"{len(hh.ib_ports)} ports ACTIVE: "
+                + ", ".join(f"{p.device}:{p.port} {p.rate} {p.link_layer}" for p in hh.ib_ports),
+            )
+        )
+    return out
+
+
+def check_peermem(facts: NodeFacts, exp: Expectations) -> list[Result]:
+    """nvidia-peermem (or nv_peer_mem) loaded on a host with GPUs and InfiniBand/RoCE."""
+    check = "peermem"
+    hh = facts.host_health
+    if not hh.collected:
+        return [Result(check, Status.SKIP, "no host health facts (older collector)")]
+    if not hh.ib_ports or not facts.gpus:
+        return [Result(check, Status.SKIP, "GPUDirect RDMA needs GPUs and an RDMA device: "
+                                           + ("no GPU" if not facts.gpus else "no RDMA device"))]
+    loaded = [m for m in ("nvidia_peermem", "nv_peer_mem") if m in hh.modules]
+    if loaded:
+        return [Result(check, Status.PASS, f"{loaded[0]} loaded: GPUDirect RDMA available")]
+    return [
+        Result(
+            check,
+            Status.WARN,
+            "nvidia-peermem is not loaded: NCCL and UCX cannot move GPU memory over "
+            "InfiniBand directly (GPUDirect RDMA) and stage it through host memory",
+            fix="modprobe nvidia-peermem (ships with the driver; load it at boot via "
+            "/etc/modules-load.d), or use DMA-BUF (NCCL_DMABUF_ENABLE=1, kernel >= 5.12)",
+        )
+    ]

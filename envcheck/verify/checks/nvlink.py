@@ -1,0 +1,116 @@
+"""NVLink: every link a GPU has is up, and no link counts errors (or, worse, adds to them)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from envcheck.report import Result, Status
+from envcheck.verify.expectations import Expectations
+from envcheck.verify.facts import NodeFacts, NvLink
+
+from .health_common import gpu_health_or_skip, gpu_name, read_errors
+
+CHECK = "nvlink"
+_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data")
+
+
+def check_nvlink(facts: NodeFacts, exp: Expectations) -> list[Result]:
+    """Links down where same-model GPUs have them up -> fail; error counters -> warn, growing
+    during the run (--level 2's load) -> fail."""
+    healths, skip = gpu_health_or_skip(facts, CHECK)
+    if skip:
+        return skip
+    with_links = [h for h in healths if h.nvlinks]
+    if not with_links:
+        return [Result(CHECK, Status.SKIP, f"no NVLink on the {len(healths)} GPUs (PCIe only)")]
+    model = {g.index: g.name for g in facts.gpus}
+    out = read_errors(healths, ("nvlink",), CHECK)
+    # The topology says a link exists when a GPU of the same model has it up: NVML lists the
+    # links a GPU *could* have; a PCIe card with a bridge uses only some of them. Peers are
+    # every GPU NVML sees (Gpu.nvlinks_active), also those whose health was not read (a
+    # cluster worker reads only its own GPUs').
+    up_by_model: dict[str, Counter] = {}
+    most_up: dict[str, int] = {}
+    for g in facts.gpus:
+        most_up[g.name] = max(most_up.get(g.name, 0), g.nvlinks_active)
+    for h in with_links:
+        up_by_model.setdefault(model.get(h.index, ""), Counter()).update(
+            n.link for n in h.nvlinks if n.up
+        )
+    missing: list[str] = []
+    unused: set[int] = set()
+    for h in with_links:
+        name = model.get(h.index, "")
+        peers = up_by_model[name]
+        down = [n.link for n in h.nvlinks if not n.up]
+        lost = [link for link in down if peers[link] > 0]
+        if not lost and sum(n.up for n in h.nvlinks) < most_up.get(name, 0):
+            lost = down  # fewer links up than another GPU of its model has: any may be it
+        unused.update(link for link in down if link not in lost)
+        if lost:
+            missing.append(f"{gpu_name(h)}: link {', '.join(map(str, lost))} down")
+    if missing:
+        out.append(
+            Result(
+                CHECK,
+                Status.FAIL,
+                "NVLink links down that other GPUs of the same model have up: "
+                + "; ".join(missing),
+                fix="reset the GPU (nvidia-smi -r) or reboot; on NVSwitch systems check "
+                "nvidia-fabricmanager is running; if the link stays down, service the board",
+            )
+        )
+    after = {h.index: h for h in facts.gpu_health_after}
+    grown: list[str] = []
+    counted: list[str] = []
+    for h in with_links:
+        later = {n.link: n for n in after[h.index].nvlinks} if h.index in after else {}
+        for n in h.nvlinks:
+            now = _counts(n)
+            if now:
+                counted.append(f"{gpu_name(h)} link {n.link} " + _fmt(now))
+            if n.link in later:
+                then = _counts(later[n.link])
+                diff = {k: v - now.get(k, 0) for k, v in then.items() if v > now.get(k, 0)}
+                if diff:
+                    grown.append(f"{gpu_name(h)} link {n.link} +" + _fmt(diff))
+    if grown:
+        out.append(
+            Result(
+                CHECK,
+                Status.FAIL,
+                "NVLink error counters grew during the load: " + "; ".join(grown),
+                fix="a link that takes errors under load corrupts or slows NCCL traffic: drain "
+                "the node, reset the GPUs, check the fabric (nvidia-smi nvlink -e)",
+            )
+        )
+    if counted:
+        out.append(
+            Result(
+                CHECK,
+                Status.WARN,
+                "NVLink error counters non-zero since the driver loaded: " + "; ".join(counted),
+                fix="run --level 2: counters that grow under load fail it; steady ones are old "
+                "events (nvidia-smi nvlink -e shows them, nvidia-smi nvlink -r 0 resets them)",
+            )
+        )
+    if not missing and not grown and not counted:
+        up = Counter(sum(n.up for n in h.nvlinks) for h in with_links)
+        summary = ", ".join(f"{n} GPUs with {k} links up" for k, n in sorted(up.items()))
+        if unused:
+            summary += f"; link {', '.join(map(str, sorted(unused)))} down on every GPU " \
+                       "of its model (not wired)"
+        unsupported = [h.index for h in with_links if "nvlink_error_counters" in h.unsupported]
+        if unsupported:
+            summary += "; error counters unsupported by NVML on this GPU/driver"
+        out.append(Result(CHECK, Status.PASS, summary))
+    return out
+
+
+def _counts(n: NvLink) -> dict[str, int]:
+    return {k: getattr(n, k) for k in _COUNTERS if getattr(n, k)}
+
+
+def _fmt(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items())
+
