@@ -8,11 +8,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
+import stat
 import sys
 import traceback
 from pathlib import Path
 
-from envcheck import __version__
+from envcheck import __version__, interrupts
 from envcheck.errors import BadInput, EnvcheckError, ExitCode
 from envcheck.report import Report, render_table, write_json, write_junit
 
@@ -64,8 +66,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but bad flags exit with ExitCode.BAD_INPUT and one line."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        print(f"envcheck: error: {message}", file=sys.stderr)
+        # one line, as every other bad input; the usage block is one --help away
+        print(f"envcheck: error: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(ExitCode.BAD_INPUT)
 
 
@@ -111,6 +113,61 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def check_destinations(args: argparse.Namespace) -> None:
+    """Bad report destinations are bad input before any work (a solve, a lock written).
+
+    The same file for --json and --junit, a directory, a missing or unwritable directory, a
+    device that refuses writes (/dev/full): each is refused here, with stdout when it refuses
+    writes too. A zero-byte write reaches the device's write path without writing anything.
+    """
+    paths = [(flag, getattr(args, flag, None)) for flag in ("json", "junit")]
+    paths = [(flag, p) for flag, p in paths if p is not None]
+    if len(paths) == 2 and _same_file(paths[0][1], paths[1][1]):
+        raise BadInput(f"--json and --junit name the same file ({paths[0][1]}): give each its own")
+    for flag, path in paths:
+        _check_destination(flag, path)
+    try:
+        fd = sys.stdout.fileno()
+        os.write(fd, b"")
+    except (OSError, ValueError, AttributeError) as e:
+        if isinstance(e, OSError) and e.errno is not None:
+            raise BadInput(f"standard output cannot be written: {e.strerror}") from None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _check_destination(flag: str, path: Path) -> None:
+    where = f"--{flag} {path}"
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        parent = path.parent if str(path.parent) else Path(".")
+        if not parent.is_dir():
+            raise BadInput(f"{where}: directory {parent} does not exist") from None
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise BadInput(f"{where}: directory {parent} is not writable") from None
+        return
+    except OSError as e:
+        raise BadInput(f"{where}: {e.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise BadInput(f"{where} is a directory")
+    try:  # non-blocking: a FIFO without a reader fails at once instead of hanging
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise BadInput(f"{where} cannot be written: {e.strerror}") from None
+    try:
+        os.write(fd, b"")
+    except OSError as e:
+        raise BadInput(f"{where} cannot be written: {e.strerror}") from None
+    finally:
+        os.close(fd)
+
+
 def _build_extra_present() -> bool:
     try:
         require_build_extra("build")
@@ -120,10 +177,30 @@ def _build_extra_present() -> bool:
 
 
 def render(report: Report, args: argparse.Namespace) -> None:
-    if args.json:
-        write_json(report, args.json)
-    if args.junit:
-        write_junit(report, args.junit)
+    """Write the report files and the table; an OSError names the file it is about."""
+    for flag, write in (("json", write_json), ("junit", write_junit)):
+        path = getattr(args, flag, None)
+        if path:
+            try:
+                write(report, path)
+            except OSError as e:
+                raise _ReportNotWritten(f"--{flag} {path}: {e.strerror or e}") from None
+    try:
+        _print(report, args)
+        sys.stdout.flush()
+    except OSError as e:
+        # stdout is gone or full: point it at /dev/null so the exit's own flush stays quiet
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        raise _ReportNotWritten(f"standard output: {e.strerror or e}") from None
+
+
+class _ReportNotWritten(Exception):
+    """The run finished but its report could not be written (checked before, failed after)."""
+
+
+def _print(report: Report, args: argparse.Namespace) -> None:
     if args.quiet:
         from rich.console import Console
 
@@ -137,7 +214,42 @@ def render(report: Report, args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    program = argv is None  # the process is envcheck (console script, python -m envcheck)
     argv = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in argv
+    restore = interrupts.install()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as e:  # also Terminated (SIGTERM): every finally has run
+        if debug:
+            traceback.print_exc()
+        if isinstance(e, interrupts.Terminated):
+            print("envcheck: terminated (SIGTERM)", file=sys.stderr)
+            code = ExitCode.TERMINATED
+        else:
+            print("envcheck: interrupted", file=sys.stderr)
+            code = ExitCode.INTERRUPTED
+        if program and not debug:
+            _quiet_exit()
+        return int(code)
+    finally:
+        interrupts.commit()  # the outcome is decided: a late Ctrl-C changes nothing
+        restore()
+
+
+def _quiet_exit() -> None:
+    """After the one line: stderr to /dev/null for the rest of the process.
+
+    Libraries clean up at exit (distributed's atexit closes a cluster an interrupt left half
+    started) and print tracebacks about the interrupt itself; the user was told already.
+    """
+    sys.stderr.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def _main(argv: list[str]) -> int:
     try:
         parser = build_parser(argv)
     except EnvcheckError as e:
@@ -146,11 +258,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
+        check_destinations(args)
         outcome = importlib.import_module(args._module).run(args)
         if isinstance(outcome, Report):
             render(outcome, args)
             return int(outcome.exit_code())
         return int(outcome)
+    except _ReportNotWritten as e:
+        written = " (the locks were written)" if interrupts.committed() else ""
+        print(f"envcheck: the report cannot be written: {e}{written}", file=sys.stderr)
+        return int(ExitCode.ERROR)
     except EnvcheckError as e:
         if debug:
             traceback.print_exc()
@@ -158,11 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         if e.detail and (debug or getattr(args, "explain", False)):
             print(e.detail, file=sys.stderr)
         return int(e.exit_code)
-    except OSError as e:  # unwritable --json/--junit path, and the like
+    except OSError as e:  # an unwritable --save-facts path, and the like
         if debug:
             traceback.print_exc()
         print(f"envcheck: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
         return int(ExitCode.BAD_INPUT)
-    except KeyboardInterrupt:
-        print("envcheck: interrupted", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)

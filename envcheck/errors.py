@@ -17,7 +17,8 @@ class ExitCode(IntEnum):
     STALE = 6  # envcheck build --check: a lock is missing or stale
     UNREACHABLE = 7  # envcheck verify cluster: no scheduler answered in time
     NO_ENGINE = 8  # envcheck image: no podman/docker/buildah here; the build command is printed
-    INTERRUPTED = 130  # Ctrl-C
+    INTERRUPTED = 130  # Ctrl-C (SIGINT): nothing was replaced
+    TERMINATED = 143  # SIGTERM, handled as Ctrl-C is: nothing was replaced
 
 
 class EnvcheckError(Exception):

@@ -13,7 +13,9 @@ import asyncio
 import datetime
 import json
 import os
+import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import rattler
@@ -68,7 +70,9 @@ class _Solver:
         self.gateway = rattler.Gateway()
         self.seen: dict[str, list[Any]] = {}  # repodata path -> [mtime_ns, size] last read
 
-    def solve(self, req: dict[str, Any]) -> dict[str, Any]:
+    def solve(
+        self, req: dict[str, Any], progress: Callable[[dict[str, Any]], None]
+    ) -> dict[str, Any]:
         # The parent sends the stat of every local repodata.json; when one changed since the
         # last solve, that channel's in-memory repodata is stale and must be read again.
         for channel, path, *stat in req.get("fingerprint", []):
@@ -83,6 +87,18 @@ class _Solver:
         except (*_PARSE_ERRORS, ValueError) as e:  # BuildString raises a plain ValueError
             return {"ok": False, "kind": "input", "message": f"{type(e).__name__}: {e}"}
         try:
+            if req.get("prefetch"):
+                # remote repodata first, in a phase the parent bounds (--fetch-timeout); the
+                # solve below finds it in the gateway's memory
+                asyncio.run(
+                    self.gateway.query(
+                        req["channels"],
+                        [req["platform"], "noarch"],
+                        [*req["specs"], *(req.get("constraints") or [])],
+                        recursive=True,
+                    )
+                )
+                progress({"phase": "fetched"})
             records = asyncio.run(
                 rattler.solve(
                     req["channels"],
@@ -105,16 +121,38 @@ class _Solver:
         return {"ok": True, "records": [_record(r) for r in records]}
 
 
+def _die_with_parent() -> None:
+    """Have the kernel kill this process when envcheck dies, even by SIGKILL (Linux).
+
+    Otherwise a solve nobody waits for runs on until its own timeout (minutes, GBs of memory).
+    """
+    parent = os.environ.get("ENVCHECK_SOLVER_PARENT")
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return  # not Linux: the parent's own cleanup is all there is
+    if parent and os.getppid() != int(parent):  # it died before prctl took effect
+        os._exit(0)
+
+
 def main() -> None:
+    _die_with_parent()
     # Answers go to a private copy of stdout; anything rattler prints lands on stderr instead.
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     solver = _Solver()
+
+    def progress(msg: dict[str, Any]) -> None:
+        answers.write(json.dumps(msg) + "\n")
+        answers.flush()
+
     for line in sys.stdin:
         if not line.strip():
             continue
         try:
-            reply = json.dumps(solver.solve(json.loads(line)))
+            reply = json.dumps(solver.solve(json.loads(line), progress))
         except Exception as e:  # a malformed request must not kill the server silently
             failure = {"ok": False, "kind": "error", "message": f"{type(e).__name__}: {e}"}
             reply = json.dumps(failure)

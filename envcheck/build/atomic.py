@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from envcheck import interrupts
 from envcheck.errors import BadInput
 
 
@@ -28,27 +29,85 @@ def check_writable(directory: Path) -> None:
 
 
 def write_files_atomically(files: Mapping[Path, bytes]) -> None:
-    """Write every file to a temporary sibling first, then rename each over its target.
+    """Replace every file in ``files`` or none of them.
 
-    Nothing is renamed until every temporary file is complete and flushed to disk, so a failure
-    while writing (full disk, Ctrl-C) leaves every previous file byte-identical.
+    Every new file is written to a temporary sibling and flushed first, and every existing
+    target gets a hard-linked backup; only then are the temporary files renamed over their
+    targets. A rename that fails (an immutable file, a vanished directory) rolls back the ones
+    already done, so a reader never sees half a lock pair. The renames are the run's commit
+    point (``interrupts.commit``): a Ctrl-C before it leaves every file as it was, one after it
+    lets the run finish.
     """
     temps: dict[Path, str] = {}
+    backups: dict[Path, str] = {}
     try:
         for target, data in files.items():
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-            temps[target] = tmp
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            # mkstemp makes 0600 files; a lock is meant to be read by everyone, as a plain write is
-            os.chmod(tmp, 0o644)
-        for target, tmp in temps.items():
-            os.replace(tmp, target)
-    except OSError as e:
-        raise BadInput(f"cannot write {e.filename or 'the lock'}: {e.strerror or e}") from None
+            _write_temp(target, data, temps)
+        for target in files:
+            if os.path.lexists(target):
+                backups[target] = _backup(target)
+        interrupts.commit()
+        _swap(temps, backups)
     finally:
-        for tmp in temps.values():
+        for tmp in [*temps.values(), *backups.values()]:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+def _write_temp(target: Path, data: bytes, temps: dict[Path, str]) -> None:
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as e:
+        raise BadInput(f"cannot write {target}: {e.strerror or e}") from None
+    temps[target] = tmp
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        # mkstemp makes 0600 files; a lock is meant to be read by everyone, as a plain write is
+        os.chmod(tmp, 0o644)
+    except OSError as e:  # a write error has no file name of its own: name the target
+        raise BadInput(f"cannot write {target}: {e.strerror or e}") from None
+
+
+def _backup(target: Path) -> str:
+    """A hard link to ``target``'s current content beside it (no copy: same inode)."""
+    name = tempfile.mktemp(prefix=f".{target.name}.", suffix=".bak", dir=target.parent)
+    try:
+        os.link(target, name)
+    except OSError as e:
+        # link() fails on an immutable or append-only file, as rename over it would
+        raise BadInput(f"cannot replace {target}: {e.strerror or e}") from None
+    return name
+
+
+def _swap(temps: Mapping[Path, str], backups: Mapping[Path, str]) -> None:
+    done: list[Path] = []
+    for target, tmp in temps.items():
+        try:
+            os.replace(tmp, target)
+        except OSError as e:
+            problem = f"cannot replace {target}: {e.strerror or e}"
+            failed = _roll_back(done, backups)
+            if failed:  # stays committed: an interrupt must not claim nothing was replaced
+                problem += "; could not restore " + ", ".join(failed)
+            else:
+                interrupts.uncommit()
+                problem += " (no file was changed)"
+            raise BadInput(problem) from None
+        done.append(target)
+
+
+def _roll_back(done: list[Path], backups: Mapping[Path, str]) -> list[str]:
+    """Put back what the swap replaced; the files that could not be restored."""
+    failed = []
+    for target in reversed(done):
+        try:
+            if target in backups:
+                os.replace(backups[target], target)
+            else:
+                os.unlink(target)
+        except OSError as e:
+            failed.append(f"{target} ({e.strerror or e})")
+    return failed

@@ -26,6 +26,7 @@ from envcheck.build.lockfile import (
 )
 from envcheck.build.recipe import Recipe, load_recipe
 from envcheck.build.solve import (
+    DEFAULT_FETCH_TIMEOUT_S,
     SolvedPackage,
     SolveFailed,
     is_local,
@@ -35,6 +36,7 @@ from envcheck.build.solve import (
     virtual_packages,
 )
 from envcheck.errors import BadInput, EnvcheckError, ExitCode, StaleLock, Unsolvable
+from envcheck.flags import seconds
 from envcheck.report import Report, Result, Status, Table
 
 EXCLUDED_BUILD = "excluded-by-recipe"  # a build string no package has: the spec never matches
@@ -50,6 +52,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--explain", action="store_true", help="print the solver's full message")
     p.add_argument("--platform", help="build only this platform of the recipe")
+    p.add_argument(
+        "--fetch-timeout",
+        type=seconds,
+        default=DEFAULT_FETCH_TIMEOUT_S,
+        metavar="SECONDS",
+        help="limit for fetching a remote channel's repodata; past it the build exits "
+        f"{int(ExitCode.UNREACHABLE)} naming the channel (default {DEFAULT_FETCH_TIMEOUT_S:g})",
+    )
     p.add_argument(
         "--channel-data",
         action="append",
@@ -103,14 +113,20 @@ def requirement_chain(
 
 
 def _solve_platform(
-    recipe: Recipe, channels: Sequence[str], platform: str, vps: Mapping[str, str]
+    recipe: Recipe,
+    channels: Sequence[str],
+    platform: str,
+    vps: Mapping[str, str],
+    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT_S,
 ) -> list[SolvedPackage]:
     specs = list(recipe.dependencies)
     constraints = exclusion_constraints(recipe)
     try:
-        solved = solve_specs(specs, channels, platform, vps, constraints=constraints)
+        solved = solve_specs(
+            specs, channels, platform, vps, constraints=constraints, fetch_timeout=fetch_timeout
+        )
     except SolveFailed as first:
-        raise explain_failure(recipe, channels, platform, vps, first) from None
+        raise explain_failure(recipe, channels, platform, vps, first, fetch_timeout) from None
     leaked = recipe.excluded_names & {p.name for p in solved}
     if leaked:  # the constraints forbid this; a solver that ignored them must not go unnoticed
         raise EnvcheckError(f"the solver returned excluded packages: {', '.join(sorted(leaked))}")
@@ -123,13 +139,14 @@ def explain_failure(
     platform: str,
     vps: Mapping[str, str],
     failure: SolveFailed,
+    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT_S,
 ) -> Unsolvable:
     """Why the recipe does not solve: a dependency needs an excluded package, or entries clash."""
     specs = list(recipe.dependencies)
     where = f"{recipe.name} ({platform})"
     if recipe.exclude:
         try:
-            free = solve_specs(specs, channels, platform, vps)
+            free = solve_specs(specs, channels, platform, vps, fetch_timeout=fetch_timeout)
         except SolveFailed:
             free = None  # unsolvable even without exclusions: bisect below
         if free is not None:
@@ -157,7 +174,9 @@ def explain_failure(
 
     def outcome(sub: Sequence[str]) -> conflicts.SolveOutcome:
         try:
-            solve_specs(sub, channels, platform, vps, constraints=constraints)
+            solve_specs(
+                sub, channels, platform, vps, constraints=constraints, fetch_timeout=fetch_timeout
+            )
         except SolveFailed as e:
             return conflicts.SolveOutcome(False, e.message)
         return conflicts.SolveOutcome(True)
@@ -257,8 +276,13 @@ def build_one(
     out: Path,
     only: str | None,
     data: Sequence[str] | None,
-) -> tuple[list[Result], list[Change]]:
-    """Solve and write one recipe; returns (results, changes)."""
+    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT_S,
+) -> tuple[list[Result], list[Change], dict[Path, bytes]]:
+    """Solve one recipe; returns (results, changes, the files to write).
+
+    Nothing is written here: ``run`` writes every recipe's files in one swap, so an interrupt
+    or a failure leaves every previous lock as it was.
+    """
     from envcheck.build.pip import resolve_pip
 
     channels = list(data or recipe.channels)
@@ -277,7 +301,9 @@ def build_one(
     pip: dict[str, list[PipPackage]] = {}
     vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
     for platform in platforms:
-        solved[platform] = _solve_platform(recipe, channels, platform, vps[platform])
+        solved[platform] = _solve_platform(
+            recipe, channels, platform, vps[platform], fetch_timeout
+        )
         pip[platform] = resolve_pip(recipe.pip, solved[platform], platform, recipe.system)
         _check_glibc(recipe, channels, platform, solved[platform], pip[platform])
     extra = {}
@@ -298,7 +324,6 @@ def build_one(
         data_bytes = text.encode()
         if not path.exists() or path.read_bytes() != data_bytes:
             to_write[path] = data_bytes
-    write_files_atomically(to_write)
     results = []
     for platform in platforms:
         n_pip = len(pip[platform])
@@ -312,7 +337,7 @@ def build_one(
         results.append(
             Result(f"build {recipe.name}", Status.PASS, msg, node=platform, group="build")
         )
-    return results, changes
+    return results, changes, to_write
 
 
 def _check_glibc(
@@ -435,6 +460,8 @@ def run(args: argparse.Namespace) -> Report | int:
             f"{len(bad)} of {len(results)} locks need a rebuild: "
             + "; ".join(f"{r.message} (fix: {r.fix})" for r in bad)
         )
+    if args.fetch_timeout <= 0:
+        raise BadInput(f"--fetch-timeout must be positive, not {args.fetch_timeout:g}")
     for r in recipes:
         _platforms(r, args.platform)
     notes = () if args.no_lint else lint_recipes(recipes)  # before any solve: fails fast
@@ -444,10 +471,15 @@ def run(args: argparse.Namespace) -> Report | int:
     preload_conda_lock()
     results: list[Result] = []
     changes: list[tuple[str, Change]] = []
+    to_write: dict[Path, bytes] = {}
     for recipe in recipes:
-        res, ch = build_one(recipe, out, args.platform, args.channel_data)
+        res, ch, files = build_one(
+            recipe, out, args.platform, args.channel_data, args.fetch_timeout
+        )
         results += res
         changes += [(recipe.name, c) for c in ch]
+        to_write.update(files)
+    write_files_atomically(to_write)  # the commit point: every lock of the run, or none
     tables: tuple[Table, ...] = notes
     if changes:
         tables += (changes_table(changes),)

@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import json
 import posixpath
+import re
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import Any
 from envcheck.build.atomic import write_files_atomically
 from envcheck.build.recipe import Exclusion, Recipe
 from envcheck.build.solve import SolvedPackage, resolve_channel
+from envcheck.build.toposort import toposorted
 from envcheck.errors import BadInput
 
 _META = "envcheck."  # prefix of our keys in conda-lock's custom_metadata
@@ -272,7 +274,7 @@ def explicit_text(lockfile: Any, platform: str) -> str:
     this module avoids); this follows it line for line, and a test compares the two.
     """
     _conda_lock_ready()
-    lockfile.toposort_inplace()
+    lockfile.package = toposorted(lockfile.package)  # conda-lock's order, linear
     lockfile.filter_virtual_packages_inplace()
     mine = [p for p in lockfile.package if p.platform == platform and "main" in p.categories]
     lines = [
@@ -347,7 +349,7 @@ def parse_lockfile(path: Path) -> Any:
         raise MissingLockfileVersion(f"{path} is missing a version")
     else:
         raise UnknownLockfileVersion(f"{path} has unknown version {version}")
-    lockfile.toposort_inplace()
+    lockfile.package = toposorted(lockfile.package)  # conda-lock's order, linear
     return lockfile
 
 
@@ -360,6 +362,25 @@ def read_lockfile_model(path: Path) -> Any:
     except Exception as e:  # yaml errors, pydantic validation, unknown versions
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BadInput(f"{path} is not a readable conda-lock file: {first}") from None
+
+
+_VP_VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")  # __cuda, __glibc, __linux: numbers
+
+
+def _check_virtual_packages(path: Path, vps: Any) -> None:
+    """The recorded virtual packages are versions (a hand-edited `__glibc: banana` is not)."""
+    if not isinstance(vps, dict):
+        raise BadInput(f"{path}: envcheck metadata is damaged (virtual_packages is not a mapping)")
+    for platform, packages in vps.items():
+        if not isinstance(packages, dict):
+            raise BadInput(f"{path}: envcheck metadata is damaged (virtual_packages.{platform})")
+        for name, version in packages.items():
+            if name in ("__cuda", "__glibc", "__linux") and not (
+                isinstance(version, str) and _VP_VERSION.match(version)
+            ):
+                raise BadInput(
+                    f"{path}: virtual package {name} {version!r} ({platform}) is not a version"
+                )
 
 
 def read_lock(path: Path) -> Lock:
@@ -376,6 +397,7 @@ def read_lock(path: Path) -> Lock:
         data = tuple(json.loads(custom.get(f"{_META}channel_data", "[]")))
     except (KeyError, TypeError, ValueError) as e:
         raise BadInput(f"{path}: envcheck metadata is damaged ({e})") from None
+    _check_virtual_packages(path, vps)
     return Lock(
         path=path,
         recipe=custom.get(f"{_META}recipe", ""),

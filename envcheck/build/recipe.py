@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,11 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _ARCH = re.compile(r"^[a-z0-9_]+$")
 # bump when the meaning of hashed content changes, so old locks read as stale
 _HASH_SCHEMA = "envcheck.recipe/1"
+# Limits that keep a wrong file from hanging a build (real recipes: < 4 KiB, < 40 entries).
+MAX_RECIPE_BYTES = 256 * 1024
+MAX_ENTRIES = 1000  # per list: dependencies, pip, exclude, channels, targets
+# system versions are plain release numbers (`cuda: "11.8"`, `glibc: "2.17"`, `linux: "3.10"`)
+_SYSTEM_VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,8 @@ def _list(err: _Errors, node: yaml.Node, key: str) -> list[tuple[yaml.Node, str]
         return []
     if not isinstance(node, yaml.SequenceNode):
         raise err.at(node, key, "expected a list")
+    if len(node.value) > MAX_ENTRIES:
+        raise err.at(node, key, f"{len(node.value):,} entries; the limit is {MAX_ENTRIES:,}")
     return [(item, _scalar(err, item, f"{key}[{i}]")) for i, item in enumerate(node.value)]
 
 
@@ -165,15 +173,40 @@ def load_recipe(path: Path | str) -> Recipe:
     """Read and validate a recipe file; every problem is a BadInput naming file, line and key."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        st = path.stat()
     except FileNotFoundError:
         raise BadInput(f"recipe {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInput(f"recipe {path} cannot be read: {e}") from None
+    except OSError as e:
+        raise BadInput(f"recipe {path} cannot be read: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        # a FIFO or a device would block the build or never end
+        raise BadInput(f"recipe {path} is not a regular file")
+    if st.st_size > MAX_RECIPE_BYTES:
+        raise BadInput(
+            f"recipe {path} is {st.st_size:,} bytes; the limit is {MAX_RECIPE_BYTES:,} "
+            "(a recipe lists dozens of entries, not thousands)"
+        )
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_RECIPE_BYTES + 1)  # the file may have grown since the stat
+        text = data.decode("utf-8")
+    except OSError as e:
+        raise BadInput(f"recipe {path} cannot be read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise BadInput(f"recipe {path} is not UTF-8 text: {e}") from None
+    if len(data) > MAX_RECIPE_BYTES:
+        raise BadInput(f"recipe {path} is larger than the limit of {MAX_RECIPE_BYTES:,} bytes")
     return parse_recipe(text, path)
 
 
 def parse_recipe(text: str, path: Path) -> Recipe:
+    try:
+        return _parse_recipe(text, path)
+    except RecursionError:  # yaml's composer recurses once per level of nesting
+        raise BadInput(f"{path}: nesting too deep (a recipe is a few levels deep)") from None
+
+
+def _parse_recipe(text: str, path: Path) -> Recipe:
     err = _Errors(path)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -181,8 +214,9 @@ def parse_recipe(text: str, path: Path) -> Recipe:
         m = e.problem_mark or e.context_mark
         where = f"{m.line + 1}:{m.column + 1}: " if m else ""
         raise BadInput(f"{path}:{where}malformed YAML: {e.problem or e.context}") from None
-    except yaml.YAMLError as e:
-        raise BadInput(f"{path}: malformed YAML: {e}") from None
+    except yaml.YAMLError as e:  # a ReaderError (a control character) spans two lines
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise BadInput(f"{path}: malformed YAML: {first}") from None
     if root is None:
         raise BadInput(f"{path}: the recipe is empty")
     top = _mapping(err, root, "")
@@ -230,8 +264,13 @@ def parse_recipe(text: str, path: Path) -> Recipe:
             else:
                 try:
                     Version(v)
+                    ok = bool(_SYSTEM_VERSION.match(v))
                 except InvalidVersionError:
-                    raise err.at(vnode, f"system.{k}", f"{v!r} is not a version") from None
+                    ok = False
+                if not ok:
+                    raise err.at(
+                        vnode, f"system.{k}", f"{v!r} is not a version (numbers: e.g. 11.8, 2.17)"
+                    )
             system[k] = v
 
     deps: list[str] = []
@@ -273,6 +312,8 @@ def parse_recipe(text: str, path: Path) -> Recipe:
             if not (isinstance(xnode, yaml.ScalarNode) and xnode.tag.endswith(":null")):
                 raise err.at(xnode, "exclude", "expected a list of {name, reason}")
         else:
+            if len(xnode.value) > MAX_ENTRIES:
+                raise err.at(xnode, "exclude", f"more than {MAX_ENTRIES:,} entries")
             for i, item in enumerate(xnode.value):
                 where = f"exclude[{i}]"
                 fields = _mapping(err, item, where)

@@ -27,8 +27,13 @@ from envcheck.errors import BadInput, EnvcheckError, Unreachable
 
 CHANNEL_ALIAS = "https://conda.anaconda.org"
 _CHILD_SCRIPT = Path(__file__).with_name("_solve_child.py")
-# Fetching remote repodata may take a while before the solver's own timeout starts counting.
+# Reading local repodata (file:// channels, no separate fetch phase) before the solver's own
+# timeout starts counting; and the slack after a fetch, for turning records into the reply.
 _FETCH_ALLOWANCE_S = 300.0
+_REPLY_ALLOWANCE_S = 60.0
+# How long fetching a remote channel's repodata may take (build --fetch-timeout): a server
+# that accepts a connection and never answers must not hold a build for ever.
+DEFAULT_FETCH_TIMEOUT_S = 120.0
 # conda-forge builds for linux-64 target kernel >= 3.10 (the CentOS 7 kernel): the lowest kernel
 # envcheck's targets run, so packages that need a newer kernel are not picked silently.
 DEFAULT_LINUX = "3.10"
@@ -158,12 +163,20 @@ def _fingerprint(urls: Sequence[str], platform: str) -> list[list[Any]]:
     return fp
 
 
+class _FetchTimeout(Exception):
+    """The child did not finish fetching remote repodata in time."""
+
+
 class _Child:
     """One solver process and its pipes."""
 
     def __init__(self) -> None:
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the child
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self._buf = b""
+        # (channels, platform) -> the specs whose repodata this child has fetched
+        self.fetched: dict[tuple[tuple[str, ...], str], set[str]] = {}
+        # the child ends itself when this process dies (even by SIGKILL): see _solve_child
+        env = dict(os.environ, PYTHONUNBUFFERED="1", ENVCHECK_SOLVER_PARENT=str(os.getpid()))
         self.proc = subprocess.Popen(
             [sys.executable, str(_CHILD_SCRIPT)],
             stdin=subprocess.PIPE,
@@ -178,25 +191,66 @@ class _Child:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def ask(self, request: dict[str, Any], deadline: float) -> dict[str, Any] | None:
-        """Send one request; the reply, or None when the child died before answering."""
+    def ask(
+        self, request: dict[str, Any], fetch_timeout: float, solve_timeout: float
+    ) -> dict[str, Any] | None:
+        """Send one request; the reply, or None when the child died before answering.
+
+        A request with ``prefetch`` makes the child fetch repodata first and say so: that
+        phase must end within ``fetch_timeout`` (else _FetchTimeout), the solve within
+        ``solve_timeout`` after it (else TimeoutError).
+        """
         assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
             return None
+        fetching = bool(request.get("prefetch"))
+        if fetching:
+            deadline = time.monotonic() + fetch_timeout
+        else:
+            deadline = time.monotonic() + solve_timeout + _FETCH_ALLOWANCE_S
         while True:
+            try:
+                line = self._readline(deadline)
+            except TimeoutError:
+                if fetching:
+                    raise _FetchTimeout from None
+                raise
+            if line is None:
+                return None
+            reply = json.loads(line)
+            if reply.get("phase") == "fetched":
+                fetching = False
+                deadline = time.monotonic() + solve_timeout + _REPLY_ALLOWANCE_S
+                continue
+            return reply
+
+    def _readline(self, deadline: float) -> bytes | None:
+        """One line from the child's answers, or None at EOF; TimeoutError at ``deadline``."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError
-            ready, _, _ = select.select([self.proc.stdout], [], [], left)
-            if ready:
-                break
-        line = self.proc.stdout.readline()
-        if not line:
-            return None
-        return json.loads(line)
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
+
+    def kill(self) -> None:
+        """End the child's whole process group at once."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            self.proc.kill()
 
     def stderr_tail(self, n: int = 4000) -> str:
         self.stderr.seek(0)
@@ -209,13 +263,16 @@ class _Child:
         return f"exit code {code}"
 
     def close(self) -> None:
-        """End the child; how it ends is irrelevant once its answers are in."""
+        """End the child; how it ends is irrelevant once its answers are in.
+
+        An interrupt while waiting (at exit, say) kills it instead of leaving it behind.
+        """
         try:
             if self.proc.stdin:
                 self.proc.stdin.close()
             self.proc.wait(timeout=5)
-        except (subprocess.TimeoutExpired, OSError):
-            self.proc.kill()
+        except (subprocess.TimeoutExpired, OSError, KeyboardInterrupt):
+            self.kill()
             self.proc.wait()
         if self.proc.stdout:
             self.proc.stdout.close()
@@ -255,12 +312,14 @@ def solve_specs(
     *,
     timeout: float = 600,
     constraints: Sequence[str] = (),
+    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT_S,
 ) -> list[SolvedPackage]:
     """Solve ``specs`` for ``platform`` (plus noarch) against ``channels``.
 
     ``constraints`` restrict what may be installed without requesting it (used for exclusions).
     Raises SolveFailed when there is no solution, BadInput for a local channel that does not
-    exist, Unreachable for a remote channel whose repodata cannot be fetched.
+    exist or for channel data that is not repodata, Unreachable for a remote channel whose
+    repodata cannot be fetched (within ``fetch_timeout`` seconds).
     """
     global _child
     urls = [resolve_channel(c) for c in channels]
@@ -273,25 +332,40 @@ def solve_specs(
         "timeout": timeout,
         "fingerprint": _fingerprint(urls, platform),
     }
-    deadline = time.monotonic() + timeout + _FETCH_ALLOWANCE_S
+    remote = [u for u in urls if not is_local(u)]
+    wanted = {*specs, *constraints}
     reply = None
     with _lock:
         for _attempt in range(2):  # a child that dies mid-solve gets one fresh successor
             child = _get_child()
+            key = (tuple(urls), platform)
+            # remote repodata is fetched in its own, bounded phase (once per set of specs)
+            request["prefetch"] = bool(remote) and not wanted <= child.fetched.get(key, set())
             try:
-                reply = child.ask(request, deadline)
-            except KeyboardInterrupt:
+                reply = child.ask(request, fetch_timeout, timeout)
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM (envcheck.interrupts)
                 # the child would finish a solve nobody waits for: end it now
-                child.proc.kill()
+                child.kill()
                 child.close()
                 _child = None
                 raise
+            except _FetchTimeout:
+                child.kill()
+                child.close()
+                _child = None
+                raise Unreachable(
+                    f"channel data from {', '.join(remote)} did not arrive within "
+                    f"{fetch_timeout:g} s (the server does not answer; --fetch-timeout "
+                    "sets the limit)"
+                ) from None
             except TimeoutError:
-                child.proc.kill()
+                child.kill()
                 child.close()
                 _child = None
                 raise EnvcheckError(f"the solver did not finish within {timeout:.0f} s") from None
             if reply is not None:
+                if request["prefetch"] and (reply["ok"] or reply["kind"] == "solve"):
+                    child.fetched.setdefault(key, set()).update(wanted)
                 break
             how, tail = child.death(), child.stderr_tail()
             child.close()
@@ -303,8 +377,13 @@ def solve_specs(
     if reply["kind"] == "solve":
         raise SolveFailed(reply["message"])
     if reply["kind"] == "channel":
-        remote = [u for u in urls if not is_local(u)]
         first = reply["message"].splitlines()[0]
+        if remote and bad_channel_data(reply["message"]):
+            # the server answered: with a 4xx or with something that is not repodata
+            raise BadInput(
+                f"bad channel data from {', '.join(remote)}: {one_line(reply['message'])}",
+                detail=reply["message"],
+            )
         if remote:
             raise Unreachable(
                 f"channel data cannot be fetched from here ({first}); build this lock on a "
@@ -319,6 +398,15 @@ def solve_specs(
     raise EnvcheckError(
         f"the solver failed: {reply['message'].splitlines()[0]}", detail=reply["message"]
     )
+
+
+# rattler's words for a server that answered, but not with repodata (vs. one not reached)
+_ANSWERED = ("failed to parse", "HTTP status client error", "could not find subdir")
+
+
+def bad_channel_data(message: str) -> bool:
+    """Whether rattler's channel error says the server answered with bad data or a 4xx."""
+    return any(words in message for words in _ANSWERED)
 
 
 def _to_solved(r: dict[str, Any]) -> SolvedPackage:

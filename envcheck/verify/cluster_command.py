@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, EnvcheckError
+from envcheck.flags import seconds
 from envcheck.report import Measurement, Report, Result, Status
+from envcheck.verify.child_output import children_stderr_to_log
 from envcheck.verify.cluster_checks import (
     check_stack_agreement,
     cluster_pids_by_host,
@@ -46,6 +48,7 @@ from envcheck.verify.hosts import hosts_view, spans_hosts
 from envcheck.verify.pinning import by_host, check_pinning
 from envcheck.verify.probe import ASKED, PeerVersions, facts_from_versions, package_version
 from envcheck.verify.resources import check_resources
+from envcheck.verify.scheduler_loss import quiet_dask_logs, scheduler_lost
 from envcheck.verify.skew import skew_report
 from envcheck.verify.slurm_checks import check_slurm
 
@@ -73,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tls.add_argument("--tls-key", type=Path, metavar="FILE", help="client private key (PEM)")
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
         help=f"limit for connecting and for each process's facts (default {DEFAULT_TIMEOUT:g})",
@@ -86,7 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--smoke-timeout",
-        type=float,
+        type=seconds,
         default=DEFAULT_SMOKE_TIMEOUT,
         metavar="SECONDS",
         help=f"limit for each smoke test (default {DEFAULT_SMOKE_TIMEOUT:g})",
@@ -174,7 +177,11 @@ def _cluster(args: argparse.Namespace, security: object) -> Iterator[tuple[Clien
         return
     gpus = gpu_count()
     kind, why = embedded_kind(gpus)
-    with embedded_cluster(n_workers=args.workers, gpus=gpus) as client:
+    with contextlib.ExitStack() as stack:
+        # its worker processes keep their stderr in a log, off the terminal (a Ctrl-C there
+        # reaches them too: one line from envcheck, not their tracebacks)
+        with children_stderr_to_log(getattr(args, "debug", False)):
+            client = stack.enter_context(embedded_cluster(n_workers=args.workers, gpus=gpus))
         yield client, f"embedded {kind} ({why})"
 
 
@@ -183,6 +190,7 @@ def run(args: argparse.Namespace) -> Report:
     exp = expectations_from_args(args)
     selected = _smoke_selection(args.smoke)
     security = security_from_files(args.tls_ca_file, args.tls_cert, args.tls_key)
+    quiet_dask_logs(getattr(args, "debug", False))
     try:
         cluster = _cluster(args, security)
         client, described = cluster.__enter__()
@@ -190,7 +198,7 @@ def run(args: argparse.Namespace) -> Report:
         return handshake_skew_report(skew.peer, skew.reason)
     with contextlib.ExitStack() as stack:
         stack.push(cluster)
-        return verify(
+        report = verify(
             client,
             exp,
             timeout=args.timeout,
@@ -202,6 +210,10 @@ def run(args: argparse.Namespace) -> Report:
             embedded=args.address is None and args.scheduler_file is None
             and not getattr(args, "jobqueue", None),
         )
+        lost = scheduler_lost(client, client.scheduler.address or described)
+        if lost:
+            report = dataclasses.replace(report, results=(*lost, *report.results))
+        return report
 
 
 def verify(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envcheck.errors import BadInput
+from envcheck.flags import seconds
 from envcheck.verify.facts import normalize_name
 
 
@@ -189,7 +190,7 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--probe-timeout",
-        type=float,
+        type=seconds,
         default=60.0,
         metavar="SECONDS",
         help="limit for each import / library probe (default 60)",
@@ -245,9 +246,14 @@ def read_lock(path: Path) -> tuple[LockedPackage, ...]:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise BadInput(f"{path}: not a readable conda-lock file ({first})") from e
     try:
-        return tuple(_locked(i, p) for i, p in enumerate(_packages(data)))
+        locked = tuple(_locked(i, p) for i, p in enumerate(_packages(data)))
     except ValueError as e:
         raise BadInput(f"{path}: not a readable conda-lock file ({e})") from None
+    if not locked:
+        raise BadInput(f"{path}: the lock lists no packages (an empty lock checks nothing)")
+    for p in locked:
+        _check_virtual(path, p.name, dict(p.virtual))
+    return locked
 
 
 def _packages(data: object) -> list:
@@ -286,6 +292,22 @@ def _locked(index: int, dep: object) -> LockedPackage:
         str(dep["platform"]),
         tuple(sorted((str(k), str(v)) for k, v in deps.items() if str(k).startswith("__"))),
     )
+
+
+# one clause of a conda version spec: an optional operator, then a version that starts with a
+# digit (`>=2.17`, `2.17.*`, `<3.0.a0`) or `*`
+_SPEC_CLAUSE = re.compile(r"\s*(?:(?:>=|<=|==|!=|~=|>|<|=)\s*)?(?:[0-9][0-9A-Za-z._+*]*|\*)\s*")
+
+
+def _check_virtual(path: Path, name: str, deps: dict) -> None:
+    """A record's __glibc / __cuda constraint must be a version spec ('banana' is not one)."""
+    for key in ("__glibc", "__cuda", "__linux"):
+        if key not in deps:
+            continue
+        spec = str(deps[key])  # '' (any version) is what conda-lock writes for a bare name
+        clauses = re.split(r"[,|]", spec)
+        if spec.strip() not in ("", "None") and not all(map(_SPEC_CLAUSE.fullmatch, clauses)):
+            raise BadInput(f"{path}: {name} needs {key} {spec!r}, which is not a version spec")
 
 
 def _build_from_url(url: str) -> str:

@@ -7,6 +7,7 @@ anything else from envcheck, nor torch/cupy unless asked.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import getpass
@@ -16,6 +17,7 @@ import platform
 import queue
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -961,9 +963,31 @@ def _import_child(modules: list[str], timeout: float, python: str) -> list[Impor
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
+            # its own process group, killed whole on every way out (an import may start
+            # processes of its own); a terminal's Ctrl-C reaches only the caller, which ends it
+            start_new_session=True,
         )
     except OSError as e:
         return [ImportProbe(m, False, 0.0, f"could not start {python}: {e}") for m in modules]
+    try:
+        return _read_import_child(proc, modules, timeout, python)
+    finally:  # done, timed out, or interrupted (KeyboardInterrupt, SIGTERM): nothing stays
+        _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:  # already gone, or not allowed: the child itself at least
+        with contextlib.suppress(OSError):
+            proc.kill()
+    with contextlib.suppress(Exception):
+        proc.wait(timeout=5)
+
+
+def _read_import_child(
+    proc: subprocess.Popen, modules: list[str], timeout: float, python: str
+) -> list[ImportProbe]:
     lines: queue.Queue[str | None] = queue.Queue()
 
     def pump() -> None:

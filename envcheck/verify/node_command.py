@@ -16,7 +16,13 @@ from envcheck.verify.expectations import (
     add_expectation_arguments,
     expectations_from_args,
 )
-from envcheck.verify.facts import NodeFacts, collect_node_facts, facts_from_dict, facts_to_dict
+from envcheck.verify.facts import (
+    NodeFacts,
+    collect_node_facts,
+    conda_platform,
+    facts_from_dict,
+    facts_to_dict,
+)
 from envcheck.verify.prefix import collect_prefix_facts, interpreter, prefix_summary
 
 
@@ -121,8 +127,13 @@ def _run(args: argparse.Namespace) -> Report:
         facts = collect_prefix_facts(
             args.prefix, exp.import_modules, exp.libraries, exp.probe_timeout
         )
+        check_lock_platform(exp, facts.platform)
+    elif args.facts:
+        facts = _load_facts(args.facts)
+        check_lock_platform(exp, facts.platform)
     else:
-        facts = _load_facts(args.facts) if args.facts else _collect(exp, kernel_log)
+        check_lock_platform(exp, conda_platform())  # before probing anything
+        facts = _collect(exp, kernel_log)
     level_results: list[Result] = []
     measurements: list[Measurement] = []
     if facts.collect_seconds:
@@ -151,7 +162,10 @@ def _run(args: argparse.Namespace) -> Report:
             )
         )
     if args.save_facts:
-        args.save_facts.write_text(json.dumps(facts_to_dict(facts), indent=2) + "\n")
+        try:
+            args.save_facts.write_text(json.dumps(facts_to_dict(facts), indent=2) + "\n")
+        except OSError as e:  # a write error carries no file name of its own: name it
+            raise BadInput(f"--save-facts {args.save_facts}: {e.strerror or e}") from None
     results = run_node_checks(facts, exp, node=facts.host, plugins=not args.no_plugins)
     results += [dataclasses.replace(r, node=facts.host, group="node") for r in level_results]
     return Report(
@@ -164,6 +178,18 @@ def _run(args: argparse.Namespace) -> Report:
             "level": str(level),
         },
     )
+
+
+def check_lock_platform(exp: Expectations, platform: str) -> None:
+    """A --lock without packages for this machine's platform is bad input, not 12 failures."""
+    if not exp.lock_packages:
+        return
+    have = sorted({p.platform for p in exp.lock_packages})
+    if platform not in have:
+        raise BadInput(
+            f"the lock {exp.lock_path} has no {platform} packages (it has {', '.join(have)}): "
+            f"add {platform} to the recipe's platforms and rebuild it"
+        )
 
 
 def _collect(exp: Expectations, kernel_log: str = "") -> NodeFacts:

@@ -296,6 +296,23 @@ def _xgboost(run: SmokeRun) -> list[Result]:
     return [result("xgboost", Status.PASS, msg)]
 
 
+def gpu_named(device: str, facts: NodeFacts | None) -> str:
+    """'cuda:0' as the GPU it is: its physical NVML index and UUID from the worker's facts.
+
+    Every worker pinned to its own GPU sees it as cuda:0; said alone, two ranks read as if
+    they shared one GPU.
+    """
+    if not device.startswith("cuda") or facts is None:
+        return device
+    local = int(device.split(":", 1)[1]) if ":" in device else 0
+    if local >= len(facts.visible_gpu_uuids):
+        return device
+    uuid = facts.visible_gpu_uuids[local]
+    index = next((g.index for g in facts.gpus if g.uuid == uuid), None)
+    physical = f"GPU {index} " if index is not None else ""
+    return f"{device} = {physical}{uuid}"
+
+
 def _torch_ddp(run: SmokeRun) -> list[Result]:
     """A process group over the workers (NCCL on GPUs, gloo on CPUs) and a checked all-reduce."""
     plan = ddp.plan_ranks(run.facts)
@@ -326,7 +343,8 @@ def _torch_ddp(run: SmokeRun) -> list[Result]:
             out.append(result("torch-ddp", Status.FAIL, msg, a))
         else:
             nccl = f", NCCL {value['nccl']}" if value["nccl"] else ""
-            msg = f"{label} on {value['device']}: sum {want:g} (torch {value['torch']}{nccl})"
+            on = gpu_named(value["device"], run.facts.get(a))
+            msg = f"{label} on {on}: sum {want:g} (torch {value['torch']}{nccl})"
             out.append(result("torch-ddp", Status.PASS, msg, a))
     return out
 

@@ -57,7 +57,10 @@ def test_torch_ddp_all_reduce_over_nccl(cuda_cluster):
     client, facts = cuda_cluster
     results = run_smoke(client, facts, {"torch-ddp"}, timeout=180)
     assert [r.status for r in results] == [Status.PASS] * len(facts), [r.message for r in results]
-    assert all("over nccl on cuda:0" in r.message for r in results)
+    assert all("over nccl on cuda:0 = GPU " in r.message for r in results)
+    # each rank names its own physical GPU (UUID), so two ranks never read as one GPU
+    for r in results:
+        assert facts[r.node].visible_gpu_uuids[0] in r.message
 
 
 def test_xgboost_trains_on_the_gpus_or_says_why_not(cuda_cluster):

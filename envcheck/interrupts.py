@@ -1,0 +1,110 @@
+"""Ctrl-C and SIGTERM as exceptions until a run commits; after its commit point, it finishes.
+
+envcheck's promise on an interrupt: exit 130 (SIGINT) or 143 (SIGTERM) means nothing was
+replaced. Both signals raise (``KeyboardInterrupt``, or its subclass ``Terminated``) so every
+``finally`` and ``except KeyboardInterrupt`` runs and children are ended. ``commit()`` marks the
+point after which a run must finish instead (a build that starts swapping its lock files): a
+signal arriving then is remembered and ignored, and the run ends with its normal exit code.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so the same cleanup runs; exit code 143."""
+
+
+_committed = False
+_pending: list[int] = []
+
+
+def _handler(signum: int, frame: Any) -> None:
+    if _committed:
+        _pending.append(signum)
+        return
+    if signum == signal.SIGTERM:
+        raise Terminated()
+    raise KeyboardInterrupt()
+
+
+def install() -> Callable[[], None]:
+    """Route SIGINT and SIGTERM through the handler; returns what puts the old handlers back.
+
+    Main thread only (a no-op elsewhere). A signal the process was started ignoring (a
+    background job's SIGINT) stays ignored.
+    """
+    global _committed
+    _committed = False
+    del _pending[:]
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    old = {}
+    for sig in _SIGNALS:
+        if signal.getsignal(sig) is signal.SIG_IGN:
+            continue
+        old[sig] = signal.signal(sig, _handler)
+
+    def restore() -> None:
+        # unblock while this module's handler is still in place: a signal held since the
+        # commit point is delivered to it (and remembered), not to the handler put back
+        _unblock()
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+    return restore
+
+
+def commit() -> None:
+    """From now on this run finishes: signals are held, not raised.
+
+    Held, not only ignored: they are blocked in this thread, because a handled signal still
+    interrupts a blocking write, and CPython then drops the rest of a large write to a pipe
+    (seen: a report cut at 64 KiB, exit 0). They stay pending until ``uncommit`` or the
+    ``restore`` of ``install``.
+    """
+    global _committed
+    _committed = True
+    if threading.current_thread() is threading.main_thread() and hasattr(
+        signal, "pthread_sigmask"
+    ):
+        signal.pthread_sigmask(signal.SIG_BLOCK, set(_SIGNALS))
+
+
+def _unblock() -> None:
+    if threading.current_thread() is threading.main_thread() and hasattr(
+        signal, "pthread_sigmask"
+    ):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, set(_SIGNALS))
+
+
+def uncommit() -> None:
+    """The commit was rolled back (nothing replaced): signals raise again, held ones now."""
+    global _committed
+    held = pending()
+    _committed = False
+    _unblock()  # a held signal arrives here, and raises
+    if held is not None and _pending:
+        del _pending[:]
+        _handler(held, None)
+
+
+def committed() -> bool:
+    return _committed
+
+
+def pending() -> int | None:
+    """The first signal that arrived after the commit point (held or handled), if any."""
+    if _pending:
+        return _pending[0]
+    if hasattr(signal, "sigpending"):
+        held = [s for s in _SIGNALS if s in signal.sigpending()]
+        if held:
+            return held[0]
+    return None
