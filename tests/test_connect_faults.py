@@ -132,11 +132,24 @@ def test_a_scheduler_file_holding_a_bad_address_is_refused(tmp_path: Path) -> No
     assert "bad scheduler address" in _one_clean_line(proc.stderr)
 
 
-def test_tls_flags_with_a_tcp_address_are_refused(tmp_path: Path) -> None:
+def test_unreadable_tls_files_are_bad_input_before_connecting(tmp_path: Path) -> None:
     pems = []
     for name in ("ca.pem", "cert.pem", "key.pem"):
         (tmp_path / name).write_text("-----BEGIN CERTIFICATE-----\n")
         pems.append(str(tmp_path / name))
+    proc, took = run_envcheck(
+        "verify", "cluster", f"tls://127.0.0.1:{free_port()}",
+        "--tls-ca-file", pems[0], "--tls-cert", pems[1], "--tls-key", pems[2], timeout=60,
+    )
+    assert proc.returncode == ExitCode.BAD_INPUT, proc.stderr
+    line = _one_clean_line(proc.stderr)
+    assert "TLS files not usable" in line and pems[0] in line
+
+
+def test_tls_flags_with_a_tcp_address_are_refused(tmp_path: Path) -> None:
+    from tests.test_tls import _write_pki
+
+    pems = [str(p) for p in _write_pki(tmp_path, "client")]
     proc, took = run_envcheck(
         "verify", "cluster", f"tcp://127.0.0.1:{free_port()}",
         "--tls-ca-file", pems[0], "--tls-cert", pems[1], "--tls-key", pems[2], timeout=60,

@@ -43,8 +43,17 @@ def security_from_files(
     for flag, path in (("--tls-ca-file", ca_file), ("--tls-cert", cert), ("--tls-key", key)):
         if path is not None and not path.is_file():
             raise BadInput(f"{flag}: file not found: {path}")
+    import ssl
+
     from distributed.security import Security
 
+    try:  # read every PEM now: a bad one is bad input, not an unreachable scheduler later
+        ctx = ssl.create_default_context(cafile=str(ca_file))
+        if cert is not None and key is not None:
+            ctx.load_cert_chain(str(cert), str(key))
+    except (OSError, ValueError) as e:  # ssl.SSLError is an OSError; permission denied too
+        used = ", ".join(str(p) for p in (ca_file, cert, key) if p is not None)
+        raise BadInput(f"TLS files not usable ({used}): {e}") from None
     try:
         return Security(
             tls_ca_file=str(ca_file),
