@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envcheck.verify.measure import GiB, MiB, first_gpu, human_size, run_measurements  # noqa: E402
+from envcheck.verify.smoke.measure import GiB, MiB, first_gpu, human_size, run_measurements  # noqa: E402
 
 WARMUP, ITERS = 5, 20
 
@@ -149,8 +149,8 @@ def main() -> int:
         print(text, flush=True)
         lines.append(text)
 
-    from envcheck.verify.connect import embedded_cluster, gpu_count
-    from envcheck.verify.gather import gather_facts
+    from envcheck.verify.cluster.connect import embedded_cluster, gpu_count
+    from envcheck.verify.cluster.gather import gather_facts
 
     say(f"# envcheck device bench, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
     say(f"host {socket.gethostname()}, {gpu_count()} GPUs, python {sys.version.split()[0]}")

@@ -38,7 +38,7 @@ WARM = r"""
 import json, statistics, sys, time, warnings
 warnings.simplefilter("ignore")
 from distributed import Client
-from envcheck.verify.cluster_command import verify
+from envcheck.verify.cluster.command import verify
 from envcheck.verify.expectations import Expectations
 address, repeat = sys.argv[1], int(sys.argv[2])
 client = Client(address, set_as_default=True)

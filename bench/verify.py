@@ -57,16 +57,16 @@ def minimal_runner(digest, source, role, kwargs, dask_worker=None, dask_schedule
 
 def envcheck_round(client: Any, runner: Callable[..., Any] | None = None) -> int:
     """Facts + checks, as verify cluster runs them; returns the number of results."""
-    from envcheck.verify.cluster_checks import (
+    from envcheck.verify.cluster.checks import (
         cluster_pids_by_host,
         kept_node_checks,
         node_checks,
         node_checks_per_worker,
     )
+    from envcheck.verify.cluster.gather import gather_facts
+    from envcheck.verify.cluster.pinning import check_pinning
+    from envcheck.verify.cluster.skew import skew_report
     from envcheck.verify.expectations import Expectations
-    from envcheck.verify.gather import gather_facts
-    from envcheck.verify.pinning import check_pinning
-    from envcheck.verify.skew import skew_report
 
     run_checks = kept_node_checks(True)  # as cluster_command.verify does
     if run_checks is not None:

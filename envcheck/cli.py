@@ -29,9 +29,9 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "envcheck.build.record.new",
         "write a recipe pinned from the RAPIDS release record",
     ),
-    ("verify", "node"): ("envcheck.verify.node_command", "check this machine before a GPU job"),
+    ("verify", "node"): ("envcheck.verify.node.command", "check this machine before a GPU job"),
     ("verify", "cluster"): (
-        "envcheck.verify.cluster_command",
+        "envcheck.verify.cluster.command",
         "audit, smoke-test and measure a Dask cluster (default: start a local one)",
     ),
     ("slurm", "script"): (

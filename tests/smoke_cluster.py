@@ -46,7 +46,7 @@ def local_client(
 
 @pytest.fixture(scope="module", name="local_cluster")
 def local_cluster_fixture() -> Iterator[tuple[object, dict[str, NodeFacts]]]:
-    from envcheck.verify.gather import gather_facts
+    from envcheck.verify.cluster.gather import gather_facts
 
     # Two threads a worker: a test leaves a task sleeping past its timeout on one of them.
     with local_client(2, threads_per_worker=2) as client:

@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 
 from envcheck.report import Status
-from envcheck.verify.checks import BUILTIN_CHECKS, run_node_checks
-from envcheck.verify.cluster_checks import check_stack_agreement
+from envcheck.verify.cluster.checks import check_stack_agreement
 from envcheck.verify.facts import IbPort, NvLink, XidEvent
+from envcheck.verify.node.checks import BUILTIN_CHECKS, run_node_checks
 from tests.factories import (
     H200,
     RTX3090,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from envcheck.report import Status
-from envcheck.verify.checks.ucx import check_ucx
 from envcheck.verify.facts import UcxFacts
+from envcheck.verify.node.checks.ucx import check_ucx
 from tests.factories import RTX3090, expect, healthy_a100x8, no_driver_node, node
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from envcheck.report import Status
-from envcheck.verify.checks.visible import check_visible
 from envcheck.verify.facts import resolve_visible_devices
+from envcheck.verify.node.checks.visible import check_visible
 from tests.factories import (
     A100,
     RTX3090,

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from envcheck.cli import main
-from envcheck.verify.checks import run_node_checks
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import (
     XidEvent,
@@ -27,6 +26,7 @@ from envcheck.verify.facts import (
     read_kernel_log,
     read_net_interfaces,
 )
+from envcheck.verify.node.checks import run_node_checks
 from tests.factories import healthy_a100x8, healthy_host, with_gpu_health, with_health
 
 FACTS_PY = Path(__file__).resolve().parents[1] / "envcheck" / "verify" / "facts.py"

@@ -216,7 +216,7 @@ def test_a_scheduler_killed_mid_run_is_an_error_naming_it_without_dask_traceback
 
 
 def test_ddp_ranks_name_their_physical_gpu_not_only_cuda_0() -> None:
-    from envcheck.verify.smoke import gpu_named
+    from envcheck.verify.smoke.suite import gpu_named
     from tests.factories import h200x2, with_env
 
     two = h200x2()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from envcheck.report import Status
-from envcheck.verify import gather
-from envcheck.verify.gather import facts_payload, gather_facts
+from envcheck.verify.cluster import gather
+from envcheck.verify.cluster.gather import facts_payload, gather_facts
 from tests.smoke_cluster import local_client
 from tests.subprocess_cluster import start_cluster
 
@@ -109,7 +109,7 @@ def test_worker_whose_venv_lacks_envcheck_reports_facts(
 
 
 def test_import_probes_run_on_every_worker_in_child_processes(two_workers) -> None:
-    from envcheck.verify.gather import CollectOptions
+    from envcheck.verify.cluster.gather import CollectOptions
 
     client = two_workers
     options = CollectOptions(import_modules=("json", "no_such_module_for_envcheck"))

@@ -13,7 +13,7 @@ import pytest
 from envcheck.cli import build_parser, main
 from envcheck.report import Status
 from envcheck.verify.facts import GpuHealth
-from envcheck.verify.load import LOAD_CHILD, judge_load, merge_under_load
+from envcheck.verify.node.load import LOAD_CHILD, judge_load, merge_under_load
 
 
 def _lines(*msgs: dict) -> str:
@@ -95,7 +95,7 @@ def test_help_documents_levels_and_expect_gpus_0(capsys):
 
 
 def test_the_framework_is_chosen_from_the_environment_s_own_packages():
-    from envcheck.verify.load import pick_framework
+    from envcheck.verify.node.load import pick_framework
     from tests.factories import h200x2
 
     facts = h200x2()

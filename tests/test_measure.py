@@ -11,7 +11,7 @@ import pytest
 
 from envcheck.report import Status
 from envcheck.verify.facts import NodeFacts
-from envcheck.verify.measure import (
+from envcheck.verify.smoke.measure import (
     MiB,
     allreduce_reference,
     allreduce_verdict,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.report import Status
-from envcheck.verify.checks import run_node_checks
+from envcheck.verify.node.checks import run_node_checks
 from envcheck.verify.plugins import load_plugins
 from tests.factories import expect, healthy_a100x8
 

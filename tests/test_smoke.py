@@ -16,7 +16,7 @@ import pytest
 from envcheck.errors import BadInput
 from envcheck.report import Status
 from envcheck.verify.needs import package_version
-from envcheck.verify.smoke import (
+from envcheck.verify.smoke.suite import (
     SMOKE_TESTS,
     SmokeRun,
     SmokeTest,
@@ -123,7 +123,7 @@ def test_ddp_skips_when_two_workers_share_one_process():
 
 
 def test_ddp_uses_nccl_over_gpu_workers_only():
-    from envcheck.verify.ddp import plan_ranks
+    from envcheck.verify.smoke.ddp import plan_ranks
 
     facts = {
         "tcp://g:2": dataclasses.replace(gpu_worker(1, torch="2.11.0"), pid=2),
@@ -221,7 +221,7 @@ def test_a_worker_dying_under_a_smoke_test_is_an_error_and_the_run_goes_on():
 
     import dask
 
-    from envcheck.verify.gather import gather_facts
+    from envcheck.verify.cluster.gather import gather_facts
 
     # one death marks the task as a killer at once (default: retried on 3 more workers)
     with (
@@ -249,7 +249,7 @@ def test_smoke_tasks_run_on_workers_that_cannot_import_envcheck(tmp_path: Path):
     """Workers run the user's environment: the smoke code must travel by value."""
     from distributed import Client
 
-    from envcheck.verify.gather import gather_facts
+    from envcheck.verify.cluster.gather import gather_facts
 
     (tmp_path / "blocker" / "envcheck").mkdir(parents=True)
     (tmp_path / "blocker" / "envcheck" / "__init__.py").write_text(BLOCKER)

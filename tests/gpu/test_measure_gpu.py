@@ -9,7 +9,7 @@ import importlib.util
 
 import pytest
 
-from envcheck.verify.measure import MiB, first_gpu, reference_bandwidth, run_measurements
+from envcheck.verify.smoke.measure import MiB, first_gpu, reference_bandwidth, run_measurements
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
@@ -17,8 +17,8 @@ SIZES = (64 * MiB, 256 * MiB)
 
 
 def _measure(protocol: str):
-    from envcheck.verify.connect import embedded_cluster
-    from envcheck.verify.gather import gather_facts
+    from envcheck.verify.cluster.connect import embedded_cluster
+    from envcheck.verify.cluster.gather import gather_facts
 
     with embedded_cluster(protocol) as client:
         facts = dict(gather_facts(client, 60).workers)

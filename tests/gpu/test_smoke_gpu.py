@@ -11,14 +11,14 @@ from collections.abc import Iterator
 import pytest
 
 from envcheck.report import Status
-from envcheck.verify.smoke import run_smoke
+from envcheck.verify.smoke.suite import run_smoke
 from tests.smoke_cluster import local_client
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
 
 def _gpus() -> int:
-    from envcheck.verify.connect import gpu_count
+    from envcheck.verify.cluster.connect import gpu_count
 
     return gpu_count()
 
@@ -26,8 +26,8 @@ def _gpus() -> int:
 @pytest.fixture(scope="module")
 def cuda_cluster() -> Iterator[tuple[object, dict]]:
     pytest.importorskip("dask_cuda")
-    from envcheck.verify.connect import embedded_cluster
-    from envcheck.verify.gather import gather_facts
+    from envcheck.verify.cluster.connect import embedded_cluster
+    from envcheck.verify.cluster.gather import gather_facts
 
     with embedded_cluster("tcp") as client:
         yield client, dict(gather_facts(client, 60).workers)
@@ -90,7 +90,7 @@ def test_two_workers_on_one_gpu_fail_the_nccl_all_reduce():
     """NCCL refuses two ranks on one GPU: the DDP smoke test must fail on them."""
     pytest.importorskip("torch")
     pytest.importorskip("cupy")
-    from envcheck.verify.gather import gather_facts
+    from envcheck.verify.cluster.gather import gather_facts
 
     # What a user gets by exporting CUDA_VISIBLE_DEVICES=0 for every worker (dask-cuda itself
     # refuses a device list with repeats).

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from envcheck.report import Result, Status, Table
+from envcheck.verify.cluster.gather import ClusterFacts
+from envcheck.verify.cluster.skew import CRITICAL, process_versions
 from envcheck.verify.facts import NodeFacts
-from envcheck.verify.gather import ClusterFacts
-from envcheck.verify.skew import CRITICAL, process_versions
 
 GROUP = "hosts"
 SHOWN = ("python", "dask", "distributed", "msgpack", "cloudpickle")

@@ -17,9 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from envcheck.report import Measurement, Result, Status
-from envcheck.verify import ddp, worker_tasks
 from envcheck.verify.facts import Gpu, NodeFacts
 from envcheck.verify.needs import lacks
+from envcheck.verify.smoke import ddp
+from envcheck.verify.smoke import tasks as worker_tasks
 
 MiB = 1 << 20
 GiB = 1 << 30

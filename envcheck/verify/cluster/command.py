@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.flags import seconds
 from envcheck.report import Measurement, Report, Result, Status
-from envcheck.verify.child_output import children_stderr_to_log
-from envcheck.verify.cluster_checks import (
+from envcheck.verify.cluster.checks import (
     check_stack_agreement,
     cluster_pids_by_host,
     kept_node_checks,
     node_checks,
     node_checks_per_worker,
 )
-from envcheck.verify.connect import (
+from envcheck.verify.cluster.child_output import children_stderr_to_log
+from envcheck.verify.cluster.connect import (
     DEFAULT_TIMEOUT,
     HandshakeSkew,
     address_from_scheduler_file,
@@ -37,20 +37,20 @@ from envcheck.verify.connect import (
     gpu_count,
     security_from_files,
 )
+from envcheck.verify.cluster.gather import ClusterFacts, CollectOptions, gather_facts
+from envcheck.verify.cluster.hosts import hosts_view, spans_hosts
+from envcheck.verify.cluster.pinning import by_host, check_pinning
+from envcheck.verify.cluster.probe import ASKED, PeerVersions, facts_from_versions, package_version
+from envcheck.verify.cluster.resources import check_resources
+from envcheck.verify.cluster.scheduler_loss import quiet_dask_logs, scheduler_lost
+from envcheck.verify.cluster.skew import skew_report
+from envcheck.verify.cluster.slurm import check_slurm
 from envcheck.verify.expectations import (
     Expectations,
     add_expectation_arguments,
     expectations_from_args,
 )
 from envcheck.verify.facts import NodeFacts
-from envcheck.verify.gather import ClusterFacts, CollectOptions, gather_facts
-from envcheck.verify.hosts import hosts_view, spans_hosts
-from envcheck.verify.pinning import by_host, check_pinning
-from envcheck.verify.probe import ASKED, PeerVersions, facts_from_versions, package_version
-from envcheck.verify.resources import check_resources
-from envcheck.verify.scheduler_loss import quiet_dask_logs, scheduler_lost
-from envcheck.verify.skew import skew_report
-from envcheck.verify.slurm_checks import check_slurm
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -119,7 +119,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _smoke_selection(text: str) -> set[str] | None:
     """None = every smoke test that applies; an empty set = none."""
-    from envcheck.verify.smoke import SMOKE_TESTS
+    from envcheck.verify.smoke.suite import SMOKE_TESTS
 
     value = text.strip().lower()
     if value == "all":
@@ -168,7 +168,7 @@ def _cluster(args: argparse.Namespace, security: object) -> Iterator[tuple[Clien
     if security is not None:
         raise BadInput("TLS options need a scheduler address (the embedded cluster is local)")
     if getattr(args, "jobqueue", None):
-        from envcheck.verify.jobqueue import jobqueue_cluster, parse_options
+        from envcheck.verify.cluster.jobqueue import jobqueue_cluster, parse_options
 
         with jobqueue_cluster(args.jobqueue, args.workers, parse_options(args.jobqueue_option),
                               args.timeout, args.jobqueue_config,
@@ -278,7 +278,7 @@ def verify(
         Measurement("facts round", cluster.seconds, "s", node=f"{len(processes)} processes")
     ]
     if cluster.workers and smoke != set():
-        from envcheck.verify.smoke import run_smoke
+        from envcheck.verify.smoke.suite import run_smoke
 
         results += _guarded(
             "smoke", lambda: run_smoke(client, cluster.workers, smoke, smoke_timeout)
@@ -404,7 +404,7 @@ def _bench(
     """
     import importlib.util
 
-    from envcheck.verify.measure import measure_transfers, run_measurements
+    from envcheck.verify.smoke.measure import measure_transfers, run_measurements
 
     got = run_measurements(client, cluster.workers, timeout=limit)
     measurements, problems = list(got), list(got.problems)

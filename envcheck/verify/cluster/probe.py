@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict
 
 from envcheck.errors import Unreachable
+from envcheck.verify.cluster.skew import TRACKED
 from envcheck.verify.facts import NodeFacts
-from envcheck.verify.skew import TRACKED
 
 # Beyond what get_versions always reports: the rest of the skew table's rows (an absent one
 # comes back as None: "not importable there").

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.report import Measurement, Report, Result, Status
-from envcheck.verify.checks import run_node_checks
 from envcheck.verify.expectations import (
     Expectations,
     add_expectation_arguments,
@@ -23,7 +22,8 @@ from envcheck.verify.facts import (
     facts_from_dict,
     facts_to_dict,
 )
-from envcheck.verify.prefix import collect_prefix_facts, interpreter, prefix_summary
+from envcheck.verify.node.checks import run_node_checks
+from envcheck.verify.node.prefix import collect_prefix_facts, interpreter, prefix_summary
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,7 +94,7 @@ def _run_nagios(args: argparse.Namespace) -> int:
 
     from envcheck.errors import EnvcheckError
     from envcheck.report import write_json, write_junit
-    from envcheck.verify.nagios import nagios_line, unknown_line
+    from envcheck.verify.node.nagios import nagios_line, unknown_line
 
     node = socket.gethostname().split(".")[0]
     try:
@@ -141,7 +141,7 @@ def _run(args: argparse.Namespace) -> Report:
             Measurement("collect_node_facts", facts.collect_seconds, "s", node=facts.host)
         )
     if level >= 2 and not args.facts:
-        from envcheck.verify.load import run_load
+        from envcheck.verify.node.load import run_load
 
         # the load runs in the environment being checked: --prefix's interpreter, else ours
         python = str(interpreter(args.prefix)) if args.prefix else sys.executable

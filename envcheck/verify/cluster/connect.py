@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, Unreachable
-from envcheck.verify.probe import PeerVersions, probe_scheduler, with_workers
+from envcheck.verify.cluster.probe import PeerVersions, probe_scheduler, with_workers
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -147,7 +147,7 @@ class HandshakeSkew(Exception):
 def connect(address: str, security: Security | None, timeout: float) -> Iterator[Client]:
     """A Client to a running scheduler, everything bounded by ``timeout``.
 
-    First the raw probe (envcheck.verify.probe): Unreachable when nothing answers in time or
+    First the raw probe (envcheck.verify.cluster.probe): Unreachable when nothing answers in time or
     what answers is not a scheduler. Then the Client; when it cannot connect although the
     scheduler answered and runs another distributed, HandshakeSkew.
     """

@@ -23,7 +23,7 @@ NodeChecks = Callable[[NodeFacts, Expectations, str], List[Result]]
 def node_checks(plugins: bool = True) -> NodeChecks:
     """verify node's checks as one function; plugins (entry points) are loaded once here,
     not once per worker: scanning entry points costs milliseconds, a cluster has hundreds."""
-    from envcheck.verify.checks import run_check, run_node_checks
+    from envcheck.verify.node.checks import run_check, run_node_checks
 
     loaded, errors = _plugins() if plugins else ([], [])
 

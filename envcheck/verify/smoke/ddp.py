@@ -14,9 +14,9 @@ from typing import Any
 
 from distributed.comm import get_address_host
 
-from envcheck.verify import worker_tasks
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.needs import lacks
+from envcheck.verify.smoke import tasks as worker_tasks
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from envcheck.report import Result, Status
+from envcheck.verify.cluster.hostlist import expand_hostlist
 from envcheck.verify.facts import NodeFacts
-from envcheck.verify.hostlist import expand_hostlist
 
 GROUP = "slurm"
 BIND_FIX = (

@@ -19,9 +19,10 @@ from typing import Any
 
 from envcheck.errors import BadInput
 from envcheck.report import Result, Status
-from envcheck.verify import ddp, worker_tasks
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.needs import lacks
+from envcheck.verify.smoke import ddp
+from envcheck.verify.smoke import tasks as worker_tasks
 
 GROUP = "smoke"
 # The body gets this much longer than its own deadline to return before the runner gives up on

@@ -1,0 +1,1 @@
+"""verify node: one machine's facts judged by pure checks; --prefix, --level, --nagios."""

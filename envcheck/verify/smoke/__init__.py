@@ -1,0 +1,1 @@
+"""Smoke tests and measurements run on a live cluster (tasks shipped by value to workers)."""
