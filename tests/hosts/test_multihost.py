@@ -14,38 +14,44 @@ PORT = 8786
 START = 60.0
 
 
-def start_cluster(hosts: Hosts, tmp: Path, worker_python: dict[str, str] | None = None) -> str:
-    """Scheduler on `sched`, one worker on each of hostA and hostB; returns the address."""
-    address = f"tcp://{hosts.ip('sched')}:{PORT}"
+def start_cluster(hosts: Hosts, tmp: Path, worker_python: dict[str, str] | None = None,
+                  protocol: str = "tcp", python: str = sys.executable,
+                  env: dict[str, str] | None = None) -> str:
+    """Scheduler on `sched`, one worker on each of hostA and hostB; returns the address.
+
+    `python` runs the scheduler, the workers (unless `worker_python` names another for a host)
+    and the client; `env` is added to every process's environment."""
+    address = f"{protocol}://{hosts.ip('sched')}:{PORT}"
     hosts.start("sched", [
-        sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", hosts.ip("sched"),
-        "--port", str(PORT), "--dashboard-address", "127.0.0.1:0",
-    ], tmp / "scheduler.log", cwd=tmp)
+        python, "-m", "distributed.cli.dask_scheduler", "--protocol", protocol,
+        "--host", hosts.ip("sched"), "--port", str(PORT), "--dashboard-address", "127.0.0.1:0",
+    ], tmp / "scheduler.log", env=env, cwd=tmp)
     for host in ("hostA", "hostB"):
-        python = (worker_python or {}).get(host, sys.executable)
+        worker = (worker_python or {}).get(host, python)
         hosts.start(host, [
-            python, "-m", "distributed.cli.dask_worker", address, "--host", hosts.ip(host),
+            worker, "-m", "distributed.cli.dask_worker", address, "--host", hosts.ip(host),
             "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name", f"{host}-0",
             "--local-directory", str(tmp / host),
-        ], tmp / f"{host}.log", cwd=tmp)
+        ], tmp / f"{host}.log", env=env, cwd=tmp)
     waited = hosts.run("client", [
-        sys.executable, "-c",
+        python, "-c",
         "import sys, distributed as d; "
         f"c = d.Client(sys.argv[1], timeout={START}); c.wait_for_workers(2, timeout={START})",
         address,
-    ], timeout=START + 10)
+    ], timeout=START + 10, env=env)
     logs = "".join(p.read_text()[-800:] for p in tmp.glob("*.log"))
     assert waited.returncode == 0, waited.stderr[-1500:] + logs
     return address
 
 
-def verify(hosts: Hosts, tmp: Path, address: str, *flags: str):
+def verify(hosts: Hosts, tmp: Path, address: str, *flags: str, smoke: str = "submit",
+           python: str = sys.executable, env: dict[str, str] | None = None):
     out = tmp / "report.json"
     t0 = time.monotonic()
     p = hosts.run("client", [
-        sys.executable, "-m", "envcheck", "verify", "cluster", address, "--smoke", "submit",
+        python, "-m", "envcheck", "verify", "cluster", address, "--smoke", smoke,
         "--json", str(out), "--quiet", *flags,
-    ], timeout=120, cwd=tmp)
+    ], timeout=120, env=env, cwd=tmp)
     assert out.exists(), p.stdout + p.stderr
     return p.returncode, json.loads(out.read_text()), time.monotonic() - t0
 
