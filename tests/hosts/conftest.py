@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -39,3 +40,5 @@ def ucx_env() -> Iterator[OldEnv]:
     yield env
     if not os.environ.get("ENVCHECK_TEST_ENV_CACHE"):  # ~390 MB: not left behind in /tmp
         shutil.rmtree(env.prefix, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the session's directory, when nothing else is in it
+            env.prefix.parent.rmdir()
