@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from envcheck.report import Status
-from envcheck.verify.node.checks.busy import check_busy
+from envcheck.verify.node.checks.gpu.busy import check_busy
 from tests.factories import expect, healthy_a100x8, no_driver_node, with_env, with_process
 
 

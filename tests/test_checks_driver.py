@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from envcheck.report import Status
-from envcheck.verify.node.checks.driver import MIN_DRIVER, check_driver
+from envcheck.verify.node.checks.gpu.driver import MIN_DRIVER, check_driver
 from tests.factories import expect, healthy_a100x8, no_driver_node
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envcheck.report import Status
-from envcheck.verify.node.checks.glibc import check_glibc
+from envcheck.verify.node.checks.host.glibc import check_glibc
 from tests.factories import expect, healthy_a100x8
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envcheck.report import Status
-from envcheck.verify.node.checks.gpus import check_compute_capability, check_gpus
+from envcheck.verify.node.checks.gpu.gpus import check_compute_capability, check_gpus
 from tests.factories import V100, expect, healthy_a100x8, no_driver_node, node, with_env
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from envcheck.report import Status
-from envcheck.verify.node.checks.imports import check_imports
-from envcheck.verify.node.checks.libraries import check_libraries
+from envcheck.verify.node.checks.env.imports import check_imports
+from envcheck.verify.node.checks.env.libraries import check_libraries
 from tests.factories import expect, healthy_a100x8, with_imports, with_libraries
 
 OPENBLAS = (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from envcheck.report import Status
 from envcheck.verify.expectations import LockedPackage, implied_by_lock, read_lock
-from envcheck.verify.node.checks.packages import check_packages
+from envcheck.verify.node.checks.env.packages import check_packages
 from tests.factories import expect, healthy_a100x8, lock_for, no_driver_node
 
 EXCERPT = Path(__file__).parent / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"

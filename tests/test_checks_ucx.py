@@ -6,7 +6,7 @@ import dataclasses
 
 from envcheck.report import Status
 from envcheck.verify.facts import UcxFacts
-from envcheck.verify.node.checks.ucx import check_ucx
+from envcheck.verify.node.checks.host.ucx import check_ucx
 from tests.factories import RTX3090, expect, healthy_a100x8, no_driver_node, node
 
 

@@ -14,24 +14,24 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
-from .busy import check_busy
-from .clocks import check_clocks
-from .driver import check_driver
-from .ecc import check_ecc
-from .glibc import check_glibc
-from .gpu_modes import check_compute_mode, check_mig, check_persistence
-from .gpus import check_compute_capability, check_gpus
-from .host_limits import check_host_limits
-from .imports import check_imports
-from .infiniband import check_infiniband, check_peermem
-from .interfaces import check_net_devices
-from .libraries import check_libraries
-from .nvlink import check_nvlink
-from .packages import check_packages
-from .pcie import check_pcie
-from .ucx import check_ucx
-from .visible import check_visible
-from .xid import check_xid
+from .env.imports import check_imports
+from .env.libraries import check_libraries
+from .env.packages import check_packages
+from .gpu.busy import check_busy
+from .gpu.clocks import check_clocks
+from .gpu.driver import check_driver
+from .gpu.ecc import check_ecc
+from .gpu.gpu_modes import check_compute_mode, check_mig, check_persistence
+from .gpu.gpus import check_compute_capability, check_gpus
+from .gpu.nvlink import check_nvlink
+from .gpu.pcie import check_pcie
+from .gpu.visible import check_visible
+from .gpu.xid import check_xid
+from .host.glibc import check_glibc
+from .host.host_limits import check_host_limits
+from .host.infiniband import check_infiniband, check_peermem
+from .host.interfaces import check_net_devices
+from .host.ucx import check_ucx
 
 Check = Callable[[NodeFacts, Expectations], List[Result]]
 

@@ -6,7 +6,7 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
-from .gpus import visible_gpus
+from ..gpu.gpus import visible_gpus
 
 CHECK = "ucx"
 

@@ -1,0 +1,1 @@
+"""Environment checks: packages against the lock; imports and libraries in child processes."""
