@@ -10,6 +10,7 @@ import dataclasses
 
 from envcheck.verify.expectations import Expectations, LockedPackage
 from envcheck.verify.facts import (
+    AddressLink,
     Gpu,
     GpuHealth,
     GpuProcess,
@@ -162,6 +163,17 @@ def with_env(facts: NodeFacts, **env: str) -> NodeFacts:
         visible_gpu_uuids=visible,
         visible_devices_problem=problem,
         cuda_device_order=merged.get("CUDA_DEVICE_ORDER", ""),
+    )
+
+
+def with_link(facts: NodeFacts, ip: str, interface: str = "eth0", mbps: int = 10000) -> NodeFacts:
+    """facts of a worker at tcp://ip:40000 whose address is on `interface` at `mbps` Mb/s
+    (-1: a link that reports no speed, as virtio NICs do)."""
+    error = "" if mbps > 0 else f"link speed unknown (/sys/class/net/{interface}/speed: -1)"
+    return dataclasses.replace(
+        facts,
+        address=f"tcp://{ip}:40000",
+        address_link=AddressLink(ip, interface, mbps, error),
     )
 
 

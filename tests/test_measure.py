@@ -17,13 +17,23 @@ from envcheck.verify.smoke.measure import (
     allreduce_verdict,
     bus_bandwidth,
     measure_transfers,
+    network_reference,
     pair_verdict,
     pick_pairs,
     reference_bandwidth,
     run_measurements,
     transfer_verdict,
 )
-from tests.factories import A100, H200, RTX3090, V100, no_driver_node, node, with_env
+from tests.factories import (
+    A100,
+    H200,
+    RTX3090,
+    V100,
+    no_driver_node,
+    node,
+    with_env,
+    with_link,
+)
 from tests.smoke_cluster import local_cluster_fixture  # noqa: F401  (the fixture)
 
 
@@ -76,6 +86,67 @@ def test_no_reference_across_hosts_for_cpu_workers_or_one_shared_gpu():
     assert reference_bandwidth(a, gpu_worker(H200, 0), "ucx") == (
         None,
         "both workers use the same GPU",
+    )
+
+
+def cpu_worker(host: str, ip: str, interface: str = "eth0", mbps: int = 10000) -> NodeFacts:
+    return with_link(no_driver_node(role="worker", host=host), ip, interface, mbps)
+
+
+def test_workers_on_two_hosts_are_judged_against_their_network_link():
+    a, b = cpu_worker("node-a", "10.0.0.1"), cpu_worker("node-b", "10.0.0.2")
+    ref, basis = reference_bandwidth(a, b, "tcp")
+    assert ref == 1.125  # 10000 Mb/s / 8000 x 0.9
+    assert basis == "network eth0 10000 Mb/s <-> eth0 10000 Mb/s, ~90% of line rate"
+    assert transfer_verdict(0.9, ref, "tcp", basis) == ""
+    verdict = transfer_verdict(0.11, ref, "tcp", basis)
+    assert verdict.startswith("10% of 1.125 GB/s (network eth0 10000 Mb/s <-> eth0 10000 Mb/s")
+    assert "far below the hosts' network link" in verdict and "--interface" in verdict
+    assert "UCX_NET_DEVICES" in transfer_verdict(0.11, ref, "ucx", basis)
+    assert "UCX_NET_DEVICES" not in verdict
+    # GPU workers too: between hosts the network is the link, not NVLink
+    ga = with_link(gpu_worker(H200, 0, host="gpu-node-1"), "10.0.0.3", "ib0", 200000)
+    gb = with_link(gpu_worker(H200, 0, host="gpu-node-2"), "10.0.0.4", "ib0", 200000)
+    assert reference_bandwidth(ga, gb, "ucx") == (
+        22.5,
+        "network ib0 200000 Mb/s <-> ib0 200000 Mb/s, ~90% of line rate",
+    )
+
+
+def test_the_slower_link_of_two_hosts_bounds_the_reference():
+    fast, slow = cpu_worker("node-a", "10.0.0.1", "ens1", 25000), cpu_worker(
+        "node-b", "10.0.0.2", "eno1", 1000
+    )
+    for x, y in ((fast, slow), (slow, fast)):
+        assert network_reference(x, y)[0] == 0.1125
+    assert network_reference(fast, slow)[1].startswith("network ens1 25000 Mb/s <-> eno1 1000")
+    # 40 MB/s on a 1 GbE link is 36% of it: slow, not far below; 20 MB/s is
+    assert pair_verdict([0.02, 0.04], 0.1125, "tcp", network_reference(fast, slow)[1]) == ""
+    assert pair_verdict([0.01, 0.02], 0.1125, "tcp", "network eno1").startswith("18% of")
+
+
+def test_an_unknown_link_speed_on_either_host_gives_no_reference_and_says_why():
+    known, virtio = cpu_worker("node-a", "10.0.0.1"), cpu_worker("node-b", "10.0.0.2", mbps=-1)
+    for x, y in ((known, virtio), (virtio, known)):
+        ref, basis = reference_bandwidth(x, y, "tcp")
+        assert ref is None
+        assert basis == (
+            "different hosts: the facts hold no network link speed "
+            "(node-b: link speed unknown (/sys/class/net/eth0/speed: -1))"
+        )
+    old = no_driver_node(role="worker", host="node-c")  # facts from an older collector
+    assert "node-c: no interface in its facts" in reference_bandwidth(known, old, "tcp")[1]
+    assert transfer_verdict(0.001, None, "tcp", basis) == ""
+
+
+def test_links_do_not_change_references_within_a_host():
+    a = with_link(gpu_worker(H200, 0), "10.0.0.1", "eth0", 1000)
+    b = with_link(gpu_worker(H200, 1), "10.0.0.1", "eth0", 1000)
+    assert reference_bandwidth(a, b, "ucx")[0] == 450.0
+    cpu = cpu_worker("node-a", "10.0.0.1")
+    assert reference_bandwidth(cpu, cpu, "tcp") == (
+        None,
+        "host memory to host memory: no link to judge against",
     )
 
 

@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import dataclasses
 import getpass
+import ipaddress
 import json
 import os
 import platform
@@ -19,6 +20,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -146,6 +148,16 @@ class NetInterface:
 
 
 @dataclass(frozen=True)
+class AddressLink:
+    """The network interface that holds the IP of this process's Dask address, and its speed."""
+
+    ip: str = ""  # "10.77.0.2"; "" when not looked up (no address, not a worker)
+    interface: str = ""  # "eth0"; "" when no interface of this process holds the IP
+    speed_mbps: int = -1  # /sys/class/net/<interface>/speed; -1 unknown (lo, virtual, down)
+    error: str = ""  # why the interface or its speed is unknown
+
+
+@dataclass(frozen=True)
 class IbPort:
     device: str  # "mlx5_0"
     port: int
@@ -216,6 +228,9 @@ class NodeFacts:
     gpu_health_after: tuple[GpuHealth, ...] = ()
     # What Slurm told the process (Slurm checks): SLURM_*, SLURMD_NODENAME, GPU_DEVICE_ORDINAL
     slurm: dict[str, str] = field(default_factory=dict)
+    # The interface under a worker's Dask address and its link speed (--bench references
+    # between hosts): empty for other roles.
+    address_link: AddressLink = field(default_factory=AddressLink)
 
 
 # --------------------------------------------------------------------------------------------
@@ -316,6 +331,7 @@ def collect_node_facts(
             gpu_health=gpu_health,
             host_health=host_health,
             slurm=slurm_env(),
+            address_link=address_link(address) if role == "worker" else AddressLink(),
         )
         return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
@@ -1376,6 +1392,120 @@ def read_net_interfaces(root: str = "/sys/class/net") -> tuple[NetInterface, ...
     return tuple(out)
 
 
+def address_link(address: str, root: str = "/sys/class/net") -> AddressLink:
+    """The interface holding the IP of a Dask address ("tcp://10.0.0.5:40123") and its speed.
+
+    Which interface holds the IP is looked up once per address in a process's life (one
+    rtnetlink dump, ~0.1 ms); the speed is link state and is read every time (one sysfs file,
+    ~15 us). Never raises: what is unknown says why in ``error``.
+    """
+    found = _cached("address-link", address, lambda: _interface_of(address))
+    ip, name, error = found
+    if not name:
+        return AddressLink(ip, "", -1, error)
+    speed = _read_small(os.path.join(root, name, "speed"))
+    try:
+        mbps = int(speed)
+    except ValueError:
+        mbps = -1
+    if mbps <= 0:  # -1 (virtio, down links), or EINVAL (lo, bridges, dummy): unreadable
+        why = f"{root}/{name}/speed: " + (speed if speed else "unreadable")
+        return AddressLink(ip, name, -1, f"link speed unknown ({why})")
+    return AddressLink(ip, name, mbps, "")
+
+
+def _read_small(path: str) -> str:
+    # os.read, not open(): 13 us against 28 us for a sysfs file read on every facts round
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return ""
+    try:
+        return os.read(fd, 64).decode(errors="replace").strip()
+    except OSError:  # EINVAL: the driver has no speed to give (lo, bridges, dummy)
+        return ""
+    finally:
+        os.close(fd)
+
+
+def address_ip(address: str) -> str:
+    """The host part of a Dask address, as an IP ("" when it has none, e.g. inproc://)."""
+    scheme, sep, rest = address.partition("://")
+    if not sep or scheme == "inproc":
+        return ""
+    host = rest[1:].partition("]")[0] if rest.startswith("[") else rest.rpartition(":")[0]
+    host = host or rest
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    try:  # a host name: resolved once per process (this runs behind the address cache)
+        return str(socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)[0][4][0])
+    except (OSError, IndexError, UnicodeError):
+        return ""
+
+
+def _interface_of(address: str) -> tuple[str, str, str]:
+    """(ip, interface, why none) for a Dask address."""
+    ip = address_ip(address)
+    if not ip:
+        return "", "", f"no IP in the address {address!r}"
+    try:
+        name = interface_holding(ip)
+    except (OSError, ValueError, AttributeError) as e:  # AttributeError: no AF_NETLINK
+        return ip, "", f"interfaces not readable: {e}"
+    return ip, name, "" if name else f"no interface of this host holds {ip}"
+
+
+# rtnetlink (linux/netlink.h, linux/rtnetlink.h, linux/if_addr.h)
+_NLMSG_ERROR, _NLMSG_DONE, _RTM_NEWADDR, _RTM_GETADDR = 2, 3, 20, 22
+_NLM_F_DUMP_REQUEST = 0x301  # NLM_F_REQUEST | NLM_F_DUMP
+_IFA_ADDRESS, _IFA_LOCAL = 1, 2
+
+
+def interface_holding(ip: str) -> str:
+    """The interface (device, not label: "eth0" for eth0:1) that holds ``ip``; "" if none.
+
+    One RTM_GETADDR dump over rtnetlink, as `ip addr` does: it lists every address, secondary
+    ones too (SIOCGIFADDR shows only an interface's first IPv4 address). Linux only: OSError
+    elsewhere.
+    """
+    want = ipaddress.ip_address(ip)
+    family = socket.AF_INET if want.version == 4 else socket.AF_INET6
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0) as s:  # 0: NETLINK_ROUTE
+        s.settimeout(2.0)
+        s.bind((0, 0))
+        # nlmsghdr (len, type, flags, seq, pid) + ifaddrmsg (family, prefixlen, flags, scope,
+        # index)
+        s.send(struct.pack("=LHHLLBBBBL", 24, _RTM_GETADDR, _NLM_F_DUMP_REQUEST, 1, 0,
+                           family, 0, 0, 0, 0))
+        while True:
+            data = s.recv(1 << 16)
+            off = 0
+            while off + 16 <= len(data):
+                length, kind = struct.unpack_from("=LH", data, off)
+                if kind == _NLMSG_DONE or length < 16:
+                    return ""
+                if kind == _NLMSG_ERROR:
+                    raise OSError(f"rtnetlink error {struct.unpack_from('=i', data, off + 16)[0]}")
+                if kind == _RTM_NEWADDR and length >= 24:
+                    index = struct.unpack_from("=L", data, off + 20)[0]
+                    attrs: dict[int, bytes] = {}
+                    at = off + 24
+                    while at + 4 <= off + length:
+                        size, atype = struct.unpack_from("=HH", data, at)
+                        if size < 4:
+                            break
+                        attrs[atype] = data[at + 4:at + size]
+                        at += (size + 3) & ~3
+                    # IFA_LOCAL is this host's end; IFA_ADDRESS the peer's on point-to-point
+                    if attrs.get(_IFA_LOCAL, attrs.get(_IFA_ADDRESS)) == want.packed:
+                        return socket.if_indextoname(index)
+                off += (length + 3) & ~3
+            if not data:
+                return ""
+
+
 def read_ib_ports(root: str = "/sys/class/infiniband") -> tuple[tuple[IbPort, ...], str]:
     """(ports, why none): state, physical state, rate and link layer of each HCA port."""
     try:
@@ -1563,6 +1693,7 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
         **_shallow(hh),
         **{k: tuple(_shallow(x) for x in getattr(hh, k)) for k in _HOST_HEALTH_LISTS},
     }
+    out["address_link"] = _shallow(facts.address_link)
     return out
 
 
@@ -1599,6 +1730,7 @@ def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
         hh[key] = tuple(cls(**_known(cls, x)) for x in hh.get(key, ()))
     hh["modules"] = tuple(hh.get("modules", ()))
     d["host_health"] = HostHealth(**hh)
+    d["address_link"] = AddressLink(**_known(AddressLink, d.get("address_link") or {}))
     return NodeFacts(**d)
 
 

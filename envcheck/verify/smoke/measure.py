@@ -46,6 +46,11 @@ _NVLINK = (
 # (gen4 x16: 31.5 raw, ~25 practical; gen5 x16: 63 raw, ~50 practical).
 _PCIE_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 _PCIE_PRACTICAL = 0.8
+# Between hosts: the slower of the two workers' links (the interfaces their Dask addresses are
+# on, in Mb/s) at ~90% of line rate. TCP over Ethernet with 1500-byte frames carries 1448
+# payload bytes per 1538 on the wire (94%); Dask's framing and the copies at each end take a
+# little more. A 10 GbE pair is judged against 1.125 GB/s, far below it under 0.28 GB/s.
+_NET_PRACTICAL = 0.9
 
 
 class MeasurementList(list[Measurement]):
@@ -106,19 +111,39 @@ def reference_bandwidth(a: NodeFacts, b: NodeFacts, protocol: str) -> tuple[floa
     The reference is the link, whatever the protocol: judging a TCP number against NVLink is
     what shows the user that TCP leaves the NVLink idle. ``protocol`` only shapes the basis text.
     """
+    if a.host != b.host:
+        return network_reference(a, b)
     ga, gb = first_gpu(a), first_gpu(b)
     if ga is None or gb is None:
-        if a.host == b.host:
-            return None, "host memory to host memory: no link to judge against"
-        return None, "different hosts: the facts hold no network link speed"
-    if a.host != b.host:
-        return None, "GPUs on different hosts: the facts hold no network link speed"
+        return None, "host memory to host memory: no link to judge against"
     if ga.uuid == gb.uuid:
         return None, "both workers use the same GPU"
     ref, basis = _link_reference((ga, gb))
     if ref is not None and protocol in ("tcp", "tls", "ws", "wss"):
         basis += f"; {protocol} copies through host memory"
     return ref, basis
+
+
+def network_reference(a: NodeFacts, b: NodeFacts) -> tuple[float | None, str]:
+    """Workers on two hosts: the slower link of the two under their Dask addresses.
+
+    GB/s = Mb/s / 8000 x ~90% (_NET_PRACTICAL). None, with why, when either speed is unknown
+    (virtual NICs report none; facts from an older collector hold none).
+    """
+    la, lb = a.address_link, b.address_link
+    if la.speed_mbps > 0 and lb.speed_mbps > 0:
+        ref = round(min(la.speed_mbps, lb.speed_mbps) / 8000 * _NET_PRACTICAL, 4)
+        basis = (
+            f"network {la.interface} {la.speed_mbps} Mb/s <-> {lb.interface} {lb.speed_mbps} "
+            f"Mb/s, ~{_NET_PRACTICAL:.0%} of line rate"
+        )
+        return ref, basis
+    why = [
+        f"{f.host}: {f.address_link.error or 'no interface in its facts'}"
+        for f in (a, b)
+        if f.address_link.speed_mbps <= 0
+    ]
+    return None, f"different hosts: the facts hold no network link speed ({'; '.join(why)})"
 
 
 def allreduce_reference(
@@ -140,7 +165,14 @@ def transfer_verdict(value: float, ref: float | None, protocol: str, basis: str)
         return ""
     head = f"{value / ref:.0%} of {ref:g} GB/s ({basis.split(';')[0]})"
     nvlink = basis.startswith("NVLink")
-    if protocol in ("tcp", "tls", "ws", "wss"):
+    if basis.startswith("network "):
+        fix = (
+            "far below the hosts' network link: check that the workers' addresses are on the "
+            "fast network (dask worker --interface), its MTU and path, and the hosts' CPU load"
+        )
+        if protocol.startswith("ucx"):
+            fix += "; UCX_NET_DEVICES and UCX_TLS (rc/dc on InfiniBand and RoCE)"
+    elif protocol in ("tcp", "tls", "ws", "wss"):
         if nvlink:
             fix = f"protocol {protocol} between NVLinked GPUs: use UCX (protocol='ucx')"
         else:
