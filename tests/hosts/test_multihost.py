@@ -62,8 +62,10 @@ def hosts_table(report: dict) -> dict[str, list[str]]:
 
 
 def test_cluster_over_three_hosts_passes_and_is_reported_per_host(hosts, tmp_path):
-    address = start_cluster(hosts, tmp_path)
-    rc, report, _ = verify(hosts, tmp_path, address)
+    # gloo binds to the address its hostname resolves to; these hostnames resolve to nothing
+    # (gloo falls back to loopback and the all-reduce across hosts hangs): name the interface
+    address = start_cluster(hosts, tmp_path, env={"GLOO_SOCKET_IFNAME": "eth0"})
+    rc, report, _ = verify(hosts, tmp_path, address, "--bench")
     assert rc == 0, [r for r in report["results"] if r["status"] in ("fail", "error")]
     rows = hosts_table(report)
     assert set(rows) == {"sched", "hostA", "hostB", "client"}
@@ -75,6 +77,19 @@ def test_cluster_over_three_hosts_passes_and_is_reported_per_host(hosts, tmp_pat
     # every worker's node checks ran, on its own host's facts
     nodes = {r["node"] for r in report["results"] if r["group"] == "node"}
     assert {n.split("//")[1].split(":")[0] for n in nodes} == {hosts.ip("hostA"), hosts.ip("hostB")}
+    # --bench: the transfer between the hosts is judged against their link, the veth pair's
+    # 10000 Mb/s (as the workers' facts read it) at ~90% of line rate
+    transfers = [m for m in report["measurements"] if m["name"].startswith("transfer tcp")]
+    assert len(transfers) == 2 and all(m["reference"] == 1.125 for m in transfers), transfers
+    ends = {m["node"] for m in transfers}  # one pair, "tcp://10.77.0.2:N -> tcp://10.77.0.3:M"
+    assert len(ends) == 1
+    assert sorted(e.split("//")[1].split(":")[0] for e in ends.pop().split(" -> ")) == [
+        hosts.ip("hostA"), hosts.ip("hostB")
+    ]
+    assert all(
+        m["verdict"] == "" or "(network eth0 10000 Mb/s <-> eth0 10000 Mb/s" in m["verdict"]
+        for m in transfers
+    )
 
 
 def test_host_with_another_worker_env_fails_skew_naming_it(hosts, tmp_path,
