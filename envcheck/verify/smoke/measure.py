@@ -1,8 +1,9 @@
 """Measurements (``--bench``): worker-to-worker transfer bandwidth and all-reduce bandwidth.
 
 Each number carries a reference derived from the topology in the facts (NVLink links x the
-per-link rate of the GPU's generation, or the PCIe generation and width) and a verdict when it
-falls far below it, with the fix. Transfers are timed the way Dask moves data: a result on
+per-link rate of the GPU's generation, or the PCIe generation and width; between hosts, the
+speed of the network links under the workers' addresses) and a verdict when it falls far
+below it, with the fix. Transfers are timed the way Dask moves data: a result on
 worker A, a task on worker B that depends on it; the duration is the one B's worker logs for the
 fetch (transfer_incoming_log: request, wire, deserialisation), minus the fetch latency of a
 1 KiB payload between the same pair, after a warm-up transfer.
@@ -110,6 +111,7 @@ def reference_bandwidth(a: NodeFacts, b: NodeFacts, protocol: str) -> tuple[floa
 
     The reference is the link, whatever the protocol: judging a TCP number against NVLink is
     what shows the user that TCP leaves the NVLink idle. ``protocol`` only shapes the basis text.
+    Workers on different hosts: the network link (network_reference).
     """
     if a.host != b.host:
         return network_reference(a, b)
