@@ -121,6 +121,13 @@ def _init_group(rank: int, world: int, master: str, port: int, backend: str, tim
     if dist.is_initialized():  # left over from an earlier run in this worker process
         dist.destroy_process_group()
     device = torch.device("cpu")
+    if backend == "gloo" and "GLOO_SOCKET_IFNAME" not in os.environ:
+        # gloo binds to the address this host's name resolves to: loopback, or nothing, on
+        # many cluster nodes, and then a group across hosts hangs. Name the interface that
+        # reaches the master instead.
+        iface = _interface_towards(master)
+        if iface:
+            os.environ["GLOO_SOCKET_IFNAME"] = iface
     if backend == "nccl":
         # dask-cuda puts the worker's own GPU first in CUDA_VISIBLE_DEVICES.
         torch.cuda.set_device(0)
@@ -133,6 +140,27 @@ def _init_group(rank: int, world: int, master: str, port: int, backend: str, tim
         timeout=datetime.timedelta(seconds=timeout_s),
     )
     return torch, dist, device
+
+
+def _interface_towards(host: str) -> str:
+    """Name of the IPv4 interface this process would use to reach ``host`` ("" if unknown)."""
+    import fcntl
+    import struct
+
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((host, 9))  # UDP: no packet is sent, only the route is chosen
+            local = s.getsockname()[0]
+            for _, name in socket.if_nameindex():
+                try:
+                    raw = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name[:15].encode()))
+                except OSError:  # no IPv4 address on it
+                    continue
+                if socket.inet_ntoa(raw[20:24]) == local:
+                    return name
+    except OSError:
+        return ""
+    return ""
 
 
 def torch_allreduce(
