@@ -283,16 +283,19 @@ def _blocked_on(fifo: Path, pid: int) -> bool:
     return False
 
 
-def test_interrupted_build_leaves_the_previous_lock_byte_identical(tmp_path: Path) -> None:
+def start_blocked_build(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, dict, Path]:
+    """A rebuild whose solver waits on a writerless FIFO; returns (proc, fifo, before, out).
+
+    The FIFO as repodata has no writer: opening it blocks, so the solve cannot end (or fail)
+    before a signal arrives. (Opening a writer would let the solver read an empty file and race
+    the signal with a "bad channel" error.) The caller releases the FIFO and reaps the process.
+    """
     root = tmp_path / "ch"
     url = demo_channel(root)
     out = tmp_path / "locks"
     r = recipe(tmp_path, url, "[python=3.9]")
     assert build(r, "--out", out) == ExitCode.OK
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    # a FIFO as repodata with no writer: opening it blocks, so the solve cannot end (or fail)
-    # before the interrupt arrives. (Opening a writer would let the solver read an empty file
-    # and race the signal with a "bad channel" error.)
     repodata = root / "linux-64" / "repodata.json"
     repodata.unlink()
     os.mkfifo(repodata)
@@ -304,11 +307,19 @@ def test_interrupted_build_leaves_the_previous_lock_byte_identical(tmp_path: Pat
         # KeyboardInterrupt handler: give the build the default disposition a terminal gives
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not _blocked_on(repodata, proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not _blocked_on(repodata, proc.pid):
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the build never reached the channel's repodata")
+    return proc, repodata, before, out
+
+
+def test_interrupted_build_leaves_the_previous_lock_byte_identical(tmp_path: Path) -> None:
+    proc, repodata, before, out = start_blocked_build(tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while not _blocked_on(repodata, proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _blocked_on(repodata, proc.pid), "the build never reached the channel's repodata"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     finally:

@@ -26,7 +26,7 @@ from envcheck.cli import main
 from envcheck.errors import ExitCode
 from tests.channel import demo_channel
 from tests.channel import write_recipe as recipe
-from tests.test_build_cli import _blocked_on, _descendants
+from tests.test_build_cli import _descendants, start_blocked_build
 
 
 @pytest.fixture
@@ -109,30 +109,6 @@ def test_the_swap_is_the_commit_point_a_later_signal_lets_the_run_finish(tmp_pat
     assert (a.read_bytes(), b.read_bytes()) == (b"new a", b"new b")
 
 
-def _start_blocked_build(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, dict, Path]:
-    """A rebuild whose solver waits on a writerless FIFO; returns (proc, fifo, before, out)."""
-    root = tmp_path / "ch"
-    url = demo_channel(root)
-    out = tmp_path / "locks"
-    r = recipe(tmp_path, url, "[python=3.9]")
-    assert build(r, "--out", out) == ExitCode.OK
-    before = snapshot(out)
-    repodata = root / "linux-64" / "repodata.json"
-    repodata.unlink()
-    os.mkfifo(repodata)
-    r.write_text(r.read_text().replace("python=3.9", "python=3.9.18"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envcheck", "build", str(r), "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while not _blocked_on(repodata, proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _blocked_on(repodata, proc.pid), "the build never reached the channel's repodata"
-    return proc, repodata, before, out
-
-
 def _gone(pid: int, within: float = 10) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -156,7 +132,7 @@ def _gone(pid: int, within: float = 10) -> bool:
 def test_sigterm_and_sigkill_end_the_solver_child_and_keep_the_lock(
     tmp_path: Path, sig: int, code: int, says: str
 ) -> None:
-    proc, repodata, before, out = _start_blocked_build(tmp_path)
+    proc, repodata, before, out = start_blocked_build(tmp_path)
     children = _descendants(proc.pid)
     try:
         assert children, "the solver child was not found"
