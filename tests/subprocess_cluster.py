@@ -97,18 +97,15 @@ def scheduler_identity(address: str, security: object = None) -> dict:
     """The scheduler's `identity` answer, over one raw comm (any distributed version)."""
     import asyncio
 
-    from distributed.comm import connect
     from distributed.security import Security
+
+    from envcheck.verify.cluster.probe import RawComm
 
     args = (security or Security()).get_connection_args("client")  # type: ignore[attr-defined]
 
     async def ask() -> dict:
-        comm = await connect(address, timeout=START_TIMEOUT, **args)
-        try:
-            await comm.write({"op": "identity", "reply": True})
-            return await comm.read()
-        finally:
-            comm.abort()
+        async with RawComm(address, args, START_TIMEOUT) as scheduler:
+            return await scheduler.call({"op": "identity"})
 
     return asyncio.run(ask())
 

@@ -40,7 +40,13 @@ from envcheck.verify.cluster.connect import (
 from envcheck.verify.cluster.gather import ClusterFacts, CollectOptions, gather_facts
 from envcheck.verify.cluster.hosts import hosts_view, spans_hosts
 from envcheck.verify.cluster.pinning import by_host, check_pinning
-from envcheck.verify.cluster.probe import ASKED, PeerVersions, facts_from_versions, package_version
+from envcheck.verify.cluster.probe import (
+    PeerVersions,
+    answered,
+    facts_from_versions,
+    package_version,
+    versions_msg,
+)
 from envcheck.verify.cluster.resources import check_resources
 from envcheck.verify.cluster.scheduler_loss import quiet_dask_logs, scheduler_lost
 from envcheck.verify.cluster.skew import skew_report
@@ -311,18 +317,14 @@ def _versions_of_unreported(
     try:
         replies = client.sync(
             client.scheduler.broadcast,
-            msg={"op": "versions", "packages": list(ASKED)},
+            msg=versions_msg(),
             workers=raised,
             on_error="ignore",
             callback_timeout=timeout,
         )
     except Exception:  # best effort: the facts error already names these workers
         return {}
-    return {
-        a: facts_from_versions("worker", a, v)
-        for a, v in sorted(replies.items())
-        if isinstance(v, dict) and "packages" in v
-    }
+    return {a: facts_from_versions("worker", a, v) for a, v in sorted(answered(replies).items())}
 
 
 def handshake_skew_report(peer: PeerVersions, reason: str) -> Report:

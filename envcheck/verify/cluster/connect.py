@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, Unreachable
-from envcheck.verify.cluster.probe import PeerVersions, probe_scheduler, with_workers
+from envcheck.verify.cluster.probe import PeerVersions, first_line, probe_scheduler, with_workers
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -170,12 +170,12 @@ def connect(address: str, security: Security | None, timeout: float) -> Iterator
         _dispose_failed_client(e)
         if peer.distributed and peer.distributed != distributed.__version__:
             left = max(1.0, timeout - (time.monotonic() - started))
-            raise HandshakeSkew(with_workers(peer, args, left), _reason(e)) from None
+            raise HandshakeSkew(with_workers(peer, args, left), first_line(e)) from None
         if isinstance(e, (OSError, TimeoutError, asyncio.TimeoutError)):
             raise Unreachable(
-                f"no scheduler answered at {address} within {timeout:g} s ({_reason(e)})"
+                f"no scheduler answered at {address} within {timeout:g} s ({first_line(e)})"
             ) from None
-        raise Unreachable(f"cannot connect to {address}: {_reason(e)}") from None
+        raise Unreachable(f"cannot connect to {address}: {first_line(e)}") from None
     try:
         yield client
     finally:
@@ -207,11 +207,6 @@ def _dispose_failed_client(e: BaseException) -> None:
                 obj._loop_runner.stop()  # the IO thread it started for this client
             return
         tb = tb.tb_next
-
-
-def _reason(e: BaseException) -> str:
-    text = str(e).strip() or type(e).__name__
-    return text.splitlines()[0][:300]
 
 
 def gpu_count() -> int:
@@ -282,7 +277,7 @@ def embedded_cluster(
 
             cluster = LocalCluster(n_workers=n_workers, processes=True, host="127.0.0.1", **common)
     except Exception as e:
-        raise Unreachable(f"the embedded {kind} did not start: {_reason(e)}") from e
+        raise Unreachable(f"the embedded {kind} did not start: {first_line(e)}") from e
     try:
         client = Client(cluster, timeout=timeout, set_as_default=True)  # see connect()
         try:

@@ -98,10 +98,10 @@ def probe_scheduler(address: str, connection_args: dict[str, Any], timeout: floa
         raise Unreachable(f"not a Dask scheduler at {address}: {e}") from None
     except OSError as e:
         raise Unreachable(
-            f"no scheduler answered at {address} within {timeout:g} s ({_first_line(e)})"
+            f"no scheduler answered at {address} within {timeout:g} s ({first_line(e)})"
         ) from None
     except Exception as e:  # the peer sent something no scheduler sends
-        raise Unreachable(f"not a Dask scheduler at {address} ({_first_line(e)})") from None
+        raise Unreachable(f"not a Dask scheduler at {address} ({first_line(e)})") from None
 
 
 def with_workers(
@@ -122,13 +122,13 @@ class _NotAScheduler(Exception):
     pass
 
 
-class _Peer:
-    """One raw comm, request-reply, closed on exit."""
+class RawComm:
+    """One raw comm to a Dask server, request-reply, closed on exit (any distributed version)."""
 
     def __init__(self, address: str, args: dict[str, Any], timeout: float) -> None:
         self.address, self.args, self.timeout = address, args, timeout
 
-    async def __aenter__(self) -> _Peer:
+    async def __aenter__(self) -> RawComm:
         from distributed.comm import connect
 
         self.comm = await connect(self.address, timeout=self.timeout, **self.args)
@@ -145,27 +145,38 @@ class _Peer:
 async def _ask_scheduler(
     address: str, args: dict[str, Any], timeout: float, started: float
 ) -> PeerVersions:
-    async with _Peer(address, args, timeout) as peer:
+    async with RawComm(address, args, timeout) as peer:
         identity = await peer.call({"op": "identity"})
         if not isinstance(identity, dict) or identity.get("type") != "Scheduler":
             kind = identity.get("type") if isinstance(identity, dict) else type(identity).__name__
             raise _NotAScheduler(f"it says it is a {kind!r}, not a Scheduler")
-        scheduler = await peer.call({"op": "versions", "packages": list(ASKED)})
+        scheduler = await peer.call(versions_msg())
     if not isinstance(scheduler, dict) or "packages" not in scheduler:
         raise _NotAScheduler("its 'versions' answer has no packages")
     return PeerVersions(address, scheduler, {}, time.monotonic() - started)
 
 
 async def _ask_workers(address: str, args: dict[str, Any], timeout: float) -> dict:
-    async with _Peer(address, args, timeout) as peer:
+    async with RawComm(address, args, timeout) as peer:
         # on_error "ignore": a worker whose connection fails is left out of the answer
-        msg = {"op": "versions", "packages": list(ASKED)}
-        replies = await peer.call({"op": "broadcast", "msg": msg, "on_error": "ignore"})
+        replies = await peer.call({"op": "broadcast", "msg": versions_msg(), "on_error": "ignore"})
+    return answered(replies)
+
+
+def versions_msg() -> dict[str, Any]:
+    """distributed's plain `versions` op with the skew table's extra rows: no pickling, so a
+    worker of any version, or one that cannot unpickle our code, answers it."""
+    return {"op": "versions", "packages": list(ASKED)}
+
+
+def answered(replies: Any) -> dict[str, Versions]:
+    """address -> versions of the workers in a `versions` broadcast that answered one."""
     return {
         str(a): v for a, v in (replies or {}).items() if isinstance(v, dict) and "packages" in v
     }
 
 
-def _first_line(e: BaseException) -> str:
+def first_line(e: BaseException) -> str:
+    """The exception's first line (its type when it has no text), at most 300 characters."""
     text = str(e).strip() or type(e).__name__
     return text.splitlines()[0][:300]
