@@ -19,6 +19,7 @@ from tests.old_envs import (
     PROTECTED,
     EnvSpec,
     build_env,
+    installed,
 )
 from tests.subprocess_cluster import ROOT, run_envcheck, start_cluster
 
@@ -170,13 +171,7 @@ def test_verify_node_prefix_checks_an_env_without_envcheck(tmp_path: Path) -> No
     assert str(odd.prefix) in env["python"]  # the env's own interpreter collected the facts
     (imports,) = [r for r in data["results"] if r["check"] == "imports"]
     assert imports["status"] == "pass" and "dask" in imports["message"]
-    assert "envcheck" not in installed_names(odd.python)
-
-
-def installed_names(python: str) -> set[str]:
-    from tests.old_envs import installed
-
-    return set(installed(python))
+    assert "envcheck" not in installed(odd.python)
 
 
 def _conda_prefix(tmp_path: Path, lock: Path, skip: str = "") -> Path:
