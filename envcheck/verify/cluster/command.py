@@ -197,13 +197,11 @@ def run(args: argparse.Namespace) -> Report:
     selected = _smoke_selection(args.smoke)
     security = security_from_files(args.tls_ca_file, args.tls_cert, args.tls_key)
     quiet_dask_logs(getattr(args, "debug", False))
-    try:
-        cluster = _cluster(args, security)
-        client, described = cluster.__enter__()
-    except HandshakeSkew as skew:
-        return handshake_skew_report(skew.peer, skew.reason)
     with contextlib.ExitStack() as stack:
-        stack.push(cluster)
+        try:
+            client, described = stack.enter_context(_cluster(args, security))
+        except HandshakeSkew as skew:  # no Client: the skew the raw probe saw is the report
+            return handshake_skew_report(skew.peer, skew.reason)
         report = verify(
             client,
             exp,
