@@ -35,10 +35,10 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from envcheck.build.command import exclusion_constraints  # noqa: E402
-from envcheck.build.conflicts import SolveOutcome, diagnose  # noqa: E402
-from envcheck.build.recipe import load_recipe  # noqa: E402
-from envcheck.build.solve import SolveFailed, solve_specs, virtual_packages  # noqa: E402
+from envcheck.resolve.command import exclusion_constraints  # noqa: E402
+from envcheck.resolve.conflicts import SolveOutcome, diagnose  # noqa: E402
+from envcheck.resolve.recipe import load_recipe  # noqa: E402
+from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages  # noqa: E402
 from tests.channel import write_channel  # noqa: E402
 from tests.worlds import NEUTRAL, filler_packages, filler_roots, world_packages  # noqa: E402
 

@@ -32,13 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from envcheck.build.command import exclusion_constraints  # noqa: E402
-from envcheck.build.recipe import load_recipe  # noqa: E402
-from envcheck.build.record.lint import lint  # noqa: E402
-from envcheck.build.record.new import Options, compose  # noqa: E402
-from envcheck.build.record.table import load_record  # noqa: E402
-from envcheck.build.solve import shutdown, solve_specs, virtual_packages  # noqa: E402
-from envcheck.build.why import why_lock  # noqa: E402
+from envcheck.resolve.command import exclusion_constraints  # noqa: E402
+from envcheck.resolve.recipe import load_recipe  # noqa: E402
+from envcheck.resolve.record.lint import lint  # noqa: E402
+from envcheck.resolve.record.new import Options, compose  # noqa: E402
+from envcheck.resolve.record.table import load_record  # noqa: E402
+from envcheck.resolve.solve import shutdown, solve_specs, virtual_packages  # noqa: E402
+from envcheck.resolve.why import why_lock  # noqa: E402
 
 SEED = [
     "rapids=22.08", "python=3.9", "cudatoolkit=11.0",

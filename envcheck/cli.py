@@ -20,13 +20,13 @@ from envcheck.report import Report, render_table, write_json, write_junit
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
-    ("build",): ("envcheck.build.command", "solve recipes into conda-lock lockfiles"),
+    ("build",): ("envcheck.resolve.command", "solve recipes into conda-lock lockfiles"),
     ("install",): ("envcheck.provision.command", "create an env from a lock, hashes checked"),
     ("image",): ("envcheck.provision.image_command", "build the EL7 image of a lock"),
-    ("diff",): ("envcheck.build.diff", "what changed between two lock files"),
-    ("why",): ("envcheck.build.why", "which recipe entries pull a package into a lock"),
+    ("diff",): ("envcheck.resolve.diff", "what changed between two lock files"),
+    ("why",): ("envcheck.resolve.why", "which recipe entries pull a package into a lock"),
     ("recipe", "new"): (
-        "envcheck.build.record.new",
+        "envcheck.resolve.record.new",
         "write a recipe pinned from the RAPIDS release record",
     ),
     ("verify", "node"): ("envcheck.verify.node.command", "check this machine before a GPU job"),
@@ -43,7 +43,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
 
 # Verbs whose modules live here need the `build` extra (solver, conda-lock's models, uv); the
 # verify side needs only the core dependencies and runs on Python >= 3.8.
-BUILD_PACKAGE = "envcheck.build"
+BUILD_PACKAGE = "envcheck.resolve"
 BUILD_MODULES = ("rattler", "conda_lock", "uv")
 
 

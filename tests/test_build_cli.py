@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.build.lockfile import read_lock
 from envcheck.cli import COMMANDS, main
 from envcheck.errors import ExitCode
+from envcheck.resolve.lockfile import read_lock
 from tests.channel import demo_channel, pkg, write_channel
 from tests.channel import write_recipe as recipe
 

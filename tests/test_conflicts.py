@@ -8,14 +8,14 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from envcheck.build.conflicts import (
+from envcheck.resolve.conflicts import (
     NothingToDiagnose,
     SolveOutcome,
     diagnose,
     explain,
     minimal_conflict,
 )
-from envcheck.build.solve import SolveFailed, solve_specs, virtual_packages
+from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages
 from tests.channel import pkg, write_channel
 from tests.worlds import NEUTRAL, RELEASES, write_world
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.build import el7
-from envcheck.build.lockgraph import read_graph
 from envcheck.cli import main
 from envcheck.errors import ExitCode
+from envcheck.resolve import el7
+from envcheck.resolve.lockgraph import read_graph
 from tests.channel import pkg, write_channel, write_recipe
 
 DATA = Path(__file__).parent / "data"

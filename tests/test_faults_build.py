@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from envcheck import interrupts
-from envcheck.build.atomic import write_files_atomically
-from envcheck.build.recipe import MAX_ENTRIES, MAX_RECIPE_BYTES
 from envcheck.cli import main
 from envcheck.errors import ExitCode
+from envcheck.resolve.atomic import write_files_atomically
+from envcheck.resolve.recipe import MAX_ENTRIES, MAX_RECIPE_BYTES
 from tests.channel import demo_channel
 from tests.channel import write_recipe as recipe
 from tests.test_build_cli import _descendants, start_blocked_build

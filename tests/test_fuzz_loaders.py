@@ -17,9 +17,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envcheck.build.lockfile import read_lock as read_build_lock
-from envcheck.build.recipe import load_recipe
 from envcheck.errors import BadInput
+from envcheck.resolve.lockfile import read_lock as read_build_lock
+from envcheck.resolve.recipe import load_recipe
 from envcheck.verify.expectations import read_lock as read_verify_lock
 
 DATA = Path(__file__).parent / "data"

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.build.atomic import check_writable, write_files_atomically
-from envcheck.build.lockfile import (
+from envcheck.errors import BadInput
+from envcheck.resolve.atomic import check_writable, write_files_atomically
+from envcheck.resolve.lockfile import (
     PipPackage,
     build_lockfile,
     conda_lock_text,
@@ -18,9 +19,8 @@ from envcheck.build.lockfile import (
     read_lockfile_model,
     write_lock,
 )
-from envcheck.build.recipe import load_recipe
-from envcheck.build.solve import solve_specs, virtual_packages
-from envcheck.errors import BadInput
+from envcheck.resolve.recipe import load_recipe
+from envcheck.resolve.solve import solve_specs, virtual_packages
 from tests.channel import pkg, write_channel, write_recipe
 
 CONDA_LOCK = Path(sys.executable).with_name("conda-lock")
@@ -159,7 +159,7 @@ def test_lock_modules_load_without_conda_locks_cli() -> None:
     """conda-lock's package __init__ (its whole CLI) is skipped, and still runs when asked."""
     code = (
         "import sys\n"
-        "from envcheck.build import lockfile\n"
+        "from envcheck.resolve import lockfile\n"
         "lockfile._import_conda_lock()\n"
         "assert 'conda_lock.conda_lock' not in sys.modules, 'CLI imported'\n"
         "import conda_lock\n"

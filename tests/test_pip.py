@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.build.lockfile import read_lock
-from envcheck.build.pip import conda_python_pins, python_version, target_platform
-from envcheck.build.solve import SolvedPackage
 from envcheck.cli import main
 from envcheck.errors import ExitCode
+from envcheck.resolve.lockfile import read_lock
+from envcheck.resolve.pip import conda_python_pins, python_version, target_platform
+from envcheck.resolve.solve import SolvedPackage
 from tests.channel import demo_channel, write_recipe
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.build.recipe import Exclusion, load_recipe
 from envcheck.errors import BadInput
+from envcheck.resolve.recipe import Exclusion, load_recipe
 
 GOOD = """\
 name: rapids-22.08-el7

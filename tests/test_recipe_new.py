@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.build.command import exclusion_constraints
-from envcheck.build.recipe import load_recipe
-from envcheck.build.record.lint import ERROR, lint, matches
-from envcheck.build.record.new import OSES, Options, command_in, compose
-from envcheck.build.record.table import load_record
-from envcheck.build.solve import solve_specs, virtual_packages
 from envcheck.cli import build_parser, main
 from envcheck.errors import ExitCode
+from envcheck.resolve.command import exclusion_constraints
+from envcheck.resolve.recipe import load_recipe
+from envcheck.resolve.record.lint import ERROR, lint, matches
+from envcheck.resolve.record.new import OSES, Options, command_in, compose
+from envcheck.resolve.record.table import load_record
+from envcheck.resolve.solve import solve_specs, virtual_packages
 from tests.channel import pkg, write_channel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,7 +153,7 @@ def test_shipped_rapids_recipes_are_what_their_own_command_generates():
         text = path.read_text()
         argv = ["recipe", "new", *command_in(text)]
         args = build_parser(argv).parse_args(argv)
-        from envcheck.build.record.new import options
+        from envcheck.resolve.record.new import options
 
         assert compose(options(args)) == text, f"{path.name}: run scripts/regen-rapids-recipes.sh"
         recipe = load_recipe(path)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.build.record import gen
-from envcheck.build.record.lint import ERROR, INFO, WARN, lint
-from envcheck.build.record.table import load_record, parse_record
 from envcheck.cli import main
 from envcheck.errors import ExitCode
+from envcheck.resolve.record import gen
+from envcheck.resolve.record.lint import ERROR, INFO, WARN, lint
+from envcheck.resolve.record.table import load_record, parse_record
 from tests.channel import write_recipe
 
 DATA = Path(__file__).parent / "data" / "rapids-record"

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from envcheck.build.command import exclusion_constraints
-from envcheck.build.conflicts import SolveOutcome, diagnose
-from envcheck.build.lockfile import read_lock
-from envcheck.build.recipe import load_recipe
-from envcheck.build.snapshot import write_snapshot
-from envcheck.build.solve import SolveFailed, solve_specs, virtual_packages
+from envcheck.resolve.command import exclusion_constraints
+from envcheck.resolve.conflicts import SolveOutcome, diagnose
+from envcheck.resolve.lockfile import read_lock
+from envcheck.resolve.recipe import load_recipe
+from envcheck.resolve.snapshot import write_snapshot
+from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages
 from tests.channel import write_channel
 from tests.worlds import (
     RELEASES,

@@ -9,8 +9,9 @@ import pytest
 import yaml
 from rattler import MatchSpec
 
-from envcheck.build.conflicts import SolveOutcome, diagnose
-from envcheck.build.snapshot import (
+from envcheck.errors import BadInput
+from envcheck.resolve.conflicts import SolveOutcome, diagnose
+from envcheck.resolve.snapshot import (
     depends_from_lock,
     inconsistencies,
     main,
@@ -18,8 +19,7 @@ from envcheck.build.snapshot import (
     split_url,
     write_snapshot,
 )
-from envcheck.build.solve import SolveFailed, solve_specs, virtual_packages
-from envcheck.errors import BadInput
+from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages
 
 DATA = Path(__file__).parent / "data"
 # real conda-lock files of pangeo-data/pangeo-docker-images (copied from shared/data/real)

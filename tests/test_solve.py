@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.build.solve import (
+from envcheck.errors import BadInput
+from envcheck.resolve.solve import (
     SolvedPackage,
     SolveFailed,
     resolve_channel,
     solve_specs,
     virtual_packages,
 )
-from envcheck.errors import BadInput
 from tests.channel import pkg, write_channel
 
 EL7 = virtual_packages({"cuda": "11.5", "glibc": "2.17"}, "linux-64")
@@ -128,7 +128,7 @@ def test_virtual_packages_for_el7() -> None:
 
 
 def _child_pid() -> int:
-    from envcheck.build import solve
+    from envcheck.resolve import solve
 
     assert solve._child is not None
     return solve._child.proc.pid

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from envcheck.build.lockfile import parse_lockfile
-from envcheck.build.toposort import level_order, toposorted
+from envcheck.resolve.lockfile import parse_lockfile
+from envcheck.resolve.toposort import level_order, toposorted
 
 DATA = Path(__file__).parent / "data"
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import yaml
 
-from envcheck.build.changes import compare
-from envcheck.build.diff import lock_diff
-from envcheck.build.lockgraph import read_graph
-from envcheck.build.why import chains_to, why_lock
 from envcheck.cli import main
 from envcheck.errors import ExitCode
+from envcheck.resolve.changes import compare
+from envcheck.resolve.diff import lock_diff
+from envcheck.resolve.lockgraph import read_graph
+from envcheck.resolve.why import chains_to, why_lock
 from tests.channel import demo_channel, write_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +54,7 @@ def test_why_reads_a_real_pixi_lock_through_rattler_and_finds_cudf_under_the_gpu
 
 
 def test_chains_to_returns_one_shortest_chain_per_root():
-    from envcheck.build.lockgraph import Node
+    from envcheck.resolve.lockgraph import Node
 
     nodes = {
         "a": Node("a", "1", "", "conda", ("b", "c")),

@@ -149,7 +149,7 @@ def _pip(plan: Plan, fetched: Sequence[Fetched], prefix: Path) -> None:
     """Install the checked wheels into the prefix's interpreter: hashes required, no index."""
     if not plan.pip:
         return
-    from envcheck.build.pip import _uv
+    from envcheck.resolve.pip import _uv
 
     python = prefix / "bin" / "python"
     if not python.exists():

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envcheck.build.record.lint import ERROR, lint
-from envcheck.build.record.table import Record, Release, Value, is_release, load_record
 from envcheck.errors import BadInput, Unsolvable
+from envcheck.resolve.record.lint import ERROR, lint
+from envcheck.resolve.record.table import Record, Release, Value, is_release, load_record
 
 # target OS -> (glibc it ships, words for the header)
 OSES = {
@@ -26,7 +26,7 @@ OSES = {
 }
 LIBS = ("cudf", "dask-cudf", "dask-cuda", "cuml", "cugraph", "cuspatial", "cuxfilter", "cucim")
 LIBS_OLD = (*LIBS, "cusignal")  # cusignal is a member of the meta-package up to 23.08
-RECORD = "envcheck/build/record/rapids.json"
+RECORD = "envcheck/resolve/record/rapids.json"
 DEFAULT_CHANNELS = ("rapidsai", "conda-forge", "nvidia")
 
 
@@ -350,7 +350,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         print(text, end="")
         return 0
-    from envcheck.build.atomic import write_files_atomically
+    from envcheck.resolve.atomic import write_files_atomically
 
     write_files_atomically({args.out: text.encode()})
     print(f"wrote {args.out}")

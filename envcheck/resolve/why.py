@@ -8,9 +8,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from envcheck.build.lockgraph import Node, read_graph
 from envcheck.errors import BadInput
 from envcheck.report import Report, Result, Status, Table
+from envcheck.resolve.lockgraph import Node, read_graph
 
 MAX_CHAINS = 10
 
@@ -48,7 +48,7 @@ def chains_to(
 def _recipe_roots(recipe_path: Path) -> dict[str, str]:
     from rattler import MatchSpec
 
-    from envcheck.build.recipe import load_recipe
+    from envcheck.resolve.recipe import load_recipe
 
     recipe = load_recipe(recipe_path)
     roots = {}
@@ -120,8 +120,8 @@ def why_not(
     package: str, recipe_path: Path, platform: str | None, channels: Sequence[str] | None
 ) -> list[tuple[str, list[str]]]:
     """Solve the recipe without its exclusions; the chains from its entries to PACKAGE."""
-    from envcheck.build.recipe import load_recipe
-    from envcheck.build.solve import solve_specs, virtual_packages
+    from envcheck.resolve.recipe import load_recipe
+    from envcheck.resolve.solve import solve_specs, virtual_packages
 
     recipe = load_recipe(recipe_path)
     if package not in recipe.excluded_names:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from envcheck.build.record.table import Record, Release, Value, release_key
+from envcheck.resolve.record.table import Record, Release, Value, release_key
 
 ERROR, WARN, INFO = "error", "warn", "info"
 # ranges of the `rapids` meta-package's run requirements: a recipe outside them cannot install it

@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from envcheck.build.atomic import check_writable, write_files_atomically
-from envcheck.build.changes import Change, changes_table, compare, version_build
-from envcheck.build.lockfile import (
+from envcheck.errors import BadInput, EnvcheckError, ExitCode, StaleLock, Unsolvable
+from envcheck.flags import seconds
+from envcheck.report import Report, Result, Status, Table
+from envcheck.resolve.atomic import check_writable, write_files_atomically
+from envcheck.resolve.changes import Change, changes_table, compare, version_build
+from envcheck.resolve.lockfile import (
     Lock,
     PipPackage,
     build_lockfile,
@@ -24,8 +27,8 @@ from envcheck.build.lockfile import (
     read_lockfile_model,
     render_lock_texts,
 )
-from envcheck.build.recipe import Recipe, load_recipe
-from envcheck.build.solve import (
+from envcheck.resolve.recipe import Recipe, load_recipe
+from envcheck.resolve.solve import (
     DEFAULT_FETCH_TIMEOUT_S,
     SolvedPackage,
     SolveFailed,
@@ -35,9 +38,6 @@ from envcheck.build.solve import (
     solve_specs,
     virtual_packages,
 )
-from envcheck.errors import BadInput, EnvcheckError, ExitCode, StaleLock, Unsolvable
-from envcheck.flags import seconds
-from envcheck.report import Report, Result, Status, Table
 
 EXCLUDED_BUILD = "excluded-by-recipe"  # a build string no package has: the spec never matches
 
@@ -161,14 +161,14 @@ def explain_failure(
                 return Unsolvable(f"{where}: " + "; ".join(chains), detail=failure.message)
     glibc = recipe.system.get("glibc")
     if glibc:
-        from envcheck.build import el7
+        from envcheck.resolve import el7
 
         dirs = [local_path(resolve_channel(c)) for c in channels if is_local(resolve_channel(c))]
         catalogue = el7.repodata_catalogue(dirs, [platform, "noarch"])
         blocked = el7.blocked_entries(specs, glibc, catalogue)
         if blocked:
             return Unsolvable(f"{where}: " + "; ".join(blocked), detail=failure.message)
-    from envcheck.build import conflicts
+    from envcheck.resolve import conflicts
 
     constraints = exclusion_constraints(recipe)
 
@@ -283,7 +283,7 @@ def build_one(
     Nothing is written here: ``run`` writes every recipe's files in one swap, so an interrupt
     or a failure leaves every previous lock as it was.
     """
-    from envcheck.build.pip import resolve_pip
+    from envcheck.resolve.pip import resolve_pip
 
     channels = list(data or recipe.channels)
     platforms = _platforms(recipe, only)
@@ -348,8 +348,8 @@ def _check_glibc(
     pip: Sequence[PipPackage],
 ) -> None:
     """Every conda record's __glibc and every wheel's manylinux tag must fit the target glibc."""
-    from envcheck.build import el7
-    from envcheck.build.pip import PYPI, python_version
+    from envcheck.resolve import el7
+    from envcheck.resolve.pip import PYPI, python_version
 
     glibc = recipe.system.get("glibc")
     if not glibc:
@@ -422,8 +422,8 @@ def check_one(recipe: Recipe, out: Path) -> Result:
 
 def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
     """Lint against the RAPIDS release record; errors raise Unsolvable, the rest is a table."""
-    from envcheck.build.record.lint import ERROR, lint
-    from envcheck.build.record.table import load_record
+    from envcheck.resolve.record.lint import ERROR, lint
+    from envcheck.resolve.record.table import load_record
 
     record = load_record()
     rows = []
@@ -434,7 +434,7 @@ def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
             raise Unsolvable(
                 f"{r.path}: "
                 + "; ".join(f.line() for f in bad)
-                + " (the RAPIDS release record, envcheck/build/record/rapids.json; "
+                + " (the RAPIDS release record, envcheck/resolve/record/rapids.json; "
                 "--no-lint solves anyway)"
             )
         rows += [(r.name, f.severity, f.rule, f.message, ", ".join(f.sources)) for f in findings]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from envcheck.build.changes import Change, changes_table, compare, markdown, version_build
-from envcheck.build.lockgraph import LockGraph, read_graph
 from envcheck.report import Report, Result, Status
+from envcheck.resolve.changes import Change, changes_table, compare, markdown, version_build
+from envcheck.resolve.lockgraph import LockGraph, read_graph
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envcheck.build.atomic import write_files_atomically
-from envcheck.build.recipe import Exclusion, Recipe
-from envcheck.build.solve import SolvedPackage, resolve_channel
-from envcheck.build.toposort import toposorted
 from envcheck.errors import BadInput
+from envcheck.resolve.atomic import write_files_atomically
+from envcheck.resolve.recipe import Exclusion, Recipe
+from envcheck.resolve.solve import SolvedPackage, resolve_channel
+from envcheck.resolve.toposort import toposorted
 
 _META = "envcheck."  # prefix of our keys in conda-lock's custom_metadata
 _preload: threading.Thread | None = None

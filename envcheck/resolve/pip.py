@@ -13,9 +13,9 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from envcheck.build.lockfile import PipPackage
-from envcheck.build.solve import SolvedPackage
 from envcheck.errors import BadInput, EnvcheckError, Unreachable
+from envcheck.resolve.lockfile import PipPackage
+from envcheck.resolve.solve import SolvedPackage
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -105,8 +105,8 @@ def _refuse_unfit_wheels(
     p: dict[str, Any], platform: str, glibc: str, py: str, index_url: str
 ) -> None:
     """No wheel fits because every linux wheel needs a newer glibc: say so, and what fits."""
-    from envcheck.build import el7
     from envcheck.errors import Unsolvable
+    from envcheck.resolve import el7
 
     files = [w["url"].rsplit("/", 1)[-1] for w in p.get("wheels", [])]
     found = el7.unfit_wheels(

@@ -15,8 +15,8 @@ import yaml
 from rattler import MatchSpec, Version
 from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError
 
-from envcheck.build.solve import resolve_channel
 from envcheck.errors import BadInput, EnvcheckError
+from envcheck.resolve.solve import resolve_channel
 
 PLATFORMS = frozenset(
     {"linux-64", "linux-aarch64", "linux-ppc64le", "osx-64", "osx-arm64", "win-64"}
