@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO))
 warnings.filterwarnings("ignore", "The pynvml package is deprecated", FutureWarning)
 
 from envcheck.verify import facts as F  # noqa: E402
+from envcheck.verify.facts import host, kernel_log  # noqa: E402
 
 
 def median_us(fn: Callable[[], Any], repeat: int) -> float:
@@ -66,21 +67,21 @@ def host_reads(repeat: int) -> dict[str, float]:
         log = f.name
     out = {
         "rlimits (memlock, nofile)": median_us(
-            lambda: (F._rlimit("RLIMIT_MEMLOCK"), F._rlimit("RLIMIT_NOFILE")), repeat),
+            lambda: (host._rlimit("RLIMIT_MEMLOCK"), host._rlimit("RLIMIT_NOFILE")), repeat),
         "/dev/shm statvfs": median_us(lambda: os.statvfs("/dev/shm"), repeat),
         f"/sys/class/net ({len(os.listdir('/sys/class/net'))} interfaces)": median_us(
             F.read_net_interfaces, repeat),
         "/sys/class/infiniband": median_us(F.read_ib_ports, repeat),
         "/sys/module (6 names)": median_us(
             lambda: [os.path.isdir(f"/sys/module/{m}") for m in F.KERNEL_MODULES], repeat),
-        "/proc/uptime": median_us(F._uptime, repeat),
+        "/proc/uptime": median_us(host._uptime, repeat),
         "kernel log file, 10,000 lines (100 Xid)": median_us(
             lambda: F.read_kernel_log(log), max(5, repeat // 20)),
     }
     os.unlink(log)
     if os.access("/dev/kmsg", os.R_OK):
         def first() -> None:
-            state = F._KMSG_STATE.pop("/dev/kmsg", None)
+            state = kernel_log._KMSG_STATE.pop("/dev/kmsg", None)
             if state:
                 os.close(state[0])
             F.read_kernel_log("/dev/kmsg")
@@ -129,7 +130,7 @@ def bench_cluster(n: int, rounds: int) -> dict[str, Any]:
     try:
         client.wait_for_workers(n, timeout=300)
         results = {False: cluster_round(client, False), None: cluster_round(client, None)}
-        for _ in range(2):  # warm both (facts.py compiled, kmsg opened, caches filled)
+        for _ in range(2):  # warm both (facts package loaded, kmsg opened, caches filled)
             cluster_round(client, False)
             cluster_round(client, None)
         before, after = [], []

@@ -14,20 +14,22 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.verify import facts as facts_mod
 from envcheck.verify.facts import (
+    caches,
     collect_node_facts,
     decode_nccl_version,
     facts_from_dict,
     facts_to_dict,
     normalize_name,
+    nvml,
     parse_ucx_info,
     probe_imports,
     probe_libraries,
 )
+from envcheck.verify.facts import packages as packages_mod
+from envcheck.verify.facts import ucx as ucx_mod
+from envcheck.verify.shipping import facts_payload, load_facts, standalone_source
 from tests.factories import healthy_a100x8, with_imports, with_libraries, with_process
-
-FACTS_PY = Path(facts_mod.__file__)
 
 
 def test_collector_on_this_machine_reports_host_python_and_packages():
@@ -93,7 +95,7 @@ def test_conda_meta_file_names_give_versions_and_builds(tmp_path):
     ):
         (meta / f"{name}.json").write_text("{}")
     (meta / "history").write_text("")
-    versions, builds = facts_mod._conda_meta_packages(tmp_path)
+    versions, builds = packages_mod._conda_meta_packages(tmp_path)
     assert builds["_libgcc_mutex"] == "conda_forge" and versions.pop("_libgcc_mutex") == "0.1"
     assert versions == {
         "cuda-python": "11.7.1",
@@ -102,7 +104,7 @@ def test_conda_meta_file_names_give_versions_and_builds(tmp_path):
         "ucx": "1.13.1",
     }
     assert builds["python"] == "h9a8a25e_0_cpython" and builds["cuda-python"] == "py39h3fd9d12_0"
-    assert facts_mod._conda_meta_packages(tmp_path / "nope") is None
+    assert packages_mod._conda_meta_packages(tmp_path / "nope") is None
 
 
 def test_probe_imports_reports_failure_hang_and_crash_and_goes_on(tmp_path, monkeypatch):
@@ -142,8 +144,8 @@ def test_probe_libraries_resolves_through_the_loader():
 def test_own_pids_include_children():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        assert {os.getpid(), child.pid} <= set(facts_mod._own_pids(os.getpid()))
-        assert 1 not in facts_mod._own_pids(os.getpid())
+        assert {os.getpid(), child.pid} <= set(nvml._own_pids(os.getpid()))
+        assert 1 not in nvml._own_pids(os.getpid())
     finally:
         child.kill()
         child.wait()
@@ -195,7 +197,7 @@ def test_ucx_binding_and_ucx_info_on_path_are_found(tmp_path, monkeypatch):
     assert f.ucx.module == "ucxx" and f.ucx.ucx_version == "1.15.0"
     assert f.ucx.transports == ("cuda_copy", "cuda_ipc", "self", "tcp") and f.ucx.error == ""
     tool.write_text("#!/bin/sh\nsleep 30\n")
-    hung = facts_mod._ucx_facts({}, {}, timeout=0.5)
+    hung = ucx_mod._ucx_facts({}, {}, timeout=0.5)
     assert "timed out" in hung.error
 
 
@@ -215,7 +217,7 @@ def test_ucx_info_of_a_libucx_wheel_installed_with_pip_target_is_found(tmp_path,
     monkeypatch.syspath_prepend(str(tmp_path))
     if shutil.which("ucx_info"):
         pytest.skip("a ucx_info on PATH takes precedence over the wheel's")
-    ucx = facts_mod._ucx_facts({}, {}, timeout=10)
+    ucx = ucx_mod._ucx_facts({}, {}, timeout=10)
     assert ucx.error == ""
     assert ucx.transports == ("cuda_copy", "cuda_ipc", "self", "tcp")
 
@@ -234,9 +236,9 @@ def plain_venv(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-def test_facts_py_runs_standalone_in_a_venv_without_envcheck(plain_venv):
+def test_facts_package_runs_standalone_in_a_venv_without_envcheck(plain_venv):
     copy = plain_venv / "facts_standalone.py"  # outside any package: only the stdlib to lean on
-    shutil.copy(FACTS_PY, copy)
+    copy.write_text(standalone_source())
     python = plain_venv / "v" / "bin" / "python"
     out = subprocess.run(
         [str(python), "-I", str(copy)], capture_output=True, text=True, timeout=120
@@ -270,23 +272,25 @@ def test_probe_libraries_finds_pip_wheel_libraries_loaded_by_path(tmp_path, monk
 
 
 def test_collector_ships_by_value_to_an_interpreter_without_envcheck(tmp_path):
-    # what verify cluster does: cloudpickle the collector by value; the worker side has
-    # cloudpickle (it comes with distributed) but no envcheck
+    # what verify cluster does: the loader pickled by value with cloudpickle, the package's
+    # sources as the payload; the worker side has cloudpickle (it comes with distributed) but
+    # no envcheck
     cloudpickle = pytest.importorskip("cloudpickle")
-    cloudpickle.register_pickle_by_value(facts_mod)
-    try:
-        payload = cloudpickle.dumps((facts_mod.collect_node_facts, facts_mod.facts_to_dict))
-    finally:
-        cloudpickle.unregister_pickle_by_value(facts_mod)
-    (tmp_path / "payload.pkl").write_bytes(payload)
+    payload = facts_payload()
+    (tmp_path / "payload.pkl").write_bytes(
+        cloudpickle.dumps((load_facts, payload.digest, payload.source))
+    )
     site = str(Path(cloudpickle.__file__).parents[1])
     code = (
         "import sys, json, pickle;"
         f"sys.path.append({site!r});"  # cloudpickle's site-packages, without its .pth files
-        "collect, to_dict = pickle.loads(open(sys.argv[1], 'rb').read());"
+        "load, digest, blob = pickle.loads(open(sys.argv[1], 'rb').read());"
         "assert 'envcheck' not in sys.modules;"
         "import importlib.util; assert importlib.util.find_spec('envcheck') is None;"
-        "print(json.dumps(to_dict(collect(role='worker'))))"
+        "assert load(digest, b'') is None;"  # asked by digest alone: not loaded yet
+        "m = load(digest, blob); assert load(digest, b'') is m;"
+        "assert m.__name__ == '_envcheck_facts_' + digest and 'envcheck' not in sys.modules;"
+        "print(json.dumps(m.facts_to_dict(m.collect_node_facts(role='worker'))))"
     )
     out = subprocess.run(
         [sys.executable, "-S", "-c", code, str(tmp_path / "payload.pkl")],
@@ -313,9 +317,9 @@ def test_dist_info_scan_is_kept_per_directory_until_the_directory_changes(tmp_pa
     _age(site)
     monkeypatch.syspath_prepend(str(site))
     assert collect_node_facts().python_packages["alpha-pkg"] == "1.0"
-    real = facts_mod._dists_in
+    real = packages_mod._dists_in
     scanned: list[str] = []
-    monkeypatch.setattr(facts_mod, "_dists_in", lambda d: scanned.append(d) or real(d))
+    monkeypatch.setattr(packages_mod, "_dists_in", lambda d: scanned.append(d) or real(d))
     f = collect_node_facts()
     # not listed again (another sys.path directory changed just now may be: not this one)
     assert f.python_packages["alpha-pkg"] == "1.0" and str(site) not in scanned
@@ -331,11 +335,11 @@ def test_a_directory_changed_just_now_is_not_cached(tmp_path, monkeypatch):
     site = tmp_path / "site"
     (site / "beta-3.1.dist-info").mkdir(parents=True)  # mtime: now (inside the racy window)
     monkeypatch.syspath_prepend(str(site))
-    assert facts_mod.dirs_key([str(site)]) is None
+    assert caches.dirs_key([str(site)]) is None
     assert collect_node_facts().python_packages["beta"] == "3.1"
-    assert f"dist-info:{site}" not in facts_mod._CACHE
+    assert f"dist-info:{site}" not in caches._CACHE
     _age(site)
-    assert facts_mod.dirs_key([str(site)]) is not None
+    assert caches.dirs_key([str(site)]) is not None
 
 
 def test_facts_to_dict_matches_asdict_and_sends_a_shared_dict_once():
@@ -402,9 +406,9 @@ class _FakeNvml:
 
 def test_nvml_identity_is_read_once_memory_and_links_every_time(monkeypatch):
     nv = _FakeNvml()
-    monkeypatch.setattr(facts_mod, "_CACHE", {})
-    monkeypatch.setattr(facts_mod, "_NVML_STATIC", {})
-    monkeypatch.setattr(facts_mod, "_try_pynvml", lambda: nv)
+    monkeypatch.setitem(caches._CACHE, "pynvml", None)  # not the real import's outcome
+    monkeypatch.setattr(nvml, "_NVML_STATIC", {})
+    monkeypatch.setattr(nvml, "_try_pynvml", lambda: nv)
     # health=False: the health reads (their own NVLink and PCIe reads) would change the counts
     first = collect_node_facts(health=False)
     nv.used_mib = 5000  # a job started on the GPUs between two rounds

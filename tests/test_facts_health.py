@@ -9,7 +9,6 @@ import resource
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -27,9 +26,8 @@ from envcheck.verify.facts import (
     read_net_interfaces,
 )
 from envcheck.verify.node.checks import run_node_checks
+from envcheck.verify.shipping import standalone_source
 from tests.factories import healthy_a100x8, healthy_host, with_gpu_health, with_health
-
-FACTS_PY = Path(__file__).resolve().parents[1] / "envcheck" / "verify" / "facts.py"
 
 # Real NVRM Xid lines as drivers wrote them (quoted in public troubleshooting notes and issue
 # reports), in the forms the kernel log is read in: Xid 79 from journalctl (driver 450,
@@ -195,8 +193,9 @@ def test_limits_set_for_a_worker_process_are_what_its_facts_say(tmp_path):
         resource.setrlimit(resource.RLIMIT_MEMLOCK, (65536, resource.getrlimit(
             resource.RLIMIT_MEMLOCK)[1]))
 
-    out = subprocess.run([sys.executable, str(FACTS_PY)], capture_output=True, text=True,
-                         preexec_fn=lower, check=True, timeout=120)
+    out = subprocess.run([sys.executable, "-I", "-"], input=standalone_source(),
+                         capture_output=True, text=True, preexec_fn=lower, check=True,
+                         timeout=120)
     host = json.loads(out.stdout)["host_health"]
     assert (host["nofile_soft"], host["memlock_soft"]) == (512, 65536)
 
@@ -229,7 +228,8 @@ def test_facts_from_a_collector_without_health_load_with_defaults():
 NOBODY_CHILD = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-import facts
+import facts_standalone
+facts = facts_standalone.load_facts(facts_standalone.DIGEST, facts_standalone.PAYLOAD)
 first = facts.read_kernel_log()
 print(json.dumps({"first": first[1:], "again": facts.read_kernel_log()[1:],
                   "worker": facts.read_kernel_log(fallbacks=False)[1:]}))
@@ -243,8 +243,9 @@ def test_a_user_the_kernel_log_refuses_gets_every_reason_and_is_not_asked_again(
     where = tempfile.mkdtemp(prefix="envcheck-kmsg-")
     try:
         os.chmod(where, 0o755)
-        shutil.copy(FACTS_PY, os.path.join(where, "facts.py"))
-        os.chmod(os.path.join(where, "facts.py"), 0o644)
+        with open(os.path.join(where, "facts_standalone.py"), "w") as f:
+            f.write(standalone_source())
+        os.chmod(os.path.join(where, "facts_standalone.py"), 0o644)
         proc = subprocess.run(
             ["runuser", "-u", "nobody", "--", "/usr/bin/python3", "-c", NOBODY_CHILD, where],
             capture_output=True, text=True, timeout=120, cwd=where,

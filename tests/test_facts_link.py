@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from envcheck.verify import facts as facts_mod
 from envcheck.verify.facts import (
     AddressLink,
     address_ip,
     address_link,
+    caches,
     collect_node_facts,
     facts_from_dict,
     facts_to_dict,
@@ -98,4 +98,4 @@ def test_a_facts_round_pays_one_speed_read_for_the_link():
     for _ in range(n):
         address_link("tcp://127.0.0.1:1")
     assert (time.perf_counter() - t0) / n < 0.001  # ~20 us on a busy 2-core VM
-    assert facts_mod._CACHE["address-link"][0] == "tcp://127.0.0.1:1"
+    assert caches._CACHE["address-link"][0] == "tcp://127.0.0.1:1"

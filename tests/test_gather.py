@@ -172,7 +172,7 @@ def test_scheduler_that_runs_no_code_still_gets_worker_facts() -> None:
 
 
 def test_workers_get_the_source_by_digest_and_again_when_they_lack_it(two_workers) -> None:
-    """Rounds send only the digest to workers that compiled facts.py before; a worker that
+    """Rounds send only the digest to workers that loaded the facts package before; a worker that
     has not (here: one that forgot it, like a worker started since) is sent the source."""
     client = two_workers
     gather_facts(client, timeout=30)

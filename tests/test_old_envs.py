@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.errors import ExitCode
+from envcheck.verify.shipping import standalone_source
 from tests.old_envs import (
     OLD_ENVS,
     OTHER_CLOUDPICKLE,
@@ -242,7 +243,8 @@ def test_build_in_an_old_env_says_what_it_needs(tmp_path: Path) -> None:
 
 
 def test_shipped_facts_collector_runs_on_python_3_8(tmp_path: Path) -> None:
-    """The collector workers and --prefix run by source, as a script, on the oldest Python."""
+    """The collector workers and --prefix run by value (the facts package's sources, installed
+    by the payload loader under a digest-named package), on the oldest Python."""
     from tests.old_envs import find_python
 
     python = find_python("3.8")
@@ -250,10 +252,11 @@ def test_shipped_facts_collector_runs_on_python_3_8(tmp_path: Path) -> None:
         pytest.skip("no Python 3.8 on this machine")
     t0 = time.monotonic()
     proc = subprocess.run(
-        [python, "-I", str(ROOT / "envcheck" / "verify" / "facts.py")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        [python, "-I", "-", '{"import_modules": ["json"]}'],  # as --prefix runs it
+        input=standalone_source(), capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     facts = json.loads(proc.stdout)
     assert facts["python"].startswith("3.8.")
+    assert [(p["module"], p["ok"]) for p in facts["imports"]] == [("json", True)]
     assert time.monotonic() - t0 < 60

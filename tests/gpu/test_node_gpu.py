@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from envcheck.verify.facts import collect_node_facts, facts_from_dict
+from envcheck.verify.shipping import standalone_source
 
 pytestmark = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parents[2]
-FACTS_PY = REPO / "envcheck" / "verify" / "facts.py"
 
 # Holds 256 MiB on one GPU (by PCI index) until killed; prints "ready" once the memory is real.
 HOLDER = """
@@ -72,9 +72,11 @@ def _verify_node(tmp_path: Path, *argv: str) -> tuple[int, dict, str]:
 
 
 def _facts_in_child(**env: str) -> dict:
-    """facts.py run as a plain script in a fresh process with the given environment."""
+    """The facts package's standalone script run in a fresh process with the given
+    environment."""
     proc = subprocess.run(
-        [sys.executable, str(FACTS_PY)],
+        [sys.executable, "-"],
+        input=standalone_source(),
         capture_output=True,
         text=True,
         env=_env(**env),

@@ -1,14 +1,14 @@
 """Facts from every process of a cluster in one parallel round: client, scheduler, workers.
 
-The collector goes to the scheduler and workers *by value*: facts.py's source, compiled there
-by a small function that cloudpickle ships by value. So they need only the standard library
-(and optionally pynvml), not envcheck.
+The collector goes to the scheduler and workers *by value*: the facts package's sources,
+installed there by verify/shipping.py's load_facts, which cloudpickle ships by value. So they
+need only the standard library (and optionally pynvml), not envcheck.
 
 One round trip: the client asks the scheduler once; the scheduler fans out to every worker
 at the same time, each call under its own deadline, so a dead or hung worker becomes an
 `error` Result naming it while the others still report, and collects its own facts. The
-client collects its own facts meanwhile. Workers are asked by the source's digest and get
-the source only when they have not compiled it yet; each process answers with one JSON
+client collects its own facts meanwhile. Workers are asked by the sources' digest and get
+the sources only when they have not loaded them yet; each process answers with one JSON
 string. Timings and what was tried: BENCHMARKS.md, "verify cluster".
 """
 
@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
-import inspect
 import json
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import envcheck.verify.facts as facts_module
 from envcheck.report import Result, Status
 from envcheck.verify.facts import NodeFacts, collect_node_facts, facts_from_dict
+from envcheck.verify.shipping import Payload, facts_payload, load_facts
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -82,47 +79,11 @@ class CollectOptions:
         return out
 
 
-@dataclass(frozen=True)
-class Payload:
-    """facts.py as compressed source, with a digest that names it on the other side."""
-
-    digest: str
-    source: bytes  # zlib-compressed UTF-8
-
-
-@functools.lru_cache(maxsize=1)
-def facts_payload() -> Payload:
-    """Made once per process. Source rather than cloudpickle's by-value pickle of the module:
-    that is 85 KB, takes 26 ms to make and 1.4 ms to load on every call, where the source is
-    10 KB compressed and each worker compiles it once (see _make_runner)."""
-    source = inspect.getsource(facts_module).encode()
-    return Payload(hashlib.sha256(source).hexdigest()[:16], zlib.compress(source, 6))
-
-
 def _make_runner() -> Callable[..., Any]:
     # Nested functions are never importable by name, so cloudpickle ships them by value (a few
     # hundred bytes). They need only the standard library where they run.
-    def load_facts_module(digest: str, source: bytes) -> Any:
-        import sys
-        import types
-        import zlib
-
-        # Compiled once per process and kept: later rounds skip the compile, and NVML stays
-        # initialised between rounds as facts.py intends. The digest keeps versions apart.
-        name = f"_envcheck_facts_{digest}"
-        module = sys.modules.get(name)
-        if module is None:
-            if not source:  # asked by digest alone: the caller sends the source again
-                return None
-            module = types.ModuleType(name)
-            sys.modules[name] = module  # dataclasses look their module up while being made
-            try:
-                code = compile(zlib.decompress(source), f"<envcheck facts {digest}>", "exec")
-                exec(code, module.__dict__)
-            except BaseException:
-                del sys.modules[name]
-                raise
-        return module
+    # The loader travels inside the runner (nested in verify/shipping.py, so by value too).
+    load = load_facts
 
     async def run_facts(
         digest: str,
@@ -137,9 +98,11 @@ def _make_runner() -> Callable[..., Any]:
         server = dask_worker if dask_worker is not None else dask_scheduler
         address = getattr(server, "address", "") or ""
 
-        module = load_facts_module(digest, source)
+        # Loaded once per process and kept: later rounds skip the compile, and NVML stays
+        # initialised between rounds as the package intends. The digest keeps versions apart.
+        module = load(digest, source)
         if module is None:
-            return b""  # "send the source": this process has not compiled this version yet
+            return b""  # "send the sources": this process has not loaded this version yet
 
         def collect() -> bytes:
             import json
@@ -193,9 +156,9 @@ def _make_fan_out() -> Callable[..., Any]:
                 "wait": True,
             }
 
-        # By digest first: a worker that compiled this facts.py in an earlier round (they
-        # live long) needs only the digest; one that has not answers b"" and gets the source.
-        # This saves sending 12 KB to every worker in every round.
+        # By digest first: a worker that loaded this facts package in an earlier round (they
+        # live long) needs only the digest; one that has not answers b"" and gets the sources.
+        # This saves sending ~20 KB to every worker in every round.
         by_digest, with_source = message(False), message(True)
 
         def failure(kind: str, text: str) -> dict:

@@ -1,33 +1,23 @@
 """Facts of an environment envcheck is not installed in: a conda prefix or a venv.
 
-The environment's own interpreter runs the standard-library collector (facts.py, sent on
-stdin) with ``-I``, so it sees its own site-packages and conda-meta and nothing of envcheck's
-environment; its import and library probes run under that interpreter too. Nothing is
+The environment's own interpreter runs the standard-library collector (the facts package, as
+verify/shipping.py's standalone source on stdin) with ``-I``, so it sees its own site-packages
+and conda-meta and nothing of envcheck's environment; its import and library probes run under
+that interpreter too. Nothing is
 installed into the environment and nothing in it changes.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import envcheck.verify.facts as facts_module
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.verify.facts import NodeFacts, facts_from_dict
-
-# Reads facts.py from stdin as a module (dataclasses need it in sys.modules), collects with the
-# JSON keyword arguments in argv[1], prints the facts as one JSON line.
-_BOOTSTRAP = (
-    "import json, sys, types\n"
-    "m = types.ModuleType('_envcheck_facts'); sys.modules[m.__name__] = m\n"
-    "exec(compile(sys.stdin.read(), '<envcheck facts>', 'exec'), m.__dict__)\n"
-    "f = m.collect_node_facts('local', '', **json.loads(sys.argv[1]))\n"
-    "sys.stdout.write(json.dumps(m.facts_to_dict(f)))\n"
-)
+from envcheck.verify.shipping import standalone_source
 
 # The collector's own work beyond the probes (a cold interpreter, NVML, ucx_info).
 _OVERHEAD_SECONDS = 60.0
@@ -64,8 +54,10 @@ def collect_prefix_facts(
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONPATH")}
     try:
         proc = subprocess.run(
-            [str(python), "-I", "-c", _BOOTSTRAP, json.dumps(kwargs)],
-            input=inspect.getsource(facts_module),
+            # the script on stdin ("-"): it loads the package and prints the facts as one JSON
+            # line, collected with the keyword arguments in argv[1]
+            [str(python), "-I", "-", json.dumps(kwargs)],
+            input=standalone_source(),
             capture_output=True,
             text=True,
             timeout=limit,

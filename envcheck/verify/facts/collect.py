@@ -1,0 +1,198 @@
+"""collect_node_facts: this process's view of its machine, from every collector of the package;
+and the small facts of the process itself (user, environment, platform, glibc, Slurm)."""
+
+from __future__ import annotations
+
+import dataclasses
+import getpass
+import os
+import platform
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .caches import _STAT_MEMO, _cached, _process_constant, dirs_key
+from .host import address_link, collect_host_health
+from .model import AddressLink, Gpu, GpuHealth, HostHealth, NodeFacts
+from .nccl import _nccl_version
+from .nvml import _nvml_facts, _own_pids, collect_gpu_health
+from .packages import _conda_meta_packages, _dist_info_packages
+from .probes import probe_imports, probe_libraries
+from .ucx import _ucx_facts
+from .visible import resolve_visible_devices
+
+# Everything the collectors read from the machine; nothing raises for a missing driver, library
+# or package: what could not be read is recorded as a reason string instead.
+
+# Environment variables that change what a GPU job sees; always recorded when set.
+ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LD_LIBRARY_PATH", "CONDA_PREFIX")
+ENV_PREFIXES = ("UCX_", "NCCL_", "DASK_DISTRIBUTED__COMM", "OMP_NUM_THREADS")
+
+
+def collect_node_facts(
+    role: str = "local",
+    address: str = "",
+    *,
+    extra_env: tuple[str, ...] | list[str] = (),
+    import_modules: tuple[str, ...] | list[str] = (),
+    libraries: tuple[str, ...] | list[str] = (),
+    probe_timeout: float = 60.0,
+    ucx_info_timeout: float = 10.0,
+    health: bool | None = None,
+    kernel_log: str = "",
+) -> NodeFacts:
+    """Gather this process's view of its machine; never raises for missing hardware.
+
+    health: also read the GPUs' and the host's health (ECC, PCIe, NVLink, clocks, limits,
+    links, Xid events; see collect_gpu_health, collect_host_health). None (the default): for
+    the processes that run jobs and whose health is judged, "local" (verify node) and
+    "worker"; not for a cluster's client and scheduler, which share the busy event loop of
+    the caller. kernel_log: a file to read Xid lines from instead of the kernel's own log.
+    """
+    t0 = time.perf_counter()
+    # One stat per directory per collection: every stat releases the GIL, and taking it back
+    # behind a busy event loop thread (a client's, a scheduler's) costs tens of microseconds.
+    _STAT_MEMO[threading.get_ident()] = {}
+    try:
+        env = _interesting_env(extra_env)
+        python_packages, packages, builds, source = _installed()
+        nvml_error, driver, cuda_driver, gpus = _nvml_facts()
+        visible, problem = resolve_visible_devices(env.get("CUDA_VISIBLE_DEVICES"), gpus)
+        own: tuple[int, ...] = (os.getpid(),)
+        if any(g.processes for g in gpus):  # walking /proc costs ms: only when it can matter
+            own = _own_pids(os.getpid())
+        nccl_version, nccl_source = _nccl_version()
+        gpu_health, host_health = _health(role, health, gpus, visible, kernel_log)
+        facts = NodeFacts(
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            user=_current_user(),
+            role=role,
+            address=address,
+            python=_process_constant("python", platform.python_version),
+            python_executable=sys.executable,
+            platform=_process_constant("platform", conda_platform),
+            glibc=_process_constant("glibc", glibc_version),
+            packages=packages,
+            package_builds=builds,
+            package_source=source,
+            env=env,
+            nvml_error=nvml_error,
+            driver_version=driver,
+            cuda_driver_version=cuda_driver,
+            gpus=gpus,
+            visible_gpu_uuids=visible,
+            ucx=_ucx_facts(python_packages, packages, ucx_info_timeout),
+            nccl_version=nccl_version,
+            cuda_device_order=env.get("CUDA_DEVICE_ORDER", ""),
+            visible_devices_problem=problem,
+            own_pids=own,
+            python_packages=python_packages,
+            imports=probe_imports(import_modules, probe_timeout) if import_modules else (),
+            libraries=probe_libraries(libraries, probe_timeout) if libraries else (),
+            nccl_source=nccl_source,
+            gpu_health=gpu_health,
+            host_health=host_health,
+            slurm=slurm_env(),
+            address_link=address_link(address) if role == "worker" else AddressLink(),
+        )
+        return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
+    finally:
+        _STAT_MEMO.pop(threading.get_ident(), None)
+
+
+def _installed() -> tuple[dict[str, str], dict[str, str], dict[str, str], str]:
+    """(dist-info packages on sys.path, packages, conda build strings, where packages came
+    from): conda-meta's in a conda environment, else the dist-info ones."""
+    python_packages = _dist_info_packages(sys.path)
+    meta = os.path.join(sys.prefix, "conda-meta")
+    conda = _cached(
+        "conda-meta", dirs_key([meta]), lambda: _conda_meta_packages(Path(sys.prefix))
+    )
+    if conda is not None:
+        return python_packages, conda[0], conda[1], "conda-meta"
+    # The same dict object for both fields: pickle and facts_to_dict then send it once.
+    return python_packages, python_packages, {}, "importlib.metadata"
+
+
+def _health(
+    role: str,
+    health: bool | None,
+    gpus: tuple[Gpu, ...],
+    visible: tuple[str, ...],
+    kernel_log: str,
+) -> tuple[tuple[GpuHealth, ...], HostHealth]:
+    """The GPUs' and the host's health, when `health` (or, when None, the role) asks."""
+    if not (health or (health is None and role in ("local", "worker"))):
+        return (), HostHealth()
+    # verify node judges every GPU of the node; a worker the GPUs it is given (with ~100 NVML
+    # calls per GPU, eight workers reading all eight GPUs of their host would read each GPU
+    # eight times a round)
+    by_uuid = {g.uuid: g.index for g in gpus}
+    mine = [g.index for g in gpus] if role != "worker" else [
+        by_uuid[u] for u in visible if u in by_uuid
+    ]
+    gpu_health = collect_gpu_health(mine) if mine else ()
+    # dmesg / journalctl fallbacks cost ms to seconds: verify node only, not workers
+    return gpu_health, collect_host_health(kernel_log, log_fallbacks=role == "local")
+
+
+def _current_user() -> str:
+    # getpass reads these variables, then the passwd database (0.2 ms through NSS): kept per
+    # uid and variables, which is everything its answer depends on.
+    names = ("LOGNAME", "USER", "LNAME", "USERNAME")
+    key = (os.getuid() if hasattr(os, "getuid") else -1, *(os.environ.get(n) for n in names))
+    return _cached("user", key, _read_user)
+
+
+def _read_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry for this uid (containers): the uid still says who
+        return str(os.getuid()) if hasattr(os, "getuid") else ""
+
+
+def _interesting_env(extra: tuple[str, ...] | list[str]) -> dict[str, str]:
+    out = {}
+    for k, v in os.environ.items():
+        if k in ENV_NAMES or k in extra or k.startswith(ENV_PREFIXES):
+            out[k] = v
+    return out
+
+
+def conda_platform() -> str:
+    """This interpreter's conda subdir ("linux-64", "osx-arm64", ...)."""
+    machine = platform.machine().lower()
+    arch = {"x86_64": "64", "amd64": "64", "aarch64": "aarch64", "arm64": "arm64"}.get(
+        machine, machine
+    )
+    if sys.platform.startswith("linux"):
+        return f"linux-{arch}"
+    if sys.platform == "darwin":
+        return f"osx-{arch}"
+    if sys.platform == "win32":
+        return f"win-{arch}"
+    return f"{sys.platform}-{arch}"
+
+
+def glibc_version() -> str:
+    """'2.28' on glibc systems, '' elsewhere (musl, macOS)."""
+    try:
+        value = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (AttributeError, ValueError, OSError):
+        value = ""
+    if value.startswith("glibc "):
+        return value.split()[1]
+    lib, ver = platform.libc_ver()
+    return ver if lib == "glibc" else ""
+
+
+def slurm_env() -> dict[str, str]:
+    """What Slurm told this process: SLURM_* (job, step, node, GPUs) and GPU_DEVICE_ORDINAL."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(("SLURM_", "SLURMD_")) or k == "GPU_DEVICE_ORDINAL"
+    }

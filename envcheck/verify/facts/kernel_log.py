@@ -1,0 +1,128 @@
+"""NVIDIA Xid events from the kernel log: /dev/kmsg (read on across collections), dmesg,
+journalctl -k, or a saved log file."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from typing import Any
+
+from .caches import _CACHE
+from .model import XidEvent
+from .probes import _tail
+
+# kernel log takes: /dev/kmsg records ("4,1234,5678901,-;NVRM: ..."), dmesg and journalctl -k
+# -o short-monotonic ("[ 5.678901] NVRM: ..."), syslog files ("Nov 23 ... kernel: NVRM: ...").
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+),?\s*(.*)")
+_MONOTONIC = re.compile(r"\[\s*(\d+\.\d+)\]")
+_KMSG = re.compile(r"^\d+,\d+,(\d+),[^;]*;")
+
+# path -> [fd, events, records]: /dev/kmsg is read on, not again, by later collections (a
+# long-running node has ~10k records; a round of a cluster reads only what is new).
+_KMSG_STATE: dict[str, list[Any]] = {}
+
+
+def parse_xid_line(line: str) -> XidEvent | None:
+    """An XidEvent from one kernel log line in any of its formats, or None."""
+    m = _XID.search(line)
+    if not m:
+        return None
+    seconds = -1.0
+    k = _KMSG.match(line)
+    if k:
+        seconds = int(k[1]) / 1e6
+    else:
+        t = _MONOTONIC.search(line[: m.start()])
+        if t:
+            seconds = float(t[1])
+    return XidEvent(int(m[2]), m[1].lower(), seconds, m[3].strip()[:200])
+
+
+def read_kernel_log(
+    path: str = "", fallbacks: bool = True
+) -> tuple[tuple[XidEvent, ...], str, str, int]:
+    """(Xid events, source, why unreadable, lines scanned) from `path` or the first source of
+    /dev/kmsg, `dmesg`, `journalctl -k -b` that this user may read.
+
+    fallbacks=False reads /dev/kmsg only: the two commands cost 5 ms to over a second per
+    call (journalctl), too much for every worker in every round of a cluster.
+    """
+    if path:
+        return _read_log_path(path)
+    events, source, error, lines = _read_log_path("/dev/kmsg")
+    if not error:
+        return events, source, error, lines
+    if not fallbacks:
+        return (), "", f"{error} (dmesg and journalctl -k are tried by verify node only)", 0
+    refused = _CACHE.get("kernel-log-refused")
+    uid = os.getuid() if hasattr(os, "getuid") else -1
+    if refused is not None and refused[0] == uid:
+        # every source refused this user before: permissions do not change in a process's
+        # life, and asking again costs two processes per collection on every worker
+        return (), "", refused[1], 0
+    why = [error]
+    for cmd in (["dmesg"], ["journalctl", "-k", "-b", "-o", "short-monotonic", "--no-pager"]):
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            why.append(f"{cmd[0]}: {e}")
+            continue
+        if proc.returncode != 0:
+            why.append(f"{cmd[0]}: {_tail(proc.stderr) or f'exit {proc.returncode}'}")
+            continue
+        text = proc.stdout.splitlines()
+        if cmd[0] == "journalctl" and not any(_MONOTONIC.match(t) for t in text):
+            # a user outside the systemd-journal / adm groups gets "-- No entries --", exit 0
+            why.append("journalctl -k: no kernel entries visible to this user")
+            continue
+        found = tuple(e for e in map(parse_xid_line, text) if e is not None)
+        return found, " ".join(cmd[:2]) if cmd[0] == "journalctl" else "dmesg", "", len(text)
+    _CACHE["kernel-log-refused"] = (uid, "; ".join(why))
+    return (), "", "; ".join(why), 0
+
+
+def _read_log_path(path: str) -> tuple[tuple[XidEvent, ...], str, str, int]:
+    import stat
+
+    try:
+        is_char = stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError as e:
+        return (), path, f"{path}: {e.strerror or e}", 0
+    if not is_char:  # a saved log: dmesg output, kern.log, journalctl -k
+        try:
+            with open(path, errors="replace") as f:
+                text = f.read().splitlines()
+        except OSError as e:
+            return (), path, f"{path}: {e.strerror or e}", 0
+        found = tuple(e for e in map(parse_xid_line, (t for t in text if "Xid" in t)) if e)
+        return found, path, "", len(text)
+    state = _KMSG_STATE.get(path)
+    if state is None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError as e:
+            return (), path, f"{path}: {e.strerror or e}", 0
+        state = _KMSG_STATE[path] = [fd, [], 0]
+    fd, events, count = state
+    while True:
+        try:
+            record = os.read(fd, 8192)
+        except BlockingIOError:  # no record left
+            break
+        except BrokenPipeError:  # records were overwritten before we read them: go on
+            continue
+        except OSError as e:
+            os.close(fd)
+            del _KMSG_STATE[path]
+            return tuple(events), path, f"{path}: {e.strerror or e}", count
+        if not record:
+            break
+        count += 1
+        line = record.decode("utf-8", "replace")
+        if "Xid" in line:
+            event = parse_xid_line(line)
+            if event is not None:
+                events.append(event)
+    state[2] = count
+    return tuple(events), path, "", count

@@ -1,0 +1,306 @@
+"""What one process sees of its machine, as plain frozen data, and that data as plain dicts
+(facts_to_dict / facts_from_dict) for shipping facts between processes."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    used_mib: int
+    user: str = ""  # "" where unreadable
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int  # NVML index (physical, not affected by CUDA_VISIBLE_DEVICES)
+    uuid: str
+    name: str
+    memory_total_mib: int
+    memory_used_mib: int
+    compute_capability: tuple[int, int]
+    pci_bus_id: str
+    nvlinks_active: int = 0
+    pcie_gen: int = 0
+    pcie_width: int = 0
+    processes: tuple[GpuProcess, ...] = ()
+
+
+@dataclass(frozen=True)
+class UcxFacts:
+    module: str = ""  # "ucxx", "ucp" (ucx-py) or "" when neither imports
+    module_version: str = ""
+    ucx_version: str = ""
+    transports: tuple[str, ...] = ()
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ImportProbe:
+    """Whether one module imported in a fresh child process (catches missing OS libraries)."""
+
+    module: str
+    ok: bool
+    seconds: float = 0.0
+    error: str = ""  # last line of the exception, "timed out after 60 s", "crashed (signal 11)"
+
+
+@dataclass(frozen=True)
+class LibraryProbe:
+    """Whether one shared library resolves through the dynamic loader, as this Python sees it."""
+
+    name: str  # as asked: "nccl", "libopenblas.so.0"
+    found: bool
+    path: str = ""  # the file the loader mapped
+    error: str = ""
+
+
+# ---- health facts (issue 12): what DCGM level 1, gcm and NHC read, as plain data ------------
+# Every NVML value is Optional: None means "not read"; the field's name is then in
+# GpuHealth.unsupported (NVML said NotSupported: no ECC on a GeForce, no NVLink on PCIe cards)
+# or in GpuHealth.errors with NVML's message.
+
+
+@dataclass(frozen=True)
+class NvLink:
+    link: int
+    up: bool
+    replay: int | None = None  # NVML_NVLINK_ERROR_DL_REPLAY, since the driver loaded
+    recovery: int | None = None  # DL_RECOVERY
+    crc_flit: int | None = None  # DL_CRC_FLIT
+    crc_data: int | None = None  # DL_CRC_DATA
+
+
+@dataclass(frozen=True)
+class GpuHealth:
+    index: int  # NVML index, as Gpu.index
+    uuid: str = ""
+    pci_bus_id: str = ""
+    ecc_enabled: bool | None = None
+    ecc_uncorrected_volatile: int | None = None  # since the driver loaded
+    ecc_uncorrected_aggregate: int | None = None  # life of the GPU
+    ecc_corrected_volatile: int | None = None
+    ecc_corrected_aggregate: int | None = None
+    retired_pages_sbe: int | None = None  # pages retired for repeated single-bit errors
+    retired_pages_dbe: int | None = None  # ... for double-bit errors
+    retired_pages_pending: bool | None = None  # retirement waits for a GPU reset
+    remapped_rows_correctable: int | None = None  # A100/H100 class: rows, not pages
+    remapped_rows_uncorrectable: int | None = None
+    row_remap_pending: bool | None = None  # a remap waits for a GPU reset
+    row_remap_failed: bool | None = None  # no spare row left: the GPU needs service
+    pcie_gen: int | None = None  # current link, as trained now (idle GPUs may downshift)
+    pcie_width: int | None = None
+    pcie_gen_max: int | None = None  # the most this GPU in this slot can do
+    pcie_width_max: int | None = None
+    pcie_replays: int | None = None
+    nvlinks: tuple[NvLink, ...] = ()  # the links NVML knows for this GPU
+    persistence_mode: bool | None = None
+    clocks_event_reasons: int | None = None  # bitmask (nvmlClocksEventReason*)
+    mig_mode: int | None = None  # current: 1 enabled, 0 disabled
+    mig_mode_pending: int | None = None
+    compute_mode: int | None = None  # NVML_COMPUTEMODE_*: 0 default, 2 prohibited, 3 excl.
+    unsupported: tuple[str, ...] = ()  # fields NVML answered NotSupported / not in this driver
+    errors: tuple[str, ...] = ()  # "field: NVML error" for any other failure
+
+
+@dataclass(frozen=True)
+class XidEvent:
+    """One `NVRM: Xid (PCI:0000:3b:00): 79, ...` kernel log line."""
+
+    code: int
+    pci: str  # as the line gives it: "0000:3b:00" (domain:bus:device)
+    seconds: float = -1.0  # since boot; -1 when the line carries no monotonic time
+    text: str = ""  # what follows the code, cut to 200 characters
+
+
+@dataclass(frozen=True)
+class NetInterface:
+    name: str
+    up: bool  # IFF_UP (administratively up)
+    operstate: str = ""  # /sys/class/net/<name>/operstate: "up", "down", "unknown" (lo)
+
+
+@dataclass(frozen=True)
+class AddressLink:
+    """The network interface that holds the IP of this process's Dask address, and its speed."""
+
+    ip: str = ""  # "10.77.0.2"; "" when not looked up (no address, not a worker)
+    interface: str = ""  # "eth0"; "" when no interface of this process holds the IP
+    speed_mbps: int = -1  # /sys/class/net/<interface>/speed; -1 unknown (lo, virtual, down)
+    error: str = ""  # why the interface or its speed is unknown
+
+
+@dataclass(frozen=True)
+class IbPort:
+    device: str  # "mlx5_0"
+    port: int
+    state: str = ""  # "ACTIVE", "DOWN", "INIT", "ARMED"
+    phys_state: str = ""  # "LinkUp", "Polling", "Disabled"
+    rate: str = ""  # "200 Gb/sec (4X HDR)"
+    link_layer: str = ""  # "InfiniBand" or "Ethernet" (RoCE)
+
+
+@dataclass(frozen=True)
+class HostHealth:
+    collected: bool = False  # False in facts from a collector older than these fields
+    memlock_soft: int | None = None  # bytes; -1 unlimited (RLIMIT_MEMLOCK of this process)
+    memlock_hard: int | None = None
+    nofile_soft: int | None = None  # -1 unlimited
+    nofile_hard: int | None = None
+    shm_bytes: int | None = None  # /dev/shm size (statvfs)
+    shm_free_bytes: int | None = None
+    shm_error: str = ""
+    net_interfaces: tuple[NetInterface, ...] = ()
+    ib_ports: tuple[IbPort, ...] = ()
+    ib_error: str = ""  # why no port was read ("/sys/class/infiniband absent")
+    modules: tuple[str, ...] = ()  # loaded kernel modules among KERNEL_MODULES
+    kernel_log_source: str = ""  # "/dev/kmsg", "dmesg", "journalctl -k", or a file
+    kernel_log_error: str = ""  # why no kernel log was read
+    kernel_log_lines: int = 0  # records / lines scanned
+    xid_events: tuple[XidEvent, ...] = ()
+    uptime_seconds: float = -1.0
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    host: str
+    pid: int
+    user: str
+    role: str  # "local", "client", "scheduler", "worker"
+    address: str  # the Dask address for cluster processes, else ""
+    python: str  # "3.11.7"
+    python_executable: str
+    platform: str  # "linux-64", "linux-aarch64", "osx-arm64", ...
+    glibc: str  # "" when not glibc
+    packages: dict[str, str] = field(default_factory=dict)  # normalised name -> version
+    package_builds: dict[str, str] = field(default_factory=dict)  # conda build strings
+    package_source: str = ""  # "conda-meta" or "importlib.metadata"
+    env: dict[str, str] = field(default_factory=dict)  # CUDA_VISIBLE_DEVICES, UCX_*, NCCL_*...
+    nvml_error: str = ""  # why NVML facts are missing ("" when NVML answered)
+    driver_version: str = ""  # "580.159.04"
+    cuda_driver_version: str = ""  # "13.0": the newest CUDA the driver supports
+    gpus: tuple[Gpu, ...] = ()  # every GPU NVML sees
+    visible_gpu_uuids: tuple[str, ...] = ()  # what CUDA_VISIBLE_DEVICES leaves, in order
+    ucx: UcxFacts = field(default_factory=UcxFacts)
+    nccl_version: str = ""
+    resources: dict[str, float] = field(default_factory=dict)  # Dask worker resources
+    collect_seconds: float = 0.0
+    # Added after the first schema; all optional so older dicts still load.
+    cuda_device_order: str = ""  # CUDA_DEVICE_ORDER ("" = CUDA's default FASTEST_FIRST)
+    visible_devices_problem: str = ""  # why CUDA_VISIBLE_DEVICES hides GPUs ("" when fine)
+    own_pids: tuple[int, ...] = ()  # this process and its descendants (not foreign on a GPU)
+    python_packages: dict[str, str] = field(default_factory=dict)  # dist-info on sys.path
+    imports: tuple[ImportProbe, ...] = ()  # only the modules asked for
+    libraries: tuple[LibraryProbe, ...] = ()  # only the libraries asked for
+    nccl_source: str = ""  # path of the libnccl that answered, or "torch"
+    # Health facts (issue 12): NVML per GPU and the host's limits, links and kernel log.
+    gpu_health: tuple[GpuHealth, ...] = ()
+    host_health: HostHealth = field(default_factory=HostHealth)
+    # The same GPU reads again after verify node --level 2's load (PCIe link as trained under
+    # load, the highest seen during it; error counters after it): () when no load ran.
+    gpu_health_after: tuple[GpuHealth, ...] = ()
+    # What Slurm told the process (Slurm checks): SLURM_*, SLURMD_NODENAME, GPU_DEVICE_ORDINAL
+    slurm: dict[str, str] = field(default_factory=dict)
+    # The interface under a worker's Dask address and its link speed (--bench references
+    # between hosts): empty for other roles.
+    address_link: AddressLink = field(default_factory=AddressLink)
+
+
+# ---- plain data, for shipping facts between processes ---------------------------------------
+
+
+def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
+    """A JSON-able dict; facts_from_dict(facts_to_dict(f)) == f.
+
+    Field by field rather than dataclasses.asdict, which deep-copies every value through a
+    generic walk (0.31 ms against 0.12 ms here, on every process of every round). Dicts are
+    copied (the caller may change them); a dict two fields share is copied once and stays
+    shared, so pickle sends it once.
+    """
+    out = _shallow(facts)
+    copies: dict[int, dict] = {}
+    for name in ("packages", "package_builds", "env", "resources", "python_packages", "slurm"):
+        value = out[name]
+        if id(value) not in copies:
+            copies[id(value)] = dict(value)
+        out[name] = copies[id(value)]
+    out["gpus"] = tuple(
+        {**_shallow(g), "processes": tuple(_shallow(p) for p in g.processes)} for g in facts.gpus
+    )
+    out["ucx"] = _shallow(facts.ucx)
+    out["imports"] = tuple(_shallow(p) for p in facts.imports)
+    out["libraries"] = tuple(_shallow(p) for p in facts.libraries)
+    for key in ("gpu_health", "gpu_health_after"):
+        out[key] = tuple(
+            {**_shallow(h), "nvlinks": tuple(_shallow(n) for n in h.nvlinks)}
+            for h in getattr(facts, key)
+        )
+    hh = facts.host_health
+    out["host_health"] = {
+        **_shallow(hh),
+        **{k: tuple(_shallow(x) for x in getattr(hh, k)) for k in _HOST_HEALTH_LISTS},
+    }
+    out["address_link"] = _shallow(facts.address_link)
+    return out
+
+
+# HostHealth fields that hold tuples of dataclasses, and their classes
+_HOST_HEALTH_LISTS = {"net_interfaces": NetInterface, "ib_ports": IbPort, "xid_events": XidEvent}
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _shallow(obj: Any) -> dict[str, Any]:
+    # Every other field holds a str, number or tuple of them: immutable, shared as is.
+    names = _FIELD_NAMES.get(type(obj))
+    if names is None:
+        names = _FIELD_NAMES[type(obj)] = tuple(f.name for f in dataclasses.fields(obj))
+    return {n: getattr(obj, n) for n in names}
+
+
+def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
+    """Rebuild NodeFacts from facts_to_dict output or its JSON; unknown keys are ignored."""
+    d = _known(NodeFacts, data)
+    d["gpus"] = tuple(_gpu_from_dict(g) for g in d.get("gpus", ()))
+    d["visible_gpu_uuids"] = tuple(d.get("visible_gpu_uuids", ()))
+    d["own_pids"] = tuple(int(p) for p in d.get("own_pids", ()))
+    ucx = _known(UcxFacts, d.get("ucx") or {})
+    ucx["transports"] = tuple(ucx.get("transports", ()))
+    d["ucx"] = UcxFacts(**ucx)
+    d["imports"] = tuple(ImportProbe(**_known(ImportProbe, p)) for p in d.get("imports", ()))
+    d["libraries"] = tuple(LibraryProbe(**_known(LibraryProbe, p)) for p in d.get("libraries", ()))
+    for key in ("gpu_health", "gpu_health_after"):
+        d[key] = tuple(_gpu_health_from_dict(h) for h in d.get(key, ()))
+    hh = _known(HostHealth, d.get("host_health") or {})
+    for key, cls in _HOST_HEALTH_LISTS.items():
+        hh[key] = tuple(cls(**_known(cls, x)) for x in hh.get(key, ()))
+    hh["modules"] = tuple(hh.get("modules", ()))
+    d["host_health"] = HostHealth(**hh)
+    d["address_link"] = AddressLink(**_known(AddressLink, d.get("address_link") or {}))
+    return NodeFacts(**d)
+
+
+def _gpu_health_from_dict(h: dict[str, Any]) -> GpuHealth:
+    d = _known(GpuHealth, h)
+    d["nvlinks"] = tuple(NvLink(**_known(NvLink, n)) for n in d.get("nvlinks", ()))
+    d["unsupported"] = tuple(d.get("unsupported", ()))
+    d["errors"] = tuple(d.get("errors", ()))
+    return GpuHealth(**d)
+
+
+def _gpu_from_dict(g: dict[str, Any]) -> Gpu:
+    d = _known(Gpu, g)
+    d["compute_capability"] = tuple(d.get("compute_capability", (0, 0)))
+    d["processes"] = tuple(GpuProcess(**_known(GpuProcess, p)) for p in d.get("processes", ()))
+    return Gpu(**d)
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    # A newer collector on a worker may send fields this side does not know yet.
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
