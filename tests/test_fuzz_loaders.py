@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envcheck.errors import BadInput
-from envcheck.resolve.lockfile import read_lock as read_build_lock
+from envcheck.lockfile.read import read_lock as read_build_lock
+from envcheck.lockfile.read import read_packages as read_verify_lock
 from envcheck.resolve.recipe import load_recipe
-from envcheck.verify.expectations import read_lock as read_verify_lock
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = int(os.environ.get("ENVCHECK_FUZZ_EXAMPLES", "0"))

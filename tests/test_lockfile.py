@@ -9,16 +9,10 @@ from pathlib import Path
 import pytest
 
 from envcheck.errors import BadInput
+from envcheck.lockfile.model import PipPackage
+from envcheck.lockfile.read import read_lock, read_lockfile_model
+from envcheck.lockfile.write import build_lockfile, conda_lock_text, explicit_text, write_lock
 from envcheck.resolve.atomic import check_writable, write_files_atomically
-from envcheck.resolve.lockfile import (
-    PipPackage,
-    build_lockfile,
-    conda_lock_text,
-    explicit_text,
-    read_lock,
-    read_lockfile_model,
-    write_lock,
-)
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.solve import solve_specs, virtual_packages
 from tests.channel import pkg, write_channel, write_recipe
@@ -159,8 +153,8 @@ def test_lock_modules_load_without_conda_locks_cli() -> None:
     """conda-lock's package __init__ (its whole CLI) is skipped, and still runs when asked."""
     code = (
         "import sys\n"
-        "from envcheck.resolve import lockfile\n"
-        "lockfile._import_conda_lock()\n"
+        "from envcheck.lockfile import condalock\n"
+        "condalock.import_conda_lock()\n"
         "assert 'conda_lock.conda_lock' not in sys.modules, 'CLI imported'\n"
         "import conda_lock\n"
         "from importlib.metadata import version\n"
