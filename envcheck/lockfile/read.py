@@ -81,8 +81,8 @@ def _yaml_document(text: str, libyaml_errors: bool) -> Any:
 
 _OUTSIDE = re.compile(r"^(?:---|\.\.\.|%)", re.M)  # document markers, directives
 _ODD_CHARS = re.compile("[\t\r\x85\u2028\u2029\ufeff]")  # tabs, other line breaks, BOM
-_LINE = re.compile(r"(- |    |  )([A-Za-z0-9_][A-Za-z0-9_.+-]*):(?: (.+))?\Z")
-_TOP_LEVEL = re.compile(r"^(?!- |  )", re.M)
+_AFTER_RECORDS = re.compile(r"\n(?!- |  )")  # the first line that is not part of a record
+_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
 _QUOTED = re.compile(r"'((?:[^']|'')*)'\Z")
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 
@@ -98,15 +98,16 @@ def fast_document(text: str) -> dict[Any, Any] | None:
     import yaml
 
     at = text.find("\npackage:\n")
-    if at < 0 or _ODD_CHARS.search(text) or yaml.reader.Reader.NON_PRINTABLE.search(text):
+    if at < 0 or not _plain_characters(text):
         return None
     start = at + len("\npackage:\n")
-    end = _TOP_LEVEL.search(text, start).start()  # the next top-level line, or the end
+    after = _AFTER_RECORDS.search(text, start - 1)
+    end = len(text) if after is None else after.start() + 1
     rest = text[: at + 1] + text[end:]
     if _OUTSIDE.search(rest) or end == start or text[end : end + 1] in (" ", "\n", "-"):
         return None  # no records, or what follows them is not a plain top-level key
     try:
-        packages = _records(text[start:end].split("\n"))
+        packages = _records(text[start:end])
         doc = yaml.load(rest, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
     except (_Unrecognised, yaml.YAMLError):
         return None
@@ -118,58 +119,84 @@ def fast_document(text: str) -> dict[Any, Any] | None:
     return doc
 
 
-def _records(lines: list[str]) -> list[dict[Any, Any]]:
-    """``- key: value`` records with one nested mapping level; _Unrecognised for anything else."""
-    if lines[-1] == "":
-        lines.pop()  # the text's final newline
-    scalars: dict[str, Any] = {}  # the same few values, resolved once
+def _plain_characters(text: str) -> bool:
+    """No character PyYAML refuses, and no tab, BOM or line break other than newline."""
+    import yaml
+
+    flat = text.replace("\n", "")
+    if flat.isascii() and flat.isprintable():  # the usual lock: one quick pass
+        return True
+    return not (_ODD_CHARS.search(text) or yaml.reader.Reader.NON_PRINTABLE.search(text))
+
+
+class _Scalars(dict):  # type: ignore[type-arg]
+    """text -> its value, each distinct scalar resolved once (most recur: specs, platforms)."""
+
+    def __missing__(self, text: str) -> Any:
+        value = self[text] = _scalar(text)
+        return value
+
+
+class _Keys(dict):  # type: ignore[type-arg]
+    def __missing__(self, text: str) -> Any:
+        if not _KEY.match(text):
+            raise _Unrecognised(text)
+        value = self[text] = _scalar(text)
+        return value
+
+
+def _records(body: str) -> list[dict[Any, Any]]:
+    """``- key: value`` records with one nested mapping level; _Unrecognised for anything else.
+
+    ``{}`` and ``[]`` are made anew each time, as PyYAML makes them.
+    """
+    keys, values = _Keys(), _Scalars()
     records: list[dict[Any, Any]] = []
     record: dict[Any, Any] = {}
     nested: dict[Any, Any] | None = None  # the mapping a "key:" line opened
     opened: Any = None  # its key
+    lines = body.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the final newline
     for line in lines:
-        m = _LINE.match(line)
-        if m is None:
-            raise _Unrecognised(line)
-        indent, key, value = m.groups()
-        key = scalars[key] if key in scalars else scalars.setdefault(key, _scalar(key))
-        if value is not None:
-            value = scalars[value] if value in scalars else _cached(scalars, value)
-        if indent == "    ":
-            if nested is None or value is None:
+        if line[:4] == "    ":
+            key, colon, text = line[4:].partition(": ")
+            if nested is None or not colon:
                 raise _Unrecognised(line)
-            nested[key] = value
+            value = values[text]
+            nested[keys[key]] = value.__class__() if value.__class__ in _NEW else value
             continue
         if nested is not None and not nested:
             record[opened] = None  # "key:" with nothing under it is null
         nested = None
-        if indent == "- ":
+        if line[:2] == "- ":
             record = {}
             records.append(record)
-        elif not records:
+        elif line[:2] != "  " or not records:
             raise _Unrecognised(line)
-        if value is None:
-            nested, opened = {}, key
-            record[key] = nested
+        key, colon, text = line[2:].partition(": ")
+        if colon:
+            value = values[text]
+            record[keys[key]] = value.__class__() if value.__class__ in _NEW else value
+        elif key[-1:] == ":":
+            opened = keys[key[:-1]]
+            nested = record[opened] = {}
         else:
-            record[key] = value
+            raise _Unrecognised(line)
     if nested is not None and not nested:
         record[opened] = None
     return records
 
 
-def _cached(scalars: dict[str, Any], text: str) -> Any:
-    value = _scalar(text)
-    # hashes and urls are unique: not worth keeping; {} and [] must be new objects each time
-    if len(text) < 40 and not isinstance(value, (dict, list)):
-        scalars[text] = value
-    return value
+_NEW = (dict, list)
 
 
 def _scalar(text: str) -> Any:
     """One block-context scalar as PyYAML resolves it: str, bool, None, {} or [] only."""
     import yaml
 
+    if not text:
+        raise _Unrecognised(text)
     first = text[0]
     if first == "'":
         m = _QUOTED.match(text)
