@@ -11,39 +11,38 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITERS_LAYOUT = ROOT / "locks" / "pangeo-ml-2023.10.conda-lock.yml"
-SORTED_LAYOUT = (
-    ROOT / "tests" / "data" / "pangeo_pytorch-notebook_2023-05-19_cd2ce0b.conda-lock.yml"
-)
+SORTED_LAYOUT = ROOT / "tests" / "data" / "pangeo_pytorch-notebook_2023-05-19_cd2ce0b.conda-lock.yml"  # noqa: E501
 
 
-def big_lock_text(packages: int, template: Path = WRITERS_LAYOUT) -> str:
-    """``template`` with its records repeated (renamed ``<name>-c<i>``) to ``packages`` records."""
+def big_lock_text(packages: int, template: Path = WRITERS_LAYOUT, rename_all: bool = False) -> str:
+    """``template``'s records repeated to ``packages`` records, renamed ``<name>-c<i>``.
+
+    The first copy keeps its names unless ``rename_all``: a lock without numpy, dask, ...
+    implies no import probes, so timing it times the lock alone.
+    """
     text = template.read_text()
     head, _, body = text.partition("\npackage:\n")
-    end = body.find("\n", body.rfind("\n- "))  # records end at the first top-level key after
-    while end >= 0 and body[end + 1 : end + 3] in ("- ", "  "):
-        end = body.find("\n", end + 1)
-    records, tail = (body, "") if end < 0 else (body[: end + 1], body[end + 1 :])
-    blocks = ["- " + b for b in records.rstrip("\n").split("\n- ")]
-    blocks[0] = blocks[0][2:]  # the first one kept its "- "
+    lines = body.split("\n")
+    n = next(i for i, line in enumerate(lines) if not line.startswith(("- ", "  ")))
+    tail = "\n".join(lines[n:])
+    blocks: list[list[str]] = []
+    for line in lines[:n]:
+        if line.startswith("- "):
+            blocks.append([])
+        blocks[-1].append(line)
     out = []
     for i in range(packages):
         block = blocks[i % len(blocks)]
-        if i >= len(blocks):
-            lines = block.split("\n")
-            lines = [_renamed(line, i) for line in lines]
-            block = "\n".join(lines)
-        out.append(block)
+        keep = i < len(blocks) and not rename_all
+        out += block if keep else [_renamed(line, i) for line in block]
     return head + "\npackage:\n" + "\n".join(out) + "\n" + tail
 
 
 def _renamed(line: str, i: int) -> str:
-    for key in ("name: ", "url: "):
-        for indent in ("- ", "  "):
-            if line.startswith(indent + key):
-                value = line[len(indent + key) :]
-                if key == "name: ":
-                    return f"{indent}{key}{value}-c{i}"
-                stem, dot, ext = value.rpartition("/")[2].partition(".")
-                return f"{indent}{key}{value.rpartition('/')[0]}/c{i}-{stem}{dot}{ext}"
+    for indent in ("- ", "  "):
+        if line.startswith(indent + "name: "):
+            return f"{line}-c{i}"
+        if line.startswith(indent + "url: "):
+            base, _, file = line.rpartition("/")
+            return f"{base}/c{i}-{file}"
     return line

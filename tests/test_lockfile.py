@@ -88,6 +88,18 @@ def test_lock_files_and_metadata_read_back(built) -> None:
     assert lock.for_platform("linux-64")[("pip", "dask-pytorch-ddp")].sha256 == DDP.sha256
 
 
+def test_the_written_lock_is_read_line_by_line_as_yaml_reads_it(built) -> None:
+    """The writer's own layout (pip records, envcheck metadata) takes the fast path."""
+    import yaml
+
+    from envcheck.lockfile.read import fast_document
+
+    text = (built[2] / "demo.conda-lock.yml").read_text()
+    fast = fast_document(text)
+    assert fast is not None and fast == yaml.safe_load(text)
+    assert any(p["manager"] == "pip" for p in fast["package"])
+
+
 def test_conda_lock_parser_and_render_cli_accept_the_lock(built, tmp_path: Path) -> None:
     from conda_lock.lockfile import parse_conda_lock_file
 
