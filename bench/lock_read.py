@@ -80,6 +80,8 @@ def main() -> None:
     ap.add_argument("--before", type=Path, help="an older tree (git archive) to run once")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
+    if a.before and not (a.before / "envcheck" / "cli.py").is_file():
+        raise SystemExit(f"--before {a.before}: no envcheck/cli.py there")
     with tempfile.TemporaryDirectory(prefix="envcheck-lock-bench-") as tmp:
         locks = {}
         for n in sizes:
