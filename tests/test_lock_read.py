@@ -107,3 +107,21 @@ def test_fast_path_answers_as_yaml_or_declines(case: str) -> None:
 def test_empty_mappings_are_new_objects() -> None:
     doc = fast_document(HEAD + "- a: {}\n- a: {}\n")
     assert doc is not None and doc["package"][0]["a"] is not doc["package"][1]["a"]
+
+
+def test_verify_side_of_the_lock_package_needs_no_build_extra() -> None:
+    """model, names and read import nothing of resolve, provision, verify, rattler, conda-lock."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, envcheck.lockfile.read, envcheck.lockfile.names\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('rattler', 'conda_lock')"
+        " or m.startswith(('envcheck.resolve', 'envcheck.provision', 'envcheck.verify'))]\n"
+        "assert not bad, bad\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    for path in (ROOT / "envcheck" / "lockfile").glob("*.py"):
+        text = path.read_text()
+        assert "envcheck.verify" not in text and "envcheck.provision" not in text, path
