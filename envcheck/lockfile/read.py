@@ -40,17 +40,17 @@ class _Unrecognised(Exception):
 
 @contextmanager
 def _no_gc() -> Iterator[None]:
-    """No cyclic GC while a load builds its many acyclic dicts, nor over them afterwards.
+    """No cyclic GC while a load builds its many acyclic dicts.
 
-    Collections triggered by the allocations alone cost more than the load; frozen objects are
-    still freed by reference counting when dropped.
+    Collections triggered by the allocations alone cost more than the load. Nothing is frozen
+    afterwards: the API runs in long-lived processes (notebooks), where gc.freeze() would keep
+    every cycle alive at that moment for good.
     """
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
         if was:
             gc.enable()
 
