@@ -11,6 +11,7 @@ from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.flags import seconds
+from envcheck.inputs import check_regular
 from envcheck.report import Report
 from envcheck.slurm.script import DEFAULT_WAIT, VERDICTS, ScriptOptions, render
 
@@ -119,8 +120,8 @@ def options_from_args(args: argparse.Namespace, shared_dir: str = "") -> ScriptO
             raise BadInput(f"--sbatch {opt!r}: give an sbatch option, e.g. --constraint=a100")
     if args.env and not Path(args.env, "bin").is_dir():
         raise BadInput(f"--env {args.env}: no bin/ there: not an environment prefix")
-    if args.lock and not Path(args.lock).is_file():
-        raise BadInput(f"--lock {args.lock}: no such file")
+    if args.lock:  # verify reads it in the job; a directory or FIFO is named now
+        check_regular(args.lock, "--lock", 512 << 20)
     return ScriptOptions(
         nodes=args.nodes,
         gpus_per_node=args.gpus_per_node,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
-import json
 import logging
 import os
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, Unreachable
+from envcheck.inputs import check_regular, load_json_file
 from envcheck.verify.cluster.probe import PeerVersions, first_line, probe_scheduler, with_workers
 
 if TYPE_CHECKING:
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT = 30.0
 
+SCHEDULER_FILE_MAX_BYTES = 1 << 20  # dask writes a few hundred bytes
+PEM_MAX_BYTES = 1 << 20  # a CA bundle is ~200 KiB
 _SCHEMES = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
 
 
@@ -41,8 +43,8 @@ def security_from_files(
     if (cert is None) != (key is None):
         raise BadInput("--tls-cert and --tls-key go together")
     for flag, path in (("--tls-ca-file", ca_file), ("--tls-cert", cert), ("--tls-key", key)):
-        if path is not None and not path.is_file():
-            raise BadInput(f"{flag}: file not found: {path}")
+        if path is not None:  # ssl reads them itself: a FIFO or /dev/zero would hang it
+            check_regular(path, flag, PEM_MAX_BYTES)
     import ssl
 
     from distributed.security import Security
@@ -67,12 +69,7 @@ def security_from_files(
 
 def address_from_scheduler_file(path: Path) -> str:
     """The scheduler address in a file written by `dask scheduler --scheduler-file`."""
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise BadInput(f"scheduler file not found: {path}") from None
-    except (OSError, ValueError) as e:
-        raise BadInput(f"{path}: not a scheduler file ({e})") from None
+    data = load_json_file(path, "scheduler file", SCHEDULER_FILE_MAX_BYTES)
     address = data.get("address") if isinstance(data, dict) else None
     if not isinstance(address, str) or not address:
         raise BadInput(f"{path}: not a scheduler file (no 'address')")
