@@ -197,7 +197,7 @@ def check_lock_platform(exp: Expectations, platform: str) -> None:
 
 
 FACTS_MAX_BYTES = 64 << 20  # a node with 10,000 packages saves about 2 MiB
-FACTS_FIFO_TIMEOUT = 120.0
+FACTS_FIFO_TIMEOUT = 30.0  # --facts <(ssh node ...): the writer's time to collect
 
 
 def _collect(exp: Expectations, kernel_log: str = "") -> NodeFacts:
