@@ -221,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt as e:  # also Terminated (SIGTERM): every finally has run
+        interrupts.delivered()
         if debug:
             traceback.print_exc()
         if isinstance(e, interrupts.Terminated):

@@ -11,11 +11,12 @@ import contextlib
 import importlib.util
 import logging
 import os
+import signal
 import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import BadInput, Unreachable
 from envcheck.inputs import check_regular, load_json_file
@@ -275,13 +276,34 @@ def embedded_cluster(
             cluster = LocalCluster(n_workers=n_workers, processes=True, host="127.0.0.1", **common)
     except Exception as e:
         raise Unreachable(f"the embedded {kind} did not start: {first_line(e)}") from e
+    client = None
     try:
         client = Client(cluster, timeout=timeout, set_as_default=True)  # see connect()
-        try:
-            yield client
-        finally:
+        yield client
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (Terminated): the run ends now
+        # The worker processes got the terminal's SIGINT too and wind down on their own
+        # schedule (asyncio cancels their main task; seen alive seconds later), and the
+        # nannies' graceful close waits for them up to `timeout` (120 s). They are ours and
+        # their work is abandoned: they go first, and the closes are short.
+        kill_worker_processes(cluster)
+        timeout = min(timeout, _INTERRUPTED_CLOSE)
+        raise
+    finally:
+        if client is not None:
             with contextlib.suppress(Exception):
                 client.close(timeout=timeout)
-    finally:
         with contextlib.suppress(Exception):
             cluster.close(timeout=timeout)
+
+
+_INTERRUPTED_CLOSE = 5.0  # seconds for each close once the workers are killed
+
+
+def kill_worker_processes(cluster: Any) -> None:
+    """SIGKILL the process of every nanny-managed worker of a local cluster."""
+    for worker in list(getattr(cluster, "workers", {}).values()):
+        process = getattr(getattr(worker, "process", None), "process", None)  # Nanny's
+        pid = getattr(process, "pid", None)
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
