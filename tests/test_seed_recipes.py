@@ -158,3 +158,29 @@ def test_lint_of_the_seed_command_is_fast_warm():
     lint(r.dependencies, r.system, record)
     # a generous bound against regressions (the measured number is in BENCHMARKS.md)
     assert time.perf_counter() - t0 < 1.0
+
+
+def test_dask_cuda_pins_pandas_in_23_08_to_24_02():
+    ((rule, message),) = _errors(["cudf=23.12", "pandas>=2"])
+    assert rule == "rapids.range"
+    assert "dask-cuda of the release requires pandas >=1.3,<1.6.0.dev0" in message
+    assert _errors(["cudf=23.12", "pandas=1.5"]) == []
+    ((rule, message),) = _errors(["dask-cuda>=23.08,<24.04", "pandas>=2"])
+    assert "every release the recipe admits: 23.08, 23.10, 23.12, 24.02" in message
+    # 24.04's dask-cuda lifts the bound (pandas>=1.3, dask-cuda/24.04/pyproject.toml:22)
+    assert _errors(["cudf=24.04", "pandas>=2"]) == []
+
+
+@pytest.mark.slow
+def test_lint_warnings_are_printed_when_the_solve_then_fails(tmp_path, capsys):
+    from envcheck.cli import main
+    from envcheck.errors import ExitCode
+    from tests.channel import demo_channel, write_recipe
+
+    channel = demo_channel(tmp_path / "channel")
+    # cudatoolkit 11.0 meets 22.08's rule (warning); the channel has no 11.0: the solve fails
+    r = write_recipe(tmp_path, channel, "[python=3.9, cuml=22.08, cudatoolkit=11.0]")
+    assert main(["build", str(r), "--out", str(tmp_path / "locks")]) == ExitCode.UNSOLVABLE
+    err = capsys.readouterr().err
+    assert "warn: rapids.cuda-build: 'cudatoolkit=11.0'" in err
+    assert err.index("rapids.cuda-build") < err.rindex("envcheck: ")

@@ -6,6 +6,7 @@ import argparse
 import hashlib
 import json
 import socket
+import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -301,9 +302,7 @@ def build_one(
     pip: dict[str, list[PipPackage]] = {}
     vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
     for platform in platforms:
-        solved[platform] = _solve_platform(
-            recipe, channels, platform, vps[platform], fetch_timeout
-        )
+        solved[platform] = _solve_platform(recipe, channels, platform, vps[platform], fetch_timeout)
         pip[platform] = resolve_pip(recipe.pip, solved[platform], platform, recipe.system)
         _check_glibc(recipe, channels, platform, solved[platform], pip[platform])
     extra = {}
@@ -444,6 +443,14 @@ def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
     return (Table("RAPIDS release record", cols, tuple(rows)),)
 
 
+def _print_notes(notes: Sequence[Table]) -> None:
+    """The lint's warnings and notes on stderr, for a build that ends in an error."""
+    for table in notes:
+        for recipe, severity, rule, message, source in table.rows:
+            where = f" [{source}]" if source else ""
+            print(f"envcheck: {recipe}: {severity}: {rule}: {message}{where}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> Report | int:
     recipes = [load_recipe(p) for p in args.recipes]  # every recipe is validated before any work
     names = [r.name for r in recipes]
@@ -473,9 +480,13 @@ def run(args: argparse.Namespace) -> Report | int:
     changes: list[tuple[str, Change]] = []
     to_write: dict[Path, bytes] = {}
     for recipe in recipes:
-        res, ch, files = build_one(
-            recipe, out, args.platform, args.channel_data, args.fetch_timeout
-        )
+        try:
+            res, ch, files = build_one(
+                recipe, out, args.platform, args.channel_data, args.fetch_timeout
+            )
+        except EnvcheckError:
+            _print_notes(notes)  # what the record warned of may be why the solve failed
+            raise
         results += res
         changes += [(recipe.name, c) for c in ch]
         to_write.update(files)

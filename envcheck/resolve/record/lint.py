@@ -359,6 +359,12 @@ def _release_rules(
             if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
                 where = "requires" if sev == ERROR else "was built and tested with"
                 clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
+    for field, fact in release.facts.items():
+        name = field.split(":", 1)[1] if field.startswith("run:") else None
+        e = by_name.get(name) if name else None
+        if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
+            what = f"{fact.note or 'a package'} of the release requires {name} {fact.value}"
+            clash("rapids.range", ERROR, e, fact, what)
     py, e = release.get("python"), by_name.get("python")
     if e and e.version and py.known and not _minors(e.version, py.value):
         clash("rapids.python", ERROR, e, py, f"it was built for Python {', '.join(py.value)}")
