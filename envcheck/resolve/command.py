@@ -69,6 +69,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "instead of the recipe's; the lock records them (repeatable)",
     )
     p.add_argument(
+        "--try",
+        dest="try_",
+        action="append",
+        metavar="SPEC,SPEC,...",
+        help="solve the recipe with each candidate added alone; print which fit and, for a "
+        "conflict, the smallest clashing set of entries; writes no lock",
+    )
+    p.add_argument(
         "--no-lint",
         action="store_true",
         help="solve even where the RAPIDS release record says the recipe's pins contradict it",
@@ -443,6 +451,37 @@ def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
     return (Table("RAPIDS release record", cols, tuple(rows)),)
 
 
+def _try(recipes: Sequence[Recipe], args: argparse.Namespace, notes: tuple[Table, ...]) -> Report:
+    from envcheck.resolve.trial import parse_candidates, try_candidates
+
+    if len(recipes) != 1:
+        raise BadInput("--try takes one recipe")
+    (recipe,) = recipes
+    candidates = parse_candidates(args.try_)
+    vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
+    channels = list(args.channel_data or recipe.channels)
+    try:
+        report = try_candidates(
+            recipe,
+            candidates,
+            channels,
+            _platforms(recipe, args.platform),
+            vps,
+            exclusion_constraints(recipe),
+            args.fetch_timeout,
+            explain_failure,
+        )
+    except EnvcheckError:
+        _print_notes(notes)
+        raise
+    return Report(
+        report.title,
+        results=report.results,
+        tables=notes + report.tables,
+        environment=report.environment,
+    )
+
+
 def _print_notes(notes: Sequence[Table]) -> None:
     """The lint's warnings and notes on stderr, for a build that ends in an error."""
     for table in notes:
@@ -474,6 +513,8 @@ def run(args: argparse.Namespace) -> Report | int:
     notes = () if args.no_lint else lint_recipes(recipes)  # before any solve: fails fast
     for c in args.channel_data or ():
         resolve_channel(c)  # a URL the solver cannot read is bad input before any work
+    if args.try_:
+        return _try(recipes, args, notes)
     check_writable(out)
     preload_conda_lock()
     results: list[Result] = []
