@@ -39,6 +39,10 @@ for v in 23.12 24.02 24.04; do copy rapidsai/rapids-dask-dependency "branch-$v" 
 # ucx-py: dask-cuda's CI (22.08-22.12) and dependencies.yaml (23.02 on)
 for v in 22.08 22.10 22.12; do copy rapidsai/dask-cuda "branch-$v" ci/gpu/build.sh; done
 for v in 23.02 23.04 23.06 23.08 23.10 23.12 24.02 24.04; do copy rapidsai/dask-cuda "branch-$v" dependencies.yaml; done
+# pandas: cudf's conda recipe run requirements (every release)
+for v in 22.08 22.10 22.12 23.02 23.04 23.06 23.08 23.10 23.12 24.02 24.04; do
+  copy rapidsai/cudf "branch-$v" conda/recipes/cudf/meta.yaml
+done
 # a release after the newest integration branch: PyPI wheel METADATA (tests/data/pypi, fetched
 # 2026-11-22 with `pip download --no-deps`; see tests/data/SOURCES.md)
 mkdir -p "$OUT/pypi"

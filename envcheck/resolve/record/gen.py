@@ -318,14 +318,24 @@ def release_entry(data: Path, rel: str) -> dict[str, Any]:
 
 
 def _run_requirements(data: Path, rel: str) -> dict[str, dict[str, Any]]:
-    """Ranges a package of the release requires to install ("run:NAME"), unlike versions.yaml's
-    advice: dask-cuda 23.08-24.02 pins pandas in its pyproject (the conda package runs it too)."""
+    """Ranges a package of the release requires to install ("run:OWNER:NAME"), unlike
+    versions.yaml's advice: cudf's conda recipe pins pandas in every release; dask-cuda
+    23.08-24.02 pins it in its pyproject (the conda package runs it too)."""
     out: dict[str, dict[str, Any]] = {}
+    meta = Source(data, f"cudf/{rel}/conda/recipes/cudf/meta.yaml")
+    run = meta.find(r"^  run:\s*$")
+    hit = meta.find(r"^\s+-\s+pandas\s+([<>=!,.\w]+)\s*$", _line_no(run[1])) if run else None
+    if hit:
+        out["run:cudf:pandas"] = known(hit[0].group(1), hit[1], note="cudf's conda recipe")
     pyproject = Source(data, f"dask-cuda/{rel}/pyproject.toml")
     hit = pyproject.find(r'^\s+"pandas\s*([<>=!,.\w]+)",')
     if hit and "<" in hit[0].group(1):  # an upper bound: 24.04's plain ">=1.3" says nothing new
-        out["run:pandas"] = known(hit[0].group(1), hit[1], note="dask-cuda")
+        out["run:dask-cuda:pandas"] = known(hit[0].group(1), hit[1], note="dask-cuda's pyproject")
     return out
+
+
+def _line_no(pointer: str) -> int:
+    return int(pointer.rsplit(":", 1)[1])
 
 
 # releases newer than the newest integration branch in the data, known from PyPI wheels only

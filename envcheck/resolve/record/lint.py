@@ -209,7 +209,7 @@ def lint_admitted(
     per_release = [_one_release(rel, anchor, entries, system, record) for rel in ordered]
     findings = _shared(per_release, common)
     told = {"python", *EXACT, "xgboost", *META_RANGES, *ADVICE_RANGES, *TOOLKITS, *names}
-    told |= {k.split(":", 1)[1] for r in record.releases.values() for k in r.facts if ":" in k}
+    told |= {name for r in record.releases.values() for _, name, _ in _run_pins(r)}
     silent = sorted({e.name for e in entries} - told)
     if silent:
         findings.append(
@@ -359,11 +359,12 @@ def _release_rules(
             if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
                 where = "requires" if sev == ERROR else "was built and tested with"
                 clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
-    for field, fact in release.facts.items():
-        name = field.split(":", 1)[1] if field.startswith("run:") else None
-        e = by_name.get(name) if name else None
+    for owner, name, fact in _run_pins(release):
+        e = by_name.get(name)
+        if owner not in by_name and "rapids" not in by_name:
+            continue  # the recipe does not install the package that requires it
         if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
-            what = f"{fact.note or 'a package'} of the release requires {name} {fact.value}"
+            what = f"{owner} {rel} requires {name} {fact.value} ({fact.note})"
             clash("rapids.range", ERROR, e, fact, what)
     py, e = release.get("python"), by_name.get("python")
     if e and e.version and py.known and not _minors(e.version, py.value):
@@ -382,6 +383,17 @@ def _release_rules(
                 floor.sources,
             )
         )
+    return out
+
+
+def _run_pins(release: Release) -> list[tuple[str, str, Value]]:
+    """(owner, name, range) of the release's "run:OWNER:NAME" facts: OWNER requires NAME."""
+    out = []
+    for field, fact in release.facts.items():
+        kind, _, rest = field.partition(":")
+        owner, _, name = rest.partition(":")
+        if kind == "run" and name:
+            out.append((owner, name, fact))
     return out
 
 

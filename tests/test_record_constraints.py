@@ -1,0 +1,37 @@
+"""RAPIDS constraints the record reads from rapidsai's own files, each with the recipe the lint
+graded wrongly before it had them (the rule id and the message asserted)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envcheck.resolve.record.lint import ERROR, lint
+from envcheck.resolve.record.table import load_record
+
+DATA = Path(__file__).parent / "data" / "rapids-record"
+EL8 = {"cuda": "12.8", "glibc": "2.28"}
+EL7 = {"cuda": "11.5", "glibc": "2.17"}
+
+
+def _errors(deps, system=EL7):
+    return [f for f in lint(deps, system, load_record()) if f.severity == ERROR]
+
+
+def _line(pointer: str) -> str:
+    path, n = pointer.rsplit(":", 1)
+    return (DATA / path).read_text().splitlines()[int(n) - 1]
+
+
+def test_cudf_24_04_requires_pandas_2_to_2_2_1():
+    (f,) = _errors(["cudf=24.04", "pandas<2"])
+    assert f.rule == "rapids.range"
+    assert "cudf 24.04 requires pandas >=2.0,<2.2.2dev0 (cudf's conda recipe)" in f.message
+    (src,) = f.sources
+    assert src.startswith("cudf/24.04/conda/recipes/cudf/meta.yaml:")
+    assert _line(src).strip() == "- pandas >=2.0,<2.2.2dev0"
+    assert load_record().origin(src).startswith("rapidsai/cudf@acbb30a962933092542e5bf065eb9847")
+    assert _errors(["cudf=24.04", "pandas=2.2.2"])[0].rule == "rapids.range"
+    assert _errors(["cudf=24.04", "pandas=2.1"]) == []
+    assert _errors(["rapids=24.04", "pandas<2", "python=3.10"])[0].rule == "rapids.range"
+    # the pin belongs to cudf: a recipe without cudf (or rapids) is not held to it
+    assert _errors(["cucim=24.04", "pandas<2"]) == []
