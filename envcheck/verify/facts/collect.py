@@ -20,6 +20,7 @@ from .nccl import _nccl_version
 from .nvml import _nvml_facts, _own_pids, collect_gpu_health
 from .packages import _conda_meta_packages, _dist_info_packages
 from .probes import probe_imports, probe_libraries
+from .procfs import nvidia_roots, read_kernel_driver
 from .ucx import _ucx_facts
 from .visible import resolve_visible_devices
 
@@ -58,7 +59,8 @@ def collect_node_facts(
     try:
         env = _interesting_env(extra_env)
         python_packages, packages, builds, source = _installed()
-        nvml_error, driver, cuda_driver, gpus = _nvml_facts()
+        nvml_state, nvml_error, driver, cuda_driver, gpus = _nvml_facts()
+        kernel_driver = read_kernel_driver(*nvidia_roots())
         visible, problem = resolve_visible_devices(env.get("CUDA_VISIBLE_DEVICES"), gpus)
         own: tuple[int, ...] = (os.getpid(),)
         if any(g.processes for g in gpus):  # walking /proc costs ms: only when it can matter
@@ -97,6 +99,8 @@ def collect_node_facts(
             host_health=host_health,
             slurm=slurm_env(),
             address_link=address_link(address) if role == "worker" else AddressLink(),
+            kernel_driver=kernel_driver,
+            nvml_state=nvml_state,
         )
         return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:

@@ -166,6 +166,42 @@ class HostHealth:
 
 
 @dataclass(frozen=True)
+class ProcGpu:
+    """One GPU as the kernel driver lists it (/proc/driver/nvidia/gpus/<pci>/information)."""
+
+    pci_bus_id: str  # "0000:00:06.0"
+    model: str = ""  # "NVIDIA H100 80GB HBM3"
+    uuid: str = ""  # "GPU-5c83b59a-..."
+    minor: int = -1  # Device Minor: N of /dev/nvidiaN
+    bus_type: str = ""  # "PCIe", "SXM"
+    video_bios: str = ""
+    excluded: bool = False  # "GPU Excluded: Yes": the driver keeps it from every client
+
+
+@dataclass(frozen=True)
+class KernelDriver:
+    """The NVIDIA kernel module, its GPUs and device nodes, read without NVML."""
+
+    version: str = ""  # "580.159.04"; "" when the module is not loaded
+    version_line: str = ""  # the first line of /proc/driver/nvidia/version
+    gpus: tuple[ProcGpu, ...] = ()
+    device_nodes: tuple[str, ...] = ()  # "/dev/nvidia0", ... (character devices)
+    control_node: bool = False  # /dev/nvidiactl is a character device
+    error: str = ""  # what could not be read and why
+
+
+# NodeFacts.nvml_state: why NVML facts are missing, one word a check can branch on
+NVML_OK = "ok"
+NVML_NO_MODULE = "no-module"  # pynvml (nvidia-ml-py) does not import
+NVML_NO_LIBRARY = "no-library"  # pynvml imports, libnvidia-ml.so does not load
+NVML_NO_DRIVER = "no-driver"  # NVML loaded, the kernel driver is not there
+NVML_MISMATCH = "mismatch"  # libnvidia-ml.so and the kernel module are different versions
+NVML_INIT_FAILED = "init-failed"  # nvmlInit failed otherwise (permissions, a lost GPU...)
+NVML_READ_FAILED = "read-failed"  # NVML started, reading the GPUs failed
+NVML_NO_GPU = "no-gpu"  # NVML answered and lists no GPU
+
+
+@dataclass(frozen=True)
 class NodeFacts:
     host: str
     pid: int
@@ -208,6 +244,10 @@ class NodeFacts:
     # The interface under a worker's Dask address and its link speed (--bench references
     # between hosts): empty for other roles.
     address_link: AddressLink = field(default_factory=AddressLink)
+    # The kernel driver as /proc and /dev show it (no NVML needed), and why NVML facts are
+    # missing as one word (NVML_* above; "" from a collector older than this field).
+    kernel_driver: KernelDriver = field(default_factory=KernelDriver)
+    nvml_state: str = ""
 
 
 # ---- plain data, for shipping facts between processes ---------------------------------------
@@ -245,6 +285,8 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
         **{k: tuple(_shallow(x) for x in getattr(hh, k)) for k in _HOST_HEALTH_LISTS},
     }
     out["address_link"] = _shallow(facts.address_link)
+    kd = facts.kernel_driver
+    out["kernel_driver"] = {**_shallow(kd), "gpus": tuple(_shallow(g) for g in kd.gpus)}
     return out
 
 
@@ -282,6 +324,10 @@ def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
     hh["modules"] = tuple(hh.get("modules", ()))
     d["host_health"] = HostHealth(**hh)
     d["address_link"] = AddressLink(**_known(AddressLink, d.get("address_link") or {}))
+    kd = _known(KernelDriver, d.get("kernel_driver") or {})
+    kd["gpus"] = tuple(ProcGpu(**_known(ProcGpu, g)) for g in kd.get("gpus", ()))
+    kd["device_nodes"] = tuple(kd.get("device_nodes", ()))
+    d["kernel_driver"] = KernelDriver(**kd)
     return NodeFacts(**d)
 
 
