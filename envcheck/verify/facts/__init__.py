@@ -13,6 +13,7 @@ packages     conda-meta and dist-info readers
 nvml         GPUs and their health through pynvml; this process's tree of pids
 visible      CUDA_VISIBLE_DEVICES as CUDA reads it
 ucx, nccl    UCX binding, version and transports; NCCL's version
+archs        the GPU architectures torch / CuPy / xgboost builds carry (child probe)
 probes       import and shared-library probes in child interpreters
 procfs       the NVIDIA kernel driver, its GPUs and /dev nodes from /proc and /dev (no NVML)
 host         rlimits, /dev/shm, interfaces, rtnetlink, InfiniBand ports, kernel modules
@@ -51,6 +52,7 @@ from .model import (
     NVML_OK,
     NVML_READ_FAILED,
     AddressLink,
+    CompiledArchs,
     Gpu,
     GpuHealth,
     GpuProcess,
@@ -97,6 +99,7 @@ __all__ = [
     "NET_VARIABLES",
     "SONAMES",
     "AddressLink",
+    "CompiledArchs",
     "Gpu",
     "GpuHealth",
     "GpuProcess",

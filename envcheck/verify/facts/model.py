@@ -190,6 +190,22 @@ class KernelDriver:
     error: str = ""  # what could not be read and why
 
 
+@dataclass(frozen=True)
+class CompiledArchs:
+    """The GPU architectures a framework's build carries, as a child interpreter read them.
+
+    archs: "sm_90" (SASS, runs as is), "compute_90" (PTX, compiled by the driver at start-up);
+    for CuPy, which compiles its kernels at run time through NVRTC, the "sm_XY" NVRTC can build.
+    """
+
+    framework: str  # "torch", "cupy", "xgboost"
+    version: str = ""
+    cuda: str = ""  # the CUDA the build is for ("12.8"); "" for a CPU-only build
+    archs: tuple[str, ...] = ()
+    runtime_compiled: bool = False  # CuPy: kernels built at run time for the GPU found
+    error: str = ""  # why the architectures are unknown (import failed, not exposed)
+
+
 # NodeFacts.nvml_state: why NVML facts are missing, one word a check can branch on
 NVML_OK = "ok"
 NVML_NO_MODULE = "no-module"  # pynvml (nvidia-ml-py) does not import
@@ -248,6 +264,8 @@ class NodeFacts:
     # missing as one word (NVML_* above; "" from a collector older than this field).
     kernel_driver: KernelDriver = field(default_factory=KernelDriver)
     nvml_state: str = ""
+    # The architectures torch / CuPy / xgboost builds carry (child probe); () when not probed.
+    compiled_archs: tuple[CompiledArchs, ...] = ()
 
 
 # ---- plain data, for shipping facts between processes ---------------------------------------
@@ -285,6 +303,7 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
         **{k: tuple(_shallow(x) for x in getattr(hh, k)) for k in _HOST_HEALTH_LISTS},
     }
     out["address_link"] = _shallow(facts.address_link)
+    out["compiled_archs"] = tuple(_shallow(c) for c in facts.compiled_archs)
     kd = facts.kernel_driver
     out["kernel_driver"] = {**_shallow(kd), "gpus": tuple(_shallow(g) for g in kd.gpus)}
     return out
@@ -328,7 +347,14 @@ def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
     kd["gpus"] = tuple(ProcGpu(**_known(ProcGpu, g)) for g in kd.get("gpus", ()))
     kd["device_nodes"] = tuple(kd.get("device_nodes", ()))
     d["kernel_driver"] = KernelDriver(**kd)
+    d["compiled_archs"] = tuple(_compiled_from_dict(c) for c in d.get("compiled_archs", ()))
     return NodeFacts(**d)
+
+
+def _compiled_from_dict(c: dict[str, Any]) -> CompiledArchs:
+    d = _known(CompiledArchs, c)
+    d["archs"] = tuple(d.get("archs", ()))
+    return CompiledArchs(**d)
 
 
 def _gpu_health_from_dict(h: dict[str, Any]) -> GpuHealth:

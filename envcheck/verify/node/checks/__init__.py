@@ -17,6 +17,7 @@ from envcheck.verify.facts import NodeFacts
 from .env.imports import check_imports
 from .env.libraries import check_libraries
 from .env.packages import check_packages
+from .gpu.archs import check_compiled_arch
 from .gpu.busy import check_busy
 from .gpu.clocks import check_clocks
 from .gpu.driver import check_driver
@@ -42,6 +43,7 @@ BUILTIN_CHECKS: dict[str, Check] = {
     "cuda-visible-devices": check_visible,
     "busy-gpus": check_busy,
     "compute-capability": check_compute_capability,
+    "compiled-arch": check_compiled_arch,
     "glibc": check_glibc,
     "packages": check_packages,
     "imports": check_imports,
