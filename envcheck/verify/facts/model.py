@@ -103,6 +103,8 @@ class GpuHealth:
     mig_mode: int | None = None  # current: 1 enabled, 0 disabled
     mig_mode_pending: int | None = None
     compute_mode: int | None = None  # NVML_COMPUTEMODE_*: 0 default, 2 prohibited, 3 excl.
+    sm_clock_mhz: int | None = None  # current SM clock
+    temperature_c: int | None = None  # GPU core temperature
     unsupported: tuple[str, ...] = ()  # fields NVML answered NotSupported / not in this driver
     errors: tuple[str, ...] = ()  # "field: NVML error" for any other failure
 
@@ -206,6 +208,27 @@ class CompiledArchs:
     error: str = ""  # why the architectures are unknown (import failed, not exposed)
 
 
+@dataclass(frozen=True)
+class GemmRun:
+    """One matrix multiply timed on one GPU by verify node --level 2, and what NVML read of
+    that GPU while the load ran (the lowest SM clock, the highest temperature, the clocks event
+    reasons seen)."""
+
+    index: int  # NVML index
+    name: str
+    dtype: str  # "float32", "bfloat16", "float16"
+    n: int = 0  # n x n times n x n
+    tflops: float = 0.0
+    max_rel_error: float = -1.0  # max |C - C_fp64| / max |C_fp64| over a block of rows
+    tolerance: float = 0.0
+    tf32: bool = False  # float32 through TF32 tensor cores (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE)
+    framework: str = ""
+    error: str = ""  # why it did not run
+    sm_clock_min_mhz: int | None = None
+    temperature_max_c: int | None = None
+    clocks_event_reasons: int = 0  # OR of every sample's bitmask
+
+
 # NodeFacts.nvml_state: why NVML facts are missing, one word a check can branch on
 NVML_OK = "ok"
 NVML_NO_MODULE = "no-module"  # pynvml (nvidia-ml-py) does not import
@@ -266,6 +289,8 @@ class NodeFacts:
     nvml_state: str = ""
     # The architectures torch / CuPy / xgboost builds carry (child probe); () when not probed.
     compiled_archs: tuple[CompiledArchs, ...] = ()
+    # verify node --level 2's matrix multiplies: () when no load ran
+    gemm: tuple[GemmRun, ...] = ()
 
 
 # ---- plain data, for shipping facts between processes ---------------------------------------
@@ -304,6 +329,7 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
     }
     out["address_link"] = _shallow(facts.address_link)
     out["compiled_archs"] = tuple(_shallow(c) for c in facts.compiled_archs)
+    out["gemm"] = tuple(_shallow(g) for g in facts.gemm)
     kd = facts.kernel_driver
     out["kernel_driver"] = {**_shallow(kd), "gpus": tuple(_shallow(g) for g in kd.gpus)}
     return out
@@ -348,6 +374,7 @@ def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
     kd["device_nodes"] = tuple(kd.get("device_nodes", ()))
     d["kernel_driver"] = KernelDriver(**kd)
     d["compiled_archs"] = tuple(_compiled_from_dict(c) for c in d.get("compiled_archs", ()))
+    d["gemm"] = tuple(GemmRun(**_known(GemmRun, g)) for g in d.get("gemm", ()))
     return NodeFacts(**d)
 
 

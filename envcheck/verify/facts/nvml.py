@@ -291,9 +291,20 @@ def gpu_health(nv: Any, index: int) -> GpuHealth:
         d["mig_mode"], d["mig_mode_pending"] = int(mig[0]), int(mig[1])
     compute = read("compute_mode", fn("nvmlDeviceGetComputeMode"))
     d["compute_mode"] = int(compute) if compute is not None else None
+    d.update(_clock_and_temperature(read, fn))
     d["unsupported"] = tuple(unsupported)
     d["errors"] = tuple(errors)
     return GpuHealth(**d)
+
+
+def _clock_and_temperature(read: Any, fn: Any) -> dict[str, Any]:
+    # NVML_CLOCK_SM = 1, NVML_TEMPERATURE_GPU = 0 (nvml.h)
+    clock = read("sm_clock_mhz", fn("nvmlDeviceGetClockInfo"), 1)
+    temperature = read("temperature_c", fn("nvmlDeviceGetTemperature"), 0)
+    return {
+        "sm_clock_mhz": int(clock) if clock is not None else None,
+        "temperature_c": int(temperature) if temperature is not None else None,
+    }
 
 
 def _ecc_reads(nv: Any, read: Any, fn: Any) -> dict[str, Any]:
