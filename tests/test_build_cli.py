@@ -14,7 +14,7 @@ import pytest
 
 from envcheck.cli import COMMANDS, main
 from envcheck.errors import ExitCode
-from envcheck.resolve.lockfile import read_lock
+from envcheck.lockfile.read import read_lock
 from tests.channel import demo_channel, pkg, write_channel
 from tests.channel import write_recipe as recipe
 

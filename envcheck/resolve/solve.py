@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from envcheck.errors import BadInput, EnvcheckError, Unreachable
+from envcheck.lockfile.names import PLATFORM_ARCH
 
 CHANNEL_ALIAS = "https://conda.anaconda.org"
 _CHILD_SCRIPT = Path(__file__).with_name("_solve_child.py")
@@ -37,7 +38,6 @@ DEFAULT_FETCH_TIMEOUT_S = 120.0
 # conda-forge builds for linux-64 target kernel >= 3.10 (the CentOS 7 kernel): the lowest kernel
 # envcheck's targets run, so packages that need a newer kernel are not picked silently.
 DEFAULT_LINUX = "3.10"
-_ARCHSPEC = {"linux-64": "x86_64", "linux-aarch64": "aarch64", "linux-ppc64le": "ppc64le"}
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def virtual_packages(system: Mapping[str, str], platform: str) -> dict[str, str]
         vps["__win"] = "0"
     if "cuda" in system:
         vps["__cuda"] = system["cuda"]
-    arch = system.get("archspec", _ARCHSPEC.get(platform))
+    arch = system.get("archspec", PLATFORM_ARCH.get(platform))
     if arch:
         vps["__archspec"] = arch
     return vps
