@@ -42,8 +42,9 @@ def envcheck_gemm(seconds: float) -> dict[str, float]:
 
 def bare(dtype: torch.dtype, seconds: float) -> float:
     torch.backends.cuda.matmul.allow_tf32 = False
-    a = torch.rand(N, N, device="cuda:0").to(dtype)
-    b = torch.rand(N, N, device="cuda:0").to(dtype)
+    # the check's inputs (uniform [-1, 1)): a GPU's power, and so its clock, depends on the data
+    a = (torch.rand(N, N, device="cuda:0") * 2 - 1).to(dtype)
+    b = (torch.rand(N, N, device="cuda:0") * 2 - 1).to(dtype)
     c = torch.matmul(a, b)
     torch.cuda.synchronize(0)
     k, t = 0, time.perf_counter()

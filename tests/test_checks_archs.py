@@ -3,6 +3,8 @@ the child probe run for real against this environment's CPU torch."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from envcheck.report import Status
@@ -97,9 +99,21 @@ def test_probe_lines_and_a_dead_child() -> None:
     assert torch.archs == ("sm_90",) and cupy.error == "probe exited -11: "
 
 
-def test_probe_runs_in_a_child_against_this_environment() -> None:
+def test_probe_runs_in_a_child_and_its_answer_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # this environment's torch is the CPU wheel: a real child, a real import
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path))
     facts = collect_node_facts(arch_probe=True)
     by_name = {c.framework: c for c in facts.compiled_archs}
     assert by_name["torch"].version.startswith("2.") and by_name["torch"].cuda == ""
     assert by_name["torch"].error == "" and by_name["torch"].archs == ()
+    [kept] = tmp_path.glob("archs-*.json")
+    # the next collection reads the file, not a child: an edited record comes back as written
+    kept.write_text(kept.read_text().replace('"cuda": ""', '"cuda": "12.8"', 1))
+    again = {c.framework: c for c in collect_node_facts(arch_probe=True).compiled_archs}
+    assert again["torch"].cuda == "12.8"
+    # another CUDA library path is another key: probed afresh
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))
+    fresh = {c.framework: c for c in collect_node_facts(arch_probe=True).compiled_archs}
+    assert fresh["torch"].cuda == "" and len(list(tmp_path.glob("archs-*.json"))) == 2

@@ -183,6 +183,7 @@ BLOCKED_PYNVML = (
 def _verify_node(tmp_path: Path, root: Path, *argv: str, block_pynvml: bool) -> tuple[int, dict]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["ENVCHECK_NVIDIA_ROOT"] = str(root)
+    env["ENVCHECK_CACHE_DIR"] = str(tmp_path / "cache")  # the arch probe's answers
     env["PYTHONPATH"] = str(REPO)
     if block_pynvml:  # this environment has nvidia-ml-py: a module on the path shadows it
         blocked = tmp_path / "blocked"

@@ -29,7 +29,8 @@ def _verify_node(tmp_path: Path, blocker: str) -> tuple[int, dict]:
     blocked = tmp_path / "blocked"
     blocked.mkdir()
     (blocked / "pynvml.py").write_text(blocker)
-    env = {**os.environ, "PYTHONPATH": f"{blocked}{os.pathsep}{REPO}"}
+    env = {**os.environ, "PYTHONPATH": f"{blocked}{os.pathsep}{REPO}",
+           "ENVCHECK_CACHE_DIR": str(tmp_path / "cache")}
     out = tmp_path / "report.json"
     proc = subprocess.run(
         [sys.executable, "-m", "envcheck", "verify", "node", "--no-plugins", "--quiet",

@@ -9,11 +9,20 @@ cupy    kernels are compiled at run time by NVRTC, for the GPU found, capped at 
         architecture NVRTC knows (cupy/cuda/compiler.py); the archs are NVRTC's
         getSupportedArchs(). The precompiled CUB/Thrust parts of a wheel are not listed.
 xgboost its build_info() names no architecture: recorded with that as the error.
+
+Importing torch and CuPy takes seconds; what they carry is fixed by their installed files. So
+the answers are kept on disk ($ENVCHECK_CACHE_DIR, else $XDG_CACHE_HOME/envcheck, else
+~/.cache/envcheck), keyed by the interpreter, each package's __init__.py (path, mtime, size,
+inode: a reinstall changes them) and the variables that choose CUDA libraries; a probe that
+failed is not kept.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -65,6 +74,53 @@ def wanted_frameworks(packages: dict[str, str]) -> tuple[str, ...]:
     if names & {"xgboost", "py-xgboost", "py-xgboost-gpu", "xgboost-cpu"}:
         found.append("xgboost")
     return tuple(found)
+
+
+_KEY_VARIABLES = ("CUDA_PATH", "CUDA_HOME", "LD_LIBRARY_PATH", "CONDA_PREFIX")
+
+
+def cache_path(frameworks: tuple[str, ...]) -> str:
+    """The cache file for these frameworks in this interpreter and environment."""
+    parts: list[object] = [sys.executable, [os.environ.get(v, "") for v in _KEY_VARIABLES]]
+    for name in frameworks:
+        try:
+            spec = importlib.util.find_spec(name)  # locates, does not import
+            origin = spec.origin if spec is not None else None
+            st = os.stat(origin) if origin else None
+            parts.append([name, origin, st and [st.st_mtime_ns, st.st_size, st.st_ino]])
+        except (ImportError, ValueError, OSError):
+            parts.append([name, None])
+    digest = hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:24]
+    base = os.environ.get("ENVCHECK_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "envcheck",
+    )
+    return os.path.join(base, f"archs-{digest}.json")
+
+
+def cached_archs(path: str, frameworks: tuple[str, ...]) -> tuple[CompiledArchs, ...] | None:
+    try:
+        with open(path) as f:
+            text = f.read(1 << 20)
+    except OSError:
+        return None
+    got = parse_arch_lines(text, frameworks)
+    return None if any(c.error == "no answer" for c in got) else got
+
+
+def keep_archs(path: str, found: tuple[CompiledArchs, ...]) -> None:
+    """Write the records a child gave (not its failures) for the next run; errors ignored."""
+    if any(c.error.startswith(("probe ", "ImportError", "ModuleNotFoundError")) for c in found):
+        return
+    lines = "".join(json.dumps({**c.__dict__, "archs": list(c.archs)}) + "\n" for c in found)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(lines)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def start_arch_probe(frameworks: tuple[str, ...], python: str = "") -> subprocess.Popen | None:

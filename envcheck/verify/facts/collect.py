@@ -13,7 +13,14 @@ import threading
 import time
 from pathlib import Path
 
-from .archs import finish_arch_probe, start_arch_probe, wanted_frameworks
+from .archs import (
+    cache_path,
+    cached_archs,
+    finish_arch_probe,
+    keep_archs,
+    start_arch_probe,
+    wanted_frameworks,
+)
 from .caches import _STAT_MEMO, _cached, _process_constant, dirs_key
 from .host import address_link, collect_host_health
 from .model import AddressLink, Gpu, GpuHealth, HostHealth, NodeFacts
@@ -69,7 +76,10 @@ def collect_node_facts(
         if arch_probe is None:
             arch_probe = role in ("local", "worker") and bool(kernel_driver.version)
         frameworks = wanted_frameworks({**packages, **python_packages}) if arch_probe else ()
-        archs_child = start_arch_probe(frameworks)
+        arch_cache = cache_path(frameworks) if frameworks else ""
+        compiled = cached_archs(arch_cache, frameworks) if frameworks else ()
+        if compiled is None:
+            archs_child = start_arch_probe(frameworks)
         nvml_state, nvml_error, driver, cuda_driver, gpus = _nvml_facts()
         visible, problem = resolve_visible_devices(env.get("CUDA_VISIBLE_DEVICES"), gpus)
         own: tuple[int, ...] = (os.getpid(),)
@@ -77,8 +87,9 @@ def collect_node_facts(
             own = _own_pids(os.getpid())
         nccl_version, nccl_source = _nccl_version()
         gpu_health, host_health = _health(role, health, gpus, visible, kernel_log)
-        compiled = finish_arch_probe(archs_child, frameworks, probe_timeout) if frameworks \
-            else ()
+        if compiled is None:
+            compiled = finish_arch_probe(archs_child, frameworks, probe_timeout)
+            keep_archs(arch_cache, compiled)
         facts = NodeFacts(
             host=socket.gethostname(),
             pid=os.getpid(),
