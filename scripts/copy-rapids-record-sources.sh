@@ -43,6 +43,13 @@ for v in 23.02 23.04 23.06 23.08 23.10 23.12 24.02 24.04; do copy rapidsai/dask-
 for v in 22.08 22.10 22.12 23.02 23.04 23.06 23.08 23.10 23.12 24.02 24.04; do
   copy rapidsai/cudf "branch-$v" conda/recipes/cudf/meta.yaml
 done
+# ucx-py: cuml's conda recipe (the version its CPU build exports); ucx: pyraft 22.08, which cuml needs
+for v in 22.08 22.10 22.12; do
+  copy rapidsai/cuml "branch-$v" conda/recipes/cuml/meta.yaml
+  copy rapidsai/cuml "branch-$v" ci/cpu/build.sh
+done
+copy rapidsai/raft branch-22.08 conda/recipes/pyraft/meta.yaml
+copy rapidsai/raft branch-22.08 conda/recipes/pyraft/conda_build_config.yaml
 # a release after the newest integration branch: PyPI wheel METADATA (tests/data/pypi, fetched
 # 2026-11-22 with `pip download --no-deps`; see tests/data/SOURCES.md)
 mkdir -p "$OUT/pypi"

@@ -35,3 +35,35 @@ def test_cudf_24_04_requires_pandas_2_to_2_2_1():
     assert _errors(["rapids=24.04", "pandas<2", "python=3.10"])[0].rule == "rapids.range"
     # the pin belongs to cudf: a recipe without cudf (or rapids) is not held to it
     assert _errors(["cucim=24.04", "pandas<2"]) == []
+
+
+def test_cuml_22_08_requires_ucx_py_0_27_and_ucx_1_13():
+    (f,) = _errors(["cuml=22.08", "ucx-py=0.26"])
+    assert f.rule == "rapids.range"
+    assert "cuml 22.08 requires ucx-py 0.27.* (cuml's conda recipe)" in f.message
+    # the run requirement, the variable it names and the CI line that sets it
+    assert [_line(s).strip() for s in f.sources] == [
+        "- ucx-py {{ ucx_py_version }}",
+        "{% set ucx_py_version=environ.get('UCX_PY_VERSION') %}",
+        "export UCX_PY_VERSION='0.27.*'",
+    ]
+    (f,) = _errors(["cuml=22.08", "ucx=1.12.1"])
+    assert f.rule == "rapids.range"
+    assert "cuml 22.08 requires ucx >=1.13.0 (pyraft, which cuml requires)" in f.message
+    assert [_line(s).strip() for s in f.sources] == [
+        "- pyraft {{ minor_version }}",
+        "- ucx >={{ ucx_version }}",
+        '- "1.13.0"',
+    ]
+    assert load_record().origin(f.sources[1]).startswith("rapidsai/raft@9070c305479ff29669d3006a0")
+    # the rapids meta-package installs cuml; the advice warning gives way to the error
+    found = lint(["rapids=22.08", "ucx-py=0.26", "python=3.9"], EL7, load_record())
+    assert [(f.rule, f.severity) for f in found if "ucx-py=0.26" in f.entries] == [
+        ("rapids.range", ERROR)
+    ]
+    assert _errors(["cuml=22.08", "ucx-py=0.27", "ucx=1.13.0"]) == []
+    # without cuml, ucx-py stays the advice of dask-cuda's CI
+    assert _errors(["cudf=22.08", "ucx-py=0.26"]) == []
+    assert _errors(["cuml=22.12", "ucx-py=0.28"])[0].message.endswith(
+        "cuml 22.12 requires ucx-py 0.29.* (cuml's conda recipe)"
+    )

@@ -327,11 +327,48 @@ def _run_requirements(data: Path, rel: str) -> dict[str, dict[str, Any]]:
     hit = meta.find(r"^\s+-\s+pandas\s+([<>=!,.\w]+)\s*$", _line_no(run[1])) if run else None
     if hit:
         out["run:cudf:pandas"] = known(hit[0].group(1), hit[1], note="cudf's conda recipe")
+    cuml = Source(data, f"cuml/{rel}/conda/recipes/cuml/meta.yaml")
+    ucx_py = _templated_run(cuml, Source(data, f"cuml/{rel}/ci/cpu/build.sh"), "ucx-py")
+    if ucx_py:
+        out["run:cuml:ucx-py"] = known(ucx_py[0], *ucx_py[1], note="cuml's conda recipe")
+    pyraft = Source(data, f"raft/{rel}/conda/recipes/pyraft/meta.yaml")
+    cbc = Source(data, f"raft/{rel}/conda/recipes/pyraft/conda_build_config.yaml")
+    ucx, via = _templated_run(pyraft, cbc, "ucx"), _run_line(cuml, r"pyraft\s+\{\{")
+    if ucx and via:  # cuml requires pyraft, which requires ucx
+        out["run:cuml:ucx"] = known(ucx[0], via, *ucx[1], note="pyraft, which cuml requires")
     pyproject = Source(data, f"dask-cuda/{rel}/pyproject.toml")
     hit = pyproject.find(r'^\s+"pandas\s*([<>=!,.\w]+)",')
     if hit and "<" in hit[0].group(1):  # an upper bound: 24.04's plain ">=1.3" says nothing new
         out["run:dask-cuda:pandas"] = known(hit[0].group(1), hit[1], note="dask-cuda's pyproject")
     return out
+
+
+def _run_line(meta: Source, pattern: str) -> str | None:
+    """The pointer of the first run requirement matching ``pattern`` (after ``  run:``)."""
+    run = meta.find(r"^  run:\s*$")
+    hit = meta.find(rf"^\s+-\s+{pattern}", _line_no(run[1])) if run else None
+    return hit[1] if hit else None
+
+
+def _templated_run(meta: Source, values: Source, name: str) -> tuple[str, list[str]] | None:
+    """A run requirement written ``- NAME [>=]{{ var }}``, its variable resolved where the
+    recipe takes it from: an environment variable the CI script exports
+    (``{% set var=environ.get('ENV') %}`` + ``export ENV='0.27.*'``) or conda_build_config.yaml.
+    Returns (range, pointers)."""
+    ptr = _run_line(meta, rf"{re.escape(name)}\s+(>=)?\{{\{{\s*\w+\s*\}}\}}\s*$")
+    if ptr is None:
+        return None
+    line = meta.lines[_line_no(ptr) - 1]
+    m = re.search(r"(>=)?\{\{\s*(\w+)\s*\}\}", line)
+    if m is None:
+        return None
+    op, var = m.group(1) or "", m.group(2)
+    env = meta.find(rf"set {var}\s*=\s*environ\.get\('(\w+)'\)")
+    if env:
+        hit = values.find(rf"^export {env[0].group(1)}='?([^'\s]+)'?\s*$")
+        return (f"{op}{hit[0].group(1)}", [ptr, env[1], hit[1]]) if hit else None
+    kv = values.key_value(var)
+    return (f"{op}{kv[0]}", [ptr, kv[1]]) if kv else None
 
 
 def _line_no(pointer: str) -> int:

@@ -353,12 +353,7 @@ def _release_rules(
         want = str(xgb.value).split(" ")[0]
         if not matches(e.version, want):
             clash("rapids.pin", ERROR, e, xgb, f"rapids-xgboost {rel} pins xgboost {xgb.value}")
-    for names, sev in ((META_RANGES, ERROR), (ADVICE_RANGES, WARN)):
-        for name in names:
-            fact, e = release.get(name), by_name.get(name)
-            if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
-                where = "requires" if sev == ERROR else "was built and tested with"
-                clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
+    required = set()  # names a package the recipe installs requires: advice on them is moot
     for owner, name, fact in _run_pins(release):
         e = by_name.get(name)
         if owner not in by_name and "rapids" not in by_name:
@@ -366,6 +361,15 @@ def _release_rules(
         if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
             what = f"{owner} {rel} requires {name} {fact.value} ({fact.note})"
             clash("rapids.range", ERROR, e, fact, what)
+            required.add(name)
+    for names, sev in ((META_RANGES, ERROR), (ADVICE_RANGES, WARN)):
+        for name in names:
+            fact, e = release.get(name), by_name.get(name)
+            if sev == WARN and name in required:
+                continue
+            if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
+                where = "requires" if sev == ERROR else "was built and tested with"
+                clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
     py, e = release.get("python"), by_name.get("python")
     if e and e.version and py.known and not _minors(e.version, py.value):
         clash("rapids.python", ERROR, e, py, f"it was built for Python {', '.join(py.value)}")
