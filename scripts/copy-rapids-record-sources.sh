@@ -50,6 +50,11 @@ for v in 22.08 22.10 22.12; do
 done
 copy rapidsai/raft branch-22.08 conda/recipes/pyraft/meta.yaml
 copy rapidsai/raft branch-22.08 conda/recipes/pyraft/conda_build_config.yaml
+# RAPIDS docs (rapidsai/docs is too large to mirror whole): files copied at the commit named in
+# SOURCES.tsv, byte for byte (their sizes checked against the stored copies): support notice 54
+# (CUDA >= 12.2 from 25.12) and the platform-support table
+#   docs/main/_notices/rsn0054.md        rapidsai/docs@e4841960d7587a364fbbb2e52bd23f32fc033871
+#   docs/main/_data/platform_support.yml rapidsai/docs@92e811eb92b63bbe79247378c9dad3030f675bd3
 # a release after the newest integration branch: PyPI wheel METADATA (tests/data/pypi, fetched
 # 2026-11-22 with `pip download --no-deps`; see tests/data/SOURCES.md)
 mkdir -p "$OUT/pypi"
@@ -57,4 +62,5 @@ for f in tests/data/pypi/dask_cuda-26.10.0-*.METADATA tests/data/pypi/rapids_das
   cp "$f" "$OUT/pypi/"
   printf '%s\t%s\t%s\t%s\t%s\n' "pypi/$(basename "$f")" "pypi.org" "wheel" "$(sha256sum "$f" | cut -c1-40)" "METADATA" >> "$SOURCES.new"
 done
+grep "^docs/" "$SOURCES" >> "$SOURCES.new" || true
 mv "$SOURCES.new" "$SOURCES"

@@ -67,3 +67,29 @@ def test_cuml_22_08_requires_ucx_py_0_27_and_ucx_1_13():
     assert _errors(["cuml=22.12", "ucx-py=0.28"])[0].message.endswith(
         "cuml 22.12 requires ucx-py 0.29.* (cuml's conda recipe)"
     )
+
+
+def test_rapids_25_12_and_later_need_cuda_12_2(capsys):
+    from envcheck.cli import main
+    from envcheck.errors import ExitCode
+
+    (f,) = _errors(["cudf=26.10", "cuda-version<12.2"], EL8)
+    assert f.rule == "rapids.cuda"
+    assert "RAPIDS 25.12 and later require CUDA >= 12.2 (RAPIDS support notice 54)" in f.message
+    notice, *table = f.sources
+    assert "from 12.0 to 12.2 starting with the v25.12 release" in _line(notice)
+    assert [_line(p).strip() for p in table] == ['toolkit_min: "12.2"'] * 2
+    assert load_record().origin(notice).startswith("rapidsai/docs@e4841960d7587a364fbbb2e52bd2")
+    # releases the record does not cover are held to it too; 25.10 is not
+    assert [g.rule for g in _errors(["cudf=25.12", "cuda-version=12.0"], EL8)] == ["rapids.cuda"]
+    assert _errors(["cudf=25.10", "cuda-version=12.0"], EL8) == []
+    assert _errors(["cudf=26.10", "cuda-version>=12.2,<13"], EL8) == []
+    # a 12.0 driver under 26.10: recipe new refuses in one line citing the notice (exit 5)
+    argv = ["recipe", "new", "--rapids", "26.10", "--cuda", "12.0", "--os", "el8"]
+    assert main(argv) == ExitCode.UNSOLVABLE
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert "rapids.cuda: RAPIDS 26.10 ('cudf=26.10'): RAPIDS 25.12 and later require CUDA" in err
+    assert "the recipe's target driver supports CUDA 12.0 [docs/main/_notices/rsn0054.md:" in err
+    # and what it writes for a 12.8 driver starts at 12.2
+    assert main(["recipe", "new", "--rapids", "26.10", "--cuda", "12.8", "--os", "el8"]) == 0
+    assert "  - cuda-version>=12.2,<13 " in capsys.readouterr().out

@@ -228,9 +228,50 @@ def _one_release(
     rel: str, anchor: str, entries: Sequence[Entry], system: Mapping[str, str], record: Record
 ) -> list[Finding]:
     release = record.release(rel)
+    floor = _cuda_floor(rel, anchor, entries, system, record)
     if release is None:
-        return _uncovered(rel, anchor, system, record)
-    return _release_rules(release, anchor, entries, system)
+        return floor + _uncovered(rel, anchor, system, record)
+    return floor + _release_rules(release, anchor, entries, system)
+
+
+def _cuda_floor(
+    rel: str, anchor: str, entries: Sequence[Entry], system: Mapping[str, str], record: Record
+) -> list[Finding]:
+    """The CUDA minimum a notice sets from a release on (12.2 from 25.12): toolkit entries of
+    that CUDA major below it, and target drivers of that major below it, are errors."""
+    floor = record.floors.get("cuda")
+    if floor is None or not floor.known or release_key(rel) < release_key(floor.value["since"]):
+        return []
+    need = floor.value["cuda"]
+    major = need.split(".")[0]
+    why = f"RAPIDS {floor.value['since']} and later require CUDA >= {need} ({floor.value['by']})"
+    out = []
+    for e in entries:
+        # entries of an older major alone are the CUDA-major rule's to report
+        if not (e.name in TOOLKITS and e.version and overlaps(e.version, f">={major}")):
+            continue
+        if not overlaps(e.version, f">={need}"):
+            out.append(
+                Finding(
+                    "rapids.cuda",
+                    ERROR,
+                    f"recipe entry {e.text!r} contradicts RAPIDS {rel} ({anchor!r}): {why}",
+                    (anchor, e.text),
+                    floor.sources,
+                )
+            )
+    drv = system.get("cuda")
+    if drv and drv.split(".")[0] == major and matches(f"<{need}", drv):
+        out.append(
+            Finding(
+                "rapids.cuda",
+                ERROR,
+                f"RAPIDS {rel} ({anchor!r}): {why}; the recipe's target driver supports CUDA {drv}",
+                (anchor,),
+                floor.sources,
+            )
+        )
+    return out
 
 
 def _shared(per_release: Sequence[list[Finding]], releases: frozenset[str]) -> list[Finding]:

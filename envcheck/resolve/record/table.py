@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ class Record:
     releases: dict[str, Release]
     after: dict[str, Value]  # what is known about releases newer than the newest covered
     sources: dict[str, str]  # copied file -> "repo@commit (branch) path"
+    floors: dict[str, Value] = field(default_factory=dict)  # from a release on: {"since", ...}
 
     @property
     def newest(self) -> str:
@@ -92,7 +93,8 @@ def parse_record(data: dict[str, Any]) -> Record:
         for v, facts in data["releases"].items()
     }
     after = {k: _value(f) for k, f in data.get("after", {}).items()}
-    return Record(releases, after, dict(data.get("sources", {})))
+    floors = {k: _value(f) for k, f in data.get("floors", {}).items()}
+    return Record(releases, after, dict(data.get("sources", {})), floors)
 
 
 @cache
