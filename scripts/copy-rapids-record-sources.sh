@@ -50,6 +50,10 @@ for v in 22.08 22.10 22.12; do
 done
 copy rapidsai/raft branch-22.08 conda/recipes/pyraft/meta.yaml
 copy rapidsai/raft branch-22.08 conda/recipes/pyraft/conda_build_config.yaml
+# the oldest CUDA a release supports: cudf's README, "CUDA/GPU requirements" (11.2+ from 23.02)
+for v in 22.08 22.10 22.12 23.02 23.04 23.06 23.08 23.10 23.12 24.02 24.04; do
+  copy rapidsai/cudf "branch-$v" README.md
+done
 # RAPIDS docs (rapidsai/docs is too large to mirror whole): files copied at the commit named in
 # SOURCES.tsv, byte for byte (their sizes checked against the stored copies): support notice 54
 # (CUDA >= 12.2 from 25.12) and the platform-support table

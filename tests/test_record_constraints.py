@@ -93,3 +93,20 @@ def test_rapids_25_12_and_later_need_cuda_12_2(capsys):
     # and what it writes for a 12.8 driver starts at 12.2
     assert main(["recipe", "new", "--rapids", "26.10", "--cuda", "12.8", "--os", "el8"]) == 0
     assert "  - cuda-version>=12.2,<13 " in capsys.readouterr().out
+
+
+def test_rapids_23_02_and_later_need_cuda_11_2():
+    (f,) = _errors(["rapids=23.02", "python=3.10", "cudatoolkit=11.0"])
+    assert f.rule == "rapids.cuda"
+    assert "contradicts RAPIDS 23.02 ('rapids=23.02'): it requires CUDA 11.2+" in f.message
+    assert f.sources == ("cudf/23.02/README.md:60",)
+    assert _line(f.sources[0]) == "* CUDA 11.2+"
+    assert load_record().origin(f.sources[0]).startswith("rapidsai/cudf@ac60656bc929c08f522d2")
+    # no warning beside it: the error says it all
+    found = lint(["rapids=23.02", "python=3.10", "cudatoolkit=11.0"], EL7, load_record())
+    assert [g.rule for g in found] == ["rapids.cuda"]
+    assert [g.rule for g in _errors(["cudf=24.04", "cuda-version=11.0"])] == ["rapids.cuda"]
+    assert _errors(["cudf=23.02", "cudatoolkit=11.2"]) == []
+    # 22.08-22.12 said CUDA 11.0+: 11.0 stays a warning (built with 11.5)
+    assert _errors(["cudf=22.12", "cudatoolkit=11.0"]) == []
+    assert _line(load_record().release("22.12").get("cuda_min").sources[0]) == "* CUDA 11.0+"

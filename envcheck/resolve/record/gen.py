@@ -313,8 +313,19 @@ def release_entry(data: Path, rel: str) -> dict[str, Any]:
     entry["glibc"] = _glibc(data, rel, versions)
     entry["xgboost"] = _xgboost(versions, xgb_meta, rel)
     entry["members"] = _members(meta)
+    entry["cuda_min"] = _cuda_min(data, rel)
     entry.update(_run_requirements(data, rel))
     return entry
+
+
+def _cuda_min(data: Path, rel: str) -> dict[str, Any]:
+    """The oldest CUDA the release supports: cudf's README, 'CUDA/GPU requirements'."""
+    readme = Source(data, f"cudf/{rel}/README.md")
+    head = readme.find(r"^#+\s*CUDA/GPU requirements")
+    hit = readme.find(r"^\*\s+CUDA (\d+\.\d+)\+\s*$", _line_no(head[1])) if head else None
+    if hit is None:
+        return unknown("no CUDA requirement in cudf's README of this release")
+    return known(hit[0].group(1), hit[1], note="cudf's README: CUDA/GPU requirements")
 
 
 def _run_requirements(data: Path, rel: str) -> dict[str, dict[str, Any]]:

@@ -455,6 +455,10 @@ def _cuda_rules(release, anchor, by_name, system, clash) -> list[Finding]:  # ty
         if not got:
             clash("rapids.cuda", ERROR, e, majors, f"it ships CUDA {', '.join(majors.value)}.x")
             continue
+        low = release.get("cuda_min")
+        if low.known and not overlaps(e.version, f">={low.value}"):
+            clash("rapids.cuda", ERROR, e, low, f"it requires CUDA {low.value}+ ({low.note})")
+            continue
         same_major = [b for b in builds.value if b.split(".")[0] in got]
         older = [
             b for b in same_major if not _minors(e.version, [b]) and overlaps(e.version, f"<{b}")
