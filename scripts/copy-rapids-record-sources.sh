@@ -2,7 +2,7 @@
 # Copy the real files the RAPIDS release record is built from into tests/data/rapids-record/.
 # Run once, where mirrors of the repositories below exist (git clones with the release
 # branches): MIRRORS=/path/with/<owner>+<name>/repo. The table is then rebuilt from the copies
-# with `python -m envcheck.resolve.record.gen` (no network, no mirrors needed).
+# with `python scripts/record/rapids_record.py` (no network, no mirrors needed).
 set -euo pipefail
 MIRRORS=${MIRRORS:-/work/.mirror}
 OUT=${OUT:-tests/data/rapids-record}

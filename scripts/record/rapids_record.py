@@ -1,6 +1,6 @@
 """Build the RAPIDS release record (rapids.json) from the real files in tests/data/rapids-record.
 
-    python -m envcheck.resolve.record.gen [--data DIR] [--out FILE] [--check]
+    python scripts/record/rapids_record.py [--data DIR] [--out FILE] [--check]
 
 Every value carries the file and line it was read from ("from": ["path:line", ...], paths
 relative to the data folder, whose SOURCES.tsv names repository, branch and commit of each
@@ -23,9 +23,9 @@ RELEASES = (
     "22.08", "22.10", "22.12", "23.02", "23.04", "23.06",
     "23.08", "23.10", "23.12", "24.02", "24.04",
 )  # fmt: skip
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "rapids-record"
-OUT = Path(__file__).with_name("rapids.json")
+OUT = ROOT / "envcheck" / "resolve" / "record" / "rapids.json"
 
 
 def TABLE_TEXT() -> str:  # noqa: N802 - reads like the constant it stands for
@@ -384,7 +384,7 @@ def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[
     sources = _sources(data)
     return {
         "schema": SCHEMA,
-        "generated_by": "python -m envcheck.resolve.record.gen",
+        "generated_by": "python scripts/record/rapids_record.py",
         "data": "tests/data/rapids-record (SOURCES.tsv: repository, branch, commit per file)",
         "releases": {
             **{rel: release_entry(data, rel) for rel in releases},
@@ -412,7 +412,7 @@ def render(record: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m envcheck.resolve.record.gen", description=__doc__)
+    p = argparse.ArgumentParser(prog="python scripts/record/rapids_record.py", description=__doc__)
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--check", action="store_true", help="exit 1 if --out differs from a rebuild")
