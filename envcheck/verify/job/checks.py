@@ -111,7 +111,9 @@ def check_local_ranks(job: JobFacts, exp: Expectations) -> list[Result]:
 
 def check_skew(job: JobFacts, exp: Expectations) -> list[Result]:
     _, results = skew_table(job)
-    out = [dataclasses.replace(r, check=r.check.replace("skew", "job.skew", 1)) for r in results]
+    out = [dataclasses.replace(r, check=r.check.replace("skew", "job.skew", 1),
+                               node=", ".join(f"rank {n}" for n in r.node.split(", ") if n))
+           for r in results]
     out += _stack(job, "CUDA runtime", lambda r: r.torch_cuda,
                   "kernels and libraries differ between ranks; NCCL may refuse to connect")
     out += _stack(job, "NCCL", lambda r: r.torch_nccl,

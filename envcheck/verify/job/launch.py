@@ -151,7 +151,7 @@ def _openmpi(env: Mapping[str, str]) -> LaunchInfo:
         world_size=_int(env, "OMPI_COMM_WORLD_SIZE"),
         local_rank=_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0),
         local_world_size=_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", -1),
-        node_rank=_int(env, "OMPI_COMM_WORLD_NODE_RANK", -1),
+        # OMPI_COMM_WORLD_NODE_RANK is the rank among the node's processes, not the node
         master_addr=env.get("MASTER_ADDR", "").strip(),
         master_port=port,
         port_source=source,
