@@ -4,7 +4,7 @@ rank 0's verdict, so `srun envcheck verify job && srun python main.py` means wha
 
 Steps, each bounded by --timeout: the roll call on the rendezvous store (who arrived), the gloo
 group, every rank's facts (all_gather_object), the known-answer all-reduces (gloo; NCCL when
-every rank has a GPU), with --bench the bandwidths. A rank that never arrives, dies or hangs
+every rank has a GPU). A rank that never arrives, dies or hangs
 is named by rank 0 (its host, its pid), and the others still exit in time. This module and
 its imports never import dask or distributed: jobs without Dask run it.
 """
@@ -32,8 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"a rank missing that long is named and every other rank exits (default "
         f"{DEFAULT_TIMEOUT:g})",
     )
-    parser.add_argument("--bench", action="store_true",
-                        help="measure all-reduce bus bandwidth against the links' reference")
     add_expectation_arguments(parser)
 
 
@@ -42,12 +40,14 @@ def run(args: argparse.Namespace) -> Report | int:
         raise BadInput(f"--timeout must be positive, not {args.timeout:g}")
     launch = launch_info(os.environ)
     exp = expectations_from_args(args)
+    debug = bool(getattr(args, "debug", False))
+    if not debug:  # c10d's own warnings about the broken group: the report says it once
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     try:
         import torch.distributed  # noqa: F401 - the group needs it; say so in one line
     except ImportError as e:
         raise BadInput(f"verify job needs torch in this environment ({e})") from None
-    debug = bool(getattr(args, "debug", False))
-    job = JobRun(launch, exp, args.timeout, bench=args.bench, debug=debug)
+    job = JobRun(launch, exp, args.timeout, debug=debug)
     outcome = job.run()
     if isinstance(outcome, Report):
         return outcome

@@ -19,7 +19,6 @@ from envcheck.verify.job import group as grp
 from envcheck.verify.job.checks import Collective, JobFacts, run_job_checks, skew_table
 from envcheck.verify.job.launch import LaunchInfo
 from envcheck.verify.job.rank import (
-    RankFacts,
     collect_rank_facts,
     first_line,
     rank_facts_from_dict,
@@ -38,9 +37,12 @@ class StepFailed(Exception):
 
 class JobRun:
     def __init__(self, launch: LaunchInfo, exp: Expectations, timeout: float, *,
-                 bench: bool = False, debug: bool = False) -> None:
+                 debug: bool = False) -> None:
         self.launch, self.exp, self.timeout = launch, exp, timeout
-        self.bench, self.debug = bench, debug
+        # a collective gives up a little before --timeout: a rank that hangs is then named
+        # (its heartbeat long stale) and every rank out before --timeout runs out
+        self.collective_timeout = max(timeout / 2, timeout - grp.STALE)
+        self.debug = debug
         self.rv: grp.Rendezvous | None = None
         self.heard_rank0 = False
         self.t0 = time.monotonic()
@@ -89,7 +91,8 @@ class JobRun:
     def _steps(self) -> Report | tuple[int, str]:
         rv = self.rv
         assert rv is not None
-        dist = self._step("forming the gloo group", lambda: grp.init_group(rv, self.timeout))
+        dist = self._step("forming the gloo group",
+                          lambda: grp.init_group(rv, self.collective_timeout))
         self.watchdog.arm(COLLECT_LIMIT, "collecting this rank's facts")
         mine = self._collect()
         rv.reached("gather")
@@ -100,9 +103,9 @@ class JobRun:
         collectives = [self._allreduce(dist, "gloo", None)]
         if all(r.device >= 0 and not r.kernel_error for r in ranks):
             nccl = self._step("forming the NCCL group", lambda: dist.new_group(
-                backend="nccl", timeout=grp._td(self.timeout)))
+                backend="nccl", timeout=grp._td(self.collective_timeout)))
             collectives.append(self._allreduce(dist, "nccl", nccl))
-        measurements = self._bench(dist, ranks, facts) if self.bench else []
+        measurements: list[Measurement] = []
         self.watchdog.disarm()
         if self.launch.rank != 0:
             return self._verdict_or_error("the verdict")
@@ -145,15 +148,6 @@ class JobRun:
                          lambda: _gather(dist, (self.launch.rank, lo, hi)))
         return Collective(backend, expected, tuple(tuple(g) for g in got))
 
-    def _bench(self, dist: Any, ranks: tuple[RankFacts, ...], facts: tuple) -> list[Measurement]:
-        from envcheck.verify.job.bench import measure
-
-        self.watchdog.arm(self.timeout * 4 + GRACE, "the --bench all-reduces")
-        try:
-            return measure(dist, self.launch, ranks, facts, self.timeout)
-        except Exception as e:
-            raise StepFailed("the --bench all-reduces", e) from e
-
     # --- failures ---------------------------------------------------------------------------
 
     def _await_roll(self) -> list[int]:
@@ -194,8 +188,10 @@ class JobRun:
         while not silent and time.monotonic() < deadline:  # a death is seen after STALE
             time.sleep(grp.BEAT / 2)
             silent = grp.silent_ranks(rv)
-        phase = "allreduce" if "all-reduce" in failed.step else "gather"
-        behind = [r for r in grp.not_reached(rv, phase) if r not in silent]
+        # steps after a phase marker: who never set it is behind (before the first, nobody is)
+        phase = ("allreduce" if "all-reduce" in failed.step
+                 else "gather" if "gathering" in failed.step else "")
+        behind = [r for r in grp.not_reached(rv, phase) if r not in silent] if phase else []
         out = [_err("job.ranks", f"{grp.describe(rv, r)} stopped answering during "
                     f"{failed.step} (its heartbeat stopped: it died or hangs)",
                     node=f"rank {r}", fix="look at that rank's output and host (killed, "
