@@ -22,12 +22,13 @@ ROOT = Path(__file__).resolve().parents[1]
 # bench/ itself must not be on the path: bench/build.py would shadow the `build` package
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
-from envcheck.resolve.lockfile import _conda_lock_ready, explicit_text  # noqa: E402
+from envcheck.lockfile.condalock import conda_lock_ready  # noqa: E402
+from envcheck.lockfile.write import explicit_text  # noqa: E402
 from envcheck.resolve.toposort import toposorted  # noqa: E402
 
 
 def chain_lockfile(n: int):  # noqa: ANN201 - conda-lock's Lockfile
-    _conda_lock_ready()
+    conda_lock_ready()
     from conda_lock.lockfile.v2prelim.models import HashModel, LockedDependency, Lockfile, LockMeta
 
     package = [

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from envcheck.verify.expectations import Expectations, LockedPackage
+from envcheck.lockfile.model import LockedPackage
+from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import (
     AddressLink,
     Gpu,

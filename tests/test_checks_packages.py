@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from envcheck.lockfile.model import LockedPackage
+from envcheck.lockfile.read import read_packages as read_lock
 from envcheck.report import Status
-from envcheck.verify.expectations import LockedPackage, implied_by_lock, read_lock
+from envcheck.verify.expectations import implied_by_lock
 from envcheck.verify.node.checks.env.packages import check_packages
 from tests.factories import expect, healthy_a100x8, lock_for, no_driver_node
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from envcheck.resolve.lockfile import read_lock
+from envcheck.lockfile.read import read_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILES = [ROOT / "Dockerfile.rhel7", ROOT / "Dockerfile.centos7"]

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envcheck.errors import BadInput
-from envcheck.resolve.lockfile import read_lock as read_build_lock
+from envcheck.lockfile.read import read_lock as read_build_lock
+from envcheck.lockfile.read import read_packages as read_verify_lock
 from envcheck.resolve.recipe import load_recipe
-from envcheck.verify.expectations import read_lock as read_verify_lock
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = int(os.environ.get("ENVCHECK_FUZZ_EXAMPLES", "0"))
@@ -172,3 +172,21 @@ def test_verify_lock_reader_survives_mutated_locks(
     p = scratch / "x.conda-lock.yml"
     p.write_text(yaml.safe_dump(doc, allow_unicode=True))
     _expect_value_or_bad_input(read_verify_lock, p)
+
+
+@settings(FUZZ, max_examples=EXAMPLES or 60)
+@given(data=st.data())
+def test_lock_document_loader_reads_mutated_locks_as_yaml_does(
+    data: st.DataObject,
+) -> None:
+    """The line reader for conda-lock's layout answers as PyYAML does, or leaves it to it."""
+    from envcheck.lockfile.read import fast_document, load_document
+
+    doc = _mutate(_lock_doc("pangeo-pytorch-excerpt.conda-lock.yml"), data)
+    sort_keys = data.draw(st.booleans(), label="sort_keys")  # conda-lock's old and new order
+    text = yaml.safe_dump(doc, allow_unicode=True, sort_keys=sort_keys)
+    expected = yaml.safe_dump(yaml.safe_load(text))  # dumped: NaN equals NaN
+    assert yaml.safe_dump(load_document(text)) == expected
+    fast = fast_document(text)
+    if fast is not None:
+        assert yaml.safe_dump(fast) == expected

@@ -263,7 +263,7 @@ def test_image_builds_runs_and_passes_its_own_check(images: Images, os_name: str
 def test_lock_with_one_changed_hash_fails_the_build_naming_the_package(
     images: Images, tmp_path: Path
 ) -> None:
-    from envcheck.resolve.lockfile import read_lock
+    from envcheck.lockfile.read import read_lock
 
     dask = next(p for p in read_lock(images.world.lock).packages if p.name == "dask")
     forged = "0" * 64

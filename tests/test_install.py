@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.resolve.lockfile import read_lock
+from envcheck.lockfile.read import read_lock
 from tests.condapkg import serve
 from tests.install_world import PIP_ENTRY, Installed, World, envcheck
 

@@ -9,16 +9,10 @@ from pathlib import Path
 import pytest
 
 from envcheck.errors import BadInput
+from envcheck.lockfile.model import PipPackage
+from envcheck.lockfile.read import read_lock, read_lockfile_model
+from envcheck.lockfile.write import build_lockfile, conda_lock_text, explicit_text, write_lock
 from envcheck.resolve.atomic import check_writable, write_files_atomically
-from envcheck.resolve.lockfile import (
-    PipPackage,
-    build_lockfile,
-    conda_lock_text,
-    explicit_text,
-    read_lock,
-    read_lockfile_model,
-    write_lock,
-)
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.solve import solve_specs, virtual_packages
 from tests.channel import pkg, write_channel, write_recipe
@@ -94,6 +88,18 @@ def test_lock_files_and_metadata_read_back(built) -> None:
     assert lock.for_platform("linux-64")[("pip", "dask-pytorch-ddp")].sha256 == DDP.sha256
 
 
+def test_the_written_lock_is_read_line_by_line_as_yaml_reads_it(built) -> None:
+    """The writer's own layout (pip records, envcheck metadata) takes the fast path."""
+    import yaml
+
+    from envcheck.lockfile.read import fast_document
+
+    text = (built[2] / "demo.conda-lock.yml").read_text()
+    fast = fast_document(text)
+    assert fast is not None and fast == yaml.safe_load(text)
+    assert any(p["manager"] == "pip" for p in fast["package"])
+
+
 def test_conda_lock_parser_and_render_cli_accept_the_lock(built, tmp_path: Path) -> None:
     from conda_lock.lockfile import parse_conda_lock_file
 
@@ -159,8 +165,8 @@ def test_lock_modules_load_without_conda_locks_cli() -> None:
     """conda-lock's package __init__ (its whole CLI) is skipped, and still runs when asked."""
     code = (
         "import sys\n"
-        "from envcheck.resolve import lockfile\n"
-        "lockfile._import_conda_lock()\n"
+        "from envcheck.lockfile import condalock\n"
+        "condalock.import_conda_lock()\n"
         "assert 'conda_lock.conda_lock' not in sys.modules, 'CLI imported'\n"
         "import conda_lock\n"
         "from importlib.metadata import version\n"

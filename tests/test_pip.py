@@ -8,7 +8,7 @@ import pytest
 
 from envcheck.cli import main
 from envcheck.errors import ExitCode
-from envcheck.resolve.lockfile import read_lock
+from envcheck.lockfile.read import read_lock
 from envcheck.resolve.pip import conda_python_pins, python_version, target_platform
 from envcheck.resolve.solve import SolvedPackage
 from tests.channel import demo_channel, write_recipe

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from envcheck.lockfile.read import read_lock
 from envcheck.resolve.command import exclusion_constraints
 from envcheck.resolve.conflicts import SolveOutcome, diagnose
-from envcheck.resolve.lockfile import read_lock
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.snapshot import write_snapshot
 from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages

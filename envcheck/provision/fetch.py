@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from envcheck.errors import BadInput, Unreachable
-from envcheck.provision.plan import Artifact
+from envcheck.lockfile.model import LockedPackage
 
 TRIES = 3  # attempts per URL (network errors and 5xx); 4xx fails at once
 BACKOFF_S = 0.5  # first wait between attempts, doubled each time
@@ -34,7 +34,7 @@ class HashMismatch(BadInput):
 
 @dataclass(frozen=True)
 class Fetched:
-    artifact: Artifact
+    artifact: LockedPackage
     path: Path  # the checked file in the staging cache
     size: int
     cached: bool  # it was in the cache (and hashed again) rather than downloaded
@@ -49,21 +49,17 @@ def _hashes(path: Path) -> tuple[str, str]:
     return sha.hexdigest(), md5.hexdigest()
 
 
-def check(artifact: Artifact, sha256: str, md5: str) -> None:
+def check(artifact: LockedPackage, sha256: str, md5: str) -> None:
     """HashMismatch naming the package and both hashes when the file is not the locked one."""
-    if artifact.sha256 and sha256 != artifact.sha256:
-        raise HashMismatch(
-            f"{artifact.kind} package {artifact.name} {artifact.version} ({artifact.file_name}): "
-            f"sha256 mismatch: lock says {artifact.sha256}, file has {sha256}"
-        )
-    if artifact.md5 and md5 != artifact.md5:
-        raise HashMismatch(
-            f"{artifact.kind} package {artifact.name} {artifact.version} ({artifact.file_name}): "
-            f"md5 mismatch: lock says {artifact.md5}, file has {md5}"
-        )
+    a = artifact
+    what = f"{a.manager} package {a.name} {a.version} ({a.file_name})"
+    if a.sha256 and sha256 != a.sha256:
+        raise HashMismatch(f"{what}: sha256 mismatch: lock says {a.sha256}, file has {sha256}")
+    if a.md5 and md5 != a.md5:
+        raise HashMismatch(f"{what}: md5 mismatch: lock says {a.md5}, file has {md5}")
 
 
-def cache_path(cache: Path, artifact: Artifact) -> Path:
+def cache_path(cache: Path, artifact: LockedPackage) -> Path:
     key = artifact.sha256 or f"md5-{artifact.md5}"
     return cache / "archives" / key / artifact.file_name
 
@@ -82,7 +78,7 @@ class Stopped(Exception):
 
 
 def _download(
-    artifact: Artifact, dest: Path, progress: Callable[[int], None], stop: threading.Event
+    artifact: LockedPackage, dest: Path, progress: Callable[[int], None], stop: threading.Event
 ) -> tuple[str, str]:
     """Stream ``artifact.url`` into ``dest`` while hashing it; retry transient failures."""
     last = ""
@@ -119,7 +115,7 @@ def _download(
 
 
 def fetch_one(
-    artifact: Artifact,
+    artifact: LockedPackage,
     cache: Path,
     progress: Callable[[int], None],
     stop: threading.Event | None = None,
@@ -149,7 +145,7 @@ def fetch_one(
 
 
 def fetch_all(
-    artifacts: Sequence[Artifact],
+    artifacts: Sequence[LockedPackage],
     cache: Path,
     progress: Callable[[int], None] = lambda n: None,
     workers: int = 4,

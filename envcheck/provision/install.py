@@ -241,8 +241,8 @@ def install(
     before_link()
     try:
         (prefix / "conda-meta" / STAMP).unlink(missing_ok=True)
-        _link(plan, [f for f in fetched if f.artifact.kind == "conda"], prefix, cache, reporter)
-        _pip(plan, [f for f in fetched if f.artifact.kind == "pip"], prefix)
+        _link(plan, [f for f in fetched if f.artifact.manager == "conda"], prefix, cache, reporter)
+        _pip(plan, [f for f in fetched if f.artifact.manager == "pip"], prefix)
         write_stamp(prefix, plan)
     except BaseException as e:
         if created is not None:

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from envcheck.lockfile.names import PLATFORM_ARCH
+
 _GLIBC_DEP = re.compile(r"^__glibc\s*>=\s*([\d.]+)")
 _LEGACY = {"manylinux1": "2.5", "manylinux2010": "2.12", "manylinux2014": "2.17"}
 _TAG = re.compile(r"^(manylinux1|manylinux2010|manylinux2014|manylinux_(\d+)_(\d+))_(\w+)$")
@@ -168,9 +170,6 @@ def index_filenames(name: str, index_url: str, timeout: float = 10) -> list[str]
     return names
 
 
-ARCH = {"linux-64": "x86_64", "linux-aarch64": "aarch64", "linux-ppc64le": "ppc64le"}
-
-
 def check_solution(
     glibc: str,
     platform: str,
@@ -181,7 +180,7 @@ def check_solution(
     python: str | None = None,
 ) -> list[Offender]:
     """Offenders of a solved platform, with the newest fitting version of each where known."""
-    arch = ARCH.get(platform)
+    arch = PLATFORM_ARCH.get(platform)
     if arch is None:
         return []
     conda, wheels = list(conda), list(wheels)
@@ -232,7 +231,7 @@ def unfit_wheels(
 ) -> Offender | None:
     """A resolved version whose linux wheels all need a newer glibc: the offender, with the
     newest version whose wheels fit (from the index's file list)."""
-    arch = ARCH.get(platform)
+    arch = PLATFORM_ARCH.get(platform)
     if arch is None:
         return None
     needs = [n for fn in filenames if (n := wheel_needs(fn, arch))]

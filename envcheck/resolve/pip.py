@@ -14,7 +14,8 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from envcheck.errors import BadInput, EnvcheckError, Unreachable
-from envcheck.resolve.lockfile import PipPackage
+from envcheck.lockfile.model import PipPackage
+from envcheck.lockfile.names import PLATFORM_ARCH, pypi_name
 from envcheck.resolve.solve import SolvedPackage
 
 if sys.version_info >= (3, 11):
@@ -23,16 +24,6 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 PYPI = "https://pypi.org/simple"
-# conda package name -> PyPI project name, where they differ for packages a pip entry may need
-CONDA_TO_PYPI = {
-    "pytorch": "torch",
-    "py-xgboost": "xgboost",
-    "pytorch-lightning": "pytorch-lightning",
-    "matplotlib-base": "matplotlib",
-    "ucx-py": "ucx-py",
-    "msgpack-python": "msgpack",
-    "python-dateutil": "python-dateutil",
-}
 
 
 def _uv() -> str:
@@ -46,9 +37,8 @@ def _uv() -> str:
 
 def target_platform(platform: str, system: Mapping[str, str]) -> tuple[str, list[str]]:
     """uv's --python-platform and the wheel platform tags it accepts, newest first."""
-    arch = {"linux-64": "x86_64", "linux-aarch64": "aarch64", "linux-ppc64le": "ppc64le"}
-    if platform in arch:
-        a = arch[platform]
+    if platform in PLATFORM_ARCH:
+        a = PLATFORM_ARCH[platform]
         major, minor = (int(x) for x in system.get("glibc", "2.17").split(".")[:2])
         if major != 2 or minor < 17:
             raise BadInput(f"pip entries need glibc >= 2.17 on {platform} (manylinux_2_17)")
@@ -83,7 +73,7 @@ def conda_python_pins(solved: Sequence[SolvedPackage]) -> dict[str, str]:
             version = str(Version(p.version))
         except InvalidVersion:  # conda-only version strings cannot constrain a PyPI resolution
             continue
-        pins[canonicalize_name(CONDA_TO_PYPI.get(p.name, p.name))] = version
+        pins[canonicalize_name(pypi_name(p.name))] = version
     return pins
 
 

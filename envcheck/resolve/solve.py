@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from envcheck.errors import BadInput, EnvcheckError, Unreachable
+from envcheck.lockfile.names import PLATFORM_ARCH
 
 CHANNEL_ALIAS = "https://conda.anaconda.org"
 _CHILD_SCRIPT = Path(__file__).with_name("_solve_child.py")
@@ -37,7 +38,6 @@ DEFAULT_FETCH_TIMEOUT_S = 120.0
 # conda-forge builds for linux-64 target kernel >= 3.10 (the CentOS 7 kernel): the lowest kernel
 # envcheck's targets run, so packages that need a newer kernel are not picked silently.
 DEFAULT_LINUX = "3.10"
-_ARCHSPEC = {"linux-64": "x86_64", "linux-aarch64": "aarch64", "linux-ppc64le": "ppc64le"}
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def virtual_packages(system: Mapping[str, str], platform: str) -> dict[str, str]
         vps["__win"] = "0"
     if "cuda" in system:
         vps["__cuda"] = system["cuda"]
-    arch = system.get("archspec", _ARCHSPEC.get(platform))
+    arch = system.get("archspec", PLATFORM_ARCH.get(platform))
     if arch:
         vps["__archspec"] = arch
     return vps
@@ -322,13 +322,20 @@ def solve_specs(
     repodata cannot be fetched (within ``fetch_timeout`` seconds).
     """
     global _child
+    from envcheck.resolve.spec import solver_spec  # rattler, only when something is solved
+
     urls = [resolve_channel(c) for c in channels]
+    try:  # conda's reading of each spec, in the text the solver's strict parser reads alike
+        solver_specs = [solver_spec(s) for s in specs]
+        solver_constraints = [solver_spec(s) for s in constraints]
+    except ValueError as e:
+        raise BadInput(f"the solver cannot parse its input: {e}") from None
     request = {
-        "specs": list(specs),
+        "specs": solver_specs,
         "channels": urls,
         "platform": platform,
         "virtual_packages": _vp_triples(virtual_packages),
-        "constraints": list(constraints),
+        "constraints": solver_constraints,
         "timeout": timeout,
         "fingerprint": _fingerprint(urls, platform),
     }

@@ -13,17 +13,9 @@ from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.flags import seconds
-from envcheck.verify.facts import normalize_name
-
-
-@dataclass(frozen=True)
-class LockedPackage:
-    name: str  # normalised
-    version: str
-    build: str  # "" for pip packages
-    manager: str  # "conda" or "pip"
-    platform: str  # "linux-64", ...
-    virtual: tuple[tuple[str, str], ...] = ()  # this record's (__glibc, ">=2.17") constraints
+from envcheck.lockfile.model import LockedPackage
+from envcheck.lockfile.names import KEY_MODULES
+from envcheck.lockfile.read import read_packages
 
 
 @dataclass(frozen=True)
@@ -52,36 +44,6 @@ class Expectations:
     def expects_gpus(self) -> bool:
         return bool(self.expect_gpus) or bool(self.expect_gpu_model) or self.min_memory_mib > 0
 
-
-# Lock package name -> the top-level module a job imports. Packages in a lock that appear here
-# are "key packages": their import is probed in a fresh process (catches missing OS libraries).
-KEY_MODULES: dict[str, str] = {
-    "python": "",  # nothing to import; listed so it is not mistaken for a gap
-    "numpy": "numpy",
-    "scipy": "scipy",
-    "pandas": "pandas",
-    "pyarrow": "pyarrow",
-    "dask": "dask",
-    "distributed": "distributed",
-    "dask-cuda": "dask_cuda",
-    "pytorch": "torch",
-    "torch": "torch",
-    "cupy": "cupy",
-    "cupy-cuda12x": "cupy",
-    "cupy-cuda13x": "cupy",
-    "numba": "numba",
-    "xgboost": "xgboost",
-    "scikit-learn": "sklearn",
-    "cudf": "cudf",
-    "cudf-cu12": "cudf",
-    "dask-cudf": "dask_cudf",
-    "cuml": "cuml",
-    "cugraph": "cugraph",
-    "rmm": "rmm",
-    "ucx-py": "ucp",
-    "ucxx": "ucxx",
-    "distributed-ucxx": "distributed_ucxx",
-}
 
 # Lock package -> shared library that must then resolve from this environment.
 KEY_LIBRARIES: dict[str, str] = {
@@ -205,7 +167,7 @@ def expectations_from_args(args: argparse.Namespace) -> Expectations:
         raise BadInput(f"--probe-timeout must be positive, not {args.probe_timeout:g}")
     locked: tuple[LockedPackage, ...] = ()
     if args.lock is not None:
-        locked = read_lock(args.lock)
+        locked = read_packages(args.lock)
     implied = implied_by_lock(locked)
     libraries = list(args.libraries) + implied["libraries"]
     cuda = args.cuda or implied["cuda"]
@@ -228,96 +190,6 @@ def expectations_from_args(args: argparse.Namespace) -> Expectations:
         xid_since_seconds=getattr(args, "since", None),
         ecc_corrected_threshold=getattr(args, "ecc_corrected_threshold", 100),
     )
-
-
-def read_lock(path: Path) -> tuple[LockedPackage, ...]:
-    """Packages of a conda-lock file (v1 or v2); BadInput with one line when it is not one.
-
-    Read with PyYAML alone, not conda-lock's models: verify runs inside old environments
-    (Python 3.8, no conda-lock), and it needs only these fields of each package.
-    """
-    import yaml
-
-    if not path.is_file():
-        raise BadInput(f"lock file not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise BadInput(f"{path}: not a readable conda-lock file ({first})") from e
-    try:
-        locked = tuple(_locked(i, p) for i, p in enumerate(_packages(data)))
-    except ValueError as e:
-        raise BadInput(f"{path}: not a readable conda-lock file ({e})") from None
-    if not locked:
-        raise BadInput(f"{path}: the lock lists no packages (an empty lock checks nothing)")
-    for p in locked:
-        _check_virtual(path, p.name, dict(p.virtual))
-    return locked
-
-
-def _packages(data: object) -> list:
-    if not isinstance(data, dict) or "package" not in data or "metadata" not in data:
-        raise ValueError("no 'metadata' and 'package' sections")
-    if data.get("version") not in (1, 2):
-        raise ValueError(f"unsupported lock version {data.get('version')!r}")
-    packages = data["package"]
-    if not isinstance(packages, list):
-        raise ValueError("'package' is not a list")
-    return packages
-
-
-def _locked(index: int, dep: object) -> LockedPackage:
-    if not isinstance(dep, dict):
-        raise ValueError(f"package[{index}] is not a mapping")
-    for key in ("name", "version", "manager", "platform", "url"):
-        if not isinstance(dep.get(key), (str, int, float)) or dep.get(key) == "":
-            raise ValueError(f"package[{index}]: field '{key}' missing or empty")
-    manager = str(dep["manager"])
-    if manager not in ("conda", "pip"):
-        raise ValueError(f"package[{index}]: manager {manager!r} is neither conda nor pip")
-    deps = dep.get("dependencies") or {}
-    if not isinstance(deps, dict):
-        raise ValueError(f"package[{index}]: 'dependencies' is not a mapping")
-    build = str(dep.get("build") or "")
-    if manager == "conda" and not build:
-        build = _build_from_url(str(dep["url"]))
-    name = str(dep["name"])
-    return LockedPackage(
-        # pip names compare PEP 503-normalised; conda names are canonical as written
-        normalize_name(name) if manager == "pip" else name,
-        str(dep["version"]),
-        build,
-        manager,
-        str(dep["platform"]),
-        tuple(sorted((str(k), str(v)) for k, v in deps.items() if str(k).startswith("__"))),
-    )
-
-
-# one clause of a conda version spec: an optional operator, then a version that starts with a
-# digit (`>=2.17`, `2.17.*`, `<3.0.a0`) or `*`
-_SPEC_CLAUSE = re.compile(r"\s*(?:(?:>=|<=|==|!=|~=|>|<|=)\s*)?(?:[0-9][0-9A-Za-z._+*]*|\*)\s*")
-
-
-def _check_virtual(path: Path, name: str, deps: dict) -> None:
-    """A record's __glibc / __cuda constraint must be a version spec ('banana' is not one)."""
-    for key in ("__glibc", "__cuda", "__linux"):
-        if key not in deps:
-            continue
-        spec = str(deps[key])  # '' (any version) is what conda-lock writes for a bare name
-        clauses = re.split(r"[,|]", spec)
-        if spec.strip() not in ("", "None") and not all(map(_SPEC_CLAUSE.fullmatch, clauses)):
-            raise BadInput(f"{path}: {name} needs {key} {spec!r}, which is not a version spec")
-
-
-def _build_from_url(url: str) -> str:
-    """conda file names are <name>-<version>-<build>.conda|.tar.bz2; take the build."""
-    fname = url.rsplit("/", 1)[-1]
-    for ext in (".conda", ".tar.bz2"):
-        if fname.endswith(ext):
-            parts = fname[: -len(ext)].rsplit("-", 2)
-            return parts[2] if len(parts) == 3 else ""
-    return ""
 
 
 def _lower_bound(spec: str) -> str:

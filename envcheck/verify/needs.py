@@ -10,10 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from envcheck.lockfile.names import conda_names_of
 from envcheck.verify.facts import NodeFacts
 
-# Distribution names that provide an import under another stem.
-_ALIASES = {"torch": ("pytorch",)}
 # Suffixes that wheel and conda builds add for CPU-only or per-CUDA variants.
 _VARIANT = r"(-core|-cpu|-gpu|-cu\d+|-cuda\d+x?)?"
 
@@ -26,7 +25,7 @@ def _names(f: NodeFacts) -> Iterable[str]:
 def package_version(f: NodeFacts, stem: str) -> str | None:
     """The version of the distribution that provides ``stem`` on this process, else None."""
     pattern = re.compile(rf"(py-)?{re.escape(stem)}{_VARIANT}")
-    wanted = (stem, *_ALIASES.get(stem, ()))
+    wanted = (stem, *conda_names_of(stem))  # pytorch for torch
     for table in (f.packages, getattr(f, "python_packages", {}) or {}):
         for name, version in table.items():
             if name in wanted or pattern.fullmatch(name):

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from envcheck.lockfile.names import pypi_name
 from envcheck.report import Result, Status, Table
 from envcheck.verify.facts import NodeFacts
 
@@ -49,8 +50,6 @@ CRITICAL: frozenset[str] = frozenset(
 
 ABSENT = "-"
 
-# conda package names that mean the same library as the Python distribution name
-_CONDA_ALIASES = {"pytorch": "torch", "py-xgboost": "xgboost", "dask-core": "dask"}
 
 
 @functools.lru_cache(maxsize=4096)  # the same few hundred names, once per process each
@@ -65,7 +64,7 @@ def canonical_name(name: str) -> str:
     n = re.sub(r"-cu\d+$", "", n)  # RAPIDS wheels: cudf-cu12, rmm-cu13, ucxx-cu12 ...
     if re.fullmatch(r"cupy-cuda\d+x?", n):
         return "cupy"
-    return _CONDA_ALIASES.get(n, n)
+    return pypi_name(n)
 
 
 def process_versions(facts: NodeFacts) -> dict[str, str]:

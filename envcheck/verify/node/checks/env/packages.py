@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from envcheck.lockfile.model import LockedPackage
 from envcheck.report import Result, Status
-from envcheck.verify.expectations import Expectations, LockedPackage
+from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
 CHECK = "packages"
