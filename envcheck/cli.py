@@ -47,6 +47,10 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "envcheck.verify.cluster.command",
         "audit, smoke-test and measure a Dask cluster (default: start a local one)",
     ),
+    ("verify", "job"): (
+        "envcheck.verify.job.command",
+        "run as every rank of srun/torchrun/mpirun/horovodrun: check the job's ranks",
+    ),
     ("slurm", "script"): (
         "envcheck.slurm.command",
         "sbatch script: a Dask cluster that verifies itself before the work (--submit runs it)",
