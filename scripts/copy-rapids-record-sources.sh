@@ -2,7 +2,7 @@
 # Copy the real files the RAPIDS release record is built from into tests/data/rapids-record/.
 # Run once, where mirrors of the repositories below exist (git clones with the release
 # branches): MIRRORS=/path/with/<owner>+<name>/repo. The table is then rebuilt from the copies
-# with `python -m envcheck.resolve.record.gen` (no network, no mirrors needed).
+# with `python scripts/record/rapids_record.py` (no network, no mirrors needed).
 set -euo pipefail
 MIRRORS=${MIRRORS:-/work/.mirror}
 OUT=${OUT:-tests/data/rapids-record}
@@ -59,12 +59,7 @@ done
 # (CUDA >= 12.2 from 25.12) and the platform-support table
 #   docs/main/_notices/rsn0054.md        rapidsai/docs@e4841960d7587a364fbbb2e52bd23f32fc033871
 #   docs/main/_data/platform_support.yml rapidsai/docs@92e811eb92b63bbe79247378c9dad3030f675bd3
-# a release after the newest integration branch: PyPI wheel METADATA (tests/data/pypi, fetched
-# 2026-11-22 with `pip download --no-deps`; see tests/data/SOURCES.md)
-mkdir -p "$OUT/pypi"
-for f in tests/data/pypi/dask_cuda-26.10.0-*.METADATA tests/data/pypi/rapids_dask_dependency-26.10.0-*.METADATA; do
-  cp "$f" "$OUT/pypi/"
-  printf '%s\t%s\t%s\t%s\t%s\n' "pypi/$(basename "$f")" "pypi.org" "wheel" "$(sha256sum "$f" | cut -c1-40)" "METADATA" >> "$SOURCES.new"
-done
+# the PyPI part (pypi/: wheel METADATA of 24.06-26.10) is fetched by
+# `python scripts/record/rapids_record.py --refresh`, not copied here
 grep "^docs/" "$SOURCES" >> "$SOURCES.new" || true
 mv "$SOURCES.new" "$SOURCES"

@@ -174,10 +174,14 @@ def _toolkit(record: Record, release: Release, opts: Options, lines: _Lines) -> 
             low = floor.value["cuda"]
             why = f"; CUDA >= {low} from {floor.value['since']} on ({floor.value['by']}: "
             why += f"{cite(floor)})"
-        shipped = f"the release ships CUDA {', '.join(majors.value)} ({cite(majors)})"
+        ships = (
+            f"the release ships CUDA {', '.join(majors.value)} ({cite(majors)})"
+            if majors.known
+            else f"which CUDA majors the release ships is not in the data ({majors.note})"
+        )
         lines.add(
             f"cuda-version>={low},<{int(major) + 1}",
-            f"CUDA {major}: {shipped}{why}; how its conda packages pin CUDA is not in the data",
+            f"CUDA {major}: {ships}{why}; how its conda packages pin CUDA is not in the data",
         )
 
 
