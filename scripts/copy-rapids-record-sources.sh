@@ -10,12 +10,12 @@ SOURCES="$OUT/SOURCES.tsv"
 mkdir -p "$OUT"
 : > "$SOURCES.new"
 
-copy() {  # repo branch path
+copy() {  # repo branch path [folder commit]: a commit of the branch other than its head
   local repo=$1 branch=$2 path=$3 short=${1#rapidsai/}
   local git="$MIRRORS/${repo/\//+}/repo"
-  local rel=${branch#branch-}
+  local rel=${4:-${branch#branch-}}
   local commit
-  commit=$(git -C "$git" rev-parse "$branch")
+  commit=$(git -C "$git" rev-parse "${5:-$branch}")
   mkdir -p "$OUT/$short/$rel/$(dirname "$path")"
   git -C "$git" show "$commit:$path" > "$OUT/$short/$rel/$path"
   printf '%s\t%s\t%s\t%s\t%s\n' "$short/$rel/$path" "$repo" "$branch" "$commit" "$path" >> "$SOURCES.new"
@@ -25,6 +25,11 @@ for v in 22.08 22.10 22.12 23.02 23.04 23.06 23.08 23.10 23.12 24.02 24.04; do
   for f in conda/recipes/versions.yaml conda/recipes/rapids/meta.yaml conda/recipes/rapids-xgboost/meta.yaml; do
     copy rapidsai/integration "branch-$v" "$f"
   done
+done
+# 23.04.00 as released, before the 23.04.01 hotfix moved xgboost to 1.7.5 (2f82774)
+for f in conda/recipes/versions.yaml conda/recipes/rapids/meta.yaml \
+  conda/recipes/rapids-xgboost/meta.yaml ci/axis/release.yaml; do
+  copy rapidsai/integration branch-23.04 "$f" 23.04.00 507dd02cc8702babbf5d218114a56c5fa3565fac
 done
 # the build matrix (Python versions, CUDA versions) of the meta-packages
 for v in 22.08 22.10 22.12 23.02 23.04; do copy rapidsai/integration "branch-$v" ci/axis/release.yaml; done

@@ -110,3 +110,29 @@ def test_rapids_23_02_and_later_need_cuda_11_2():
     # 22.08-22.12 said CUDA 11.0+: 11.0 stays a warning (built with 11.5)
     assert _errors(["cudf=22.12", "cudatoolkit=11.0"]) == []
     assert _line(load_record().release("22.12").get("cuda_min").sources[0]) == "* CUDA 11.0+"
+
+
+def test_23_04_patch_releases_pin_different_xgboost():
+    sys = {"cuda": "11.8", "glibc": "2.17"}
+    # a valid 23.04.00 environment: rapids-xgboost 23.04.00 pinned xgboost 1.7.1
+    assert _errors(["rapids=23.04.00", "python=3.10", "xgboost=1.7.1"], sys) == []
+    (f,) = _errors(["rapids=23.04.01", "python=3.10", "xgboost=1.7.1"], sys)
+    assert f.rule == "rapids.pin"
+    assert "rapids-xgboost 23.04.01 pins xgboost 1.7.5dev.rapidsai23.04" in f.message
+    assert _line(f.sources[0]).strip() == "- '=1.7.5dev.rapidsai'"
+    (f,) = _errors(["rapids-xgboost=23.04.00", "xgboost=1.7.5"], sys)
+    assert "rapids-xgboost 23.04.00 pins xgboost 1.7.1dev.rapidsai23.04" in f.message
+    assert _line(f.sources[0]).strip() == "- '=1.7.1dev.rapidsai'"
+    origin = load_record().origin(f.sources[0])
+    assert origin.startswith("rapidsai/integration@507dd02cc8702babbf5d218114a56c5fa3565fac")
+    # 23.04 admits both patch releases: only what both say
+    assert _errors(["rapids=23.04", "python=3.10", "xgboost=1.7.1"], sys) == []
+    assert _errors(["rapids=23.04", "python=3.10", "xgboost=1.7.5"], sys) == []
+    (f,) = _errors(["rapids=23.04", "python=3.10", "xgboost=1.6"], sys)
+    assert "every patch release the recipe admits: 23.04.00, 23.04.01" in f.message
+    # each patch's version is cited by its own RAPIDS_VER line
+    patches = load_record().release("23.04").patches
+    assert {p: _line(v["version"].sources[0]).strip() for p, v in patches.items()} == {
+        "23.04.00": "- 23.04.00",
+        "23.04.01": "- 23.04.01",
+    }

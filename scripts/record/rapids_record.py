@@ -277,13 +277,16 @@ def _xgboost(versions: Source, xgb_meta: Source, rel: str) -> dict[str, Any]:
     return known(base, kv[1])
 
 
-def release_entry(data: Path, rel: str) -> dict[str, Any]:
-    versions = Source(data, f"integration/{rel}/conda/recipes/versions.yaml")
-    meta = Source(data, f"integration/{rel}/conda/recipes/rapids/meta.yaml")
-    xgb_meta = Source(data, f"integration/{rel}/conda/recipes/rapids-xgboost/meta.yaml")
+def release_entry(data: Path, rel: str, integ: str = "") -> dict[str, Any]:
+    """A release's facts; ``integ`` names another copy of its integration files (a patch
+    release's, integration/23.04.00) to read them from."""
+    integ = integ or rel
+    versions = Source(data, f"integration/{integ}/conda/recipes/versions.yaml")
+    meta = Source(data, f"integration/{integ}/conda/recipes/rapids/meta.yaml")
+    xgb_meta = Source(data, f"integration/{integ}/conda/recipes/rapids-xgboost/meta.yaml")
     if not (versions.exists() and meta.exists()):
-        raise FileNotFoundError(f"{data}/integration/{rel}: versions.yaml or rapids/meta.yaml")
-    python, cuda = _builds(data, rel)
+        raise FileNotFoundError(f"{data}/integration/{integ}: versions.yaml or rapids/meta.yaml")
+    python, cuda = _builds(data, integ)
     entry: dict[str, Any] = {"python": python, "cuda_builds": cuda}
     if cuda["value"] != UNKNOWN:
         majors = sorted({v.split(".")[0] for v in cuda["value"]}, key=int)
@@ -316,6 +319,31 @@ def release_entry(data: Path, rel: str) -> dict[str, Any]:
     entry["cuda_min"] = _cuda_min(data, rel)
     entry.update(_run_requirements(data, rel))
     return entry
+
+
+# patch releases whose integration files differ from the release branch's head, copied at the
+# commit before the change (integration/23.04.00: 23.04.01 moved xgboost from 1.7.1 to 1.7.5)
+PATCHES = {"23.04": ("23.04.00",)}
+
+
+def patch_entries(data: Path, rel: str, head: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """For each patch release of ``rel`` (the branch head's RAPIDS_VER among them): its version
+    (cited) and every fact in which the patch releases differ."""
+    entries = {}
+    for integ, entry in ((rel, head), *((p, release_entry(data, rel, p)) for p in PATCHES[rel])):
+        axis = _axis_list(Source(data, f"integration/{integ}/ci/axis/release.yaml"), "RAPIDS_VER")
+        if len(axis) != 1 or (integ != rel and axis[0][0] != integ):
+            raise ValueError(f"integration/{integ}/ci/axis/release.yaml: RAPIDS_VER {axis}")
+        entries[axis[0][0]] = (entry, axis[0][1])
+    value = lambda e, f: e.get(f, {}).get("value")  # noqa: E731 - pointers differ, not facts
+    fields = sorted(
+        {f for e, _ in entries.values() for f in e}
+        - {f for f in head if all(value(e, f) == value(head, f) for e, _ in entries.values())}
+    )
+    return {
+        ver: {"version": known(ver, ptr), **{f: e[f] for f in fields if f in e}}
+        for ver, (e, ptr) in sorted(entries.items())
+    }
 
 
 def _cuda_min(data: Path, rel: str) -> dict[str, Any]:
@@ -447,6 +475,7 @@ def _sources(data: Path) -> dict[str, str]:
 
 
 def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[str, Any]:
+    releases = tuple(releases)
     from rapids_wheels import pypi_releases, pypi_sources  # it imports this module
 
     sources = {**_sources(data), **pypi_sources(data)}
@@ -470,6 +499,12 @@ def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[
                 "c_stdlib_version 2.17 at branch-24.06..24.12; the PyPI wheels of 24.12-26.10 "
                 "are manylinux_2_24 to manylinux_2_28 (tests/data/rapids-record/pypi)",
             ),
+        },
+        # patch releases that differ: release -> patch -> the facts that differ
+        "patches": {
+            rel: patch_entries(data, rel, release_entry(data, rel))
+            for rel in PATCHES
+            if rel in releases
         },
         # minimums that hold from a release on, whether the data covers the release or not
         "floors": {"cuda": _cuda_floor(data)},

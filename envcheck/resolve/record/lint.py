@@ -207,7 +207,7 @@ def lint_admitted(
     anchor = min(rapids, key=lambda e: len(admits[e.text])).text
     ordered = sorted(common, key=release_key)  # messages name the oldest admitted release
     per_release = [_one_release(rel, anchor, entries, system, record) for rel in ordered]
-    findings = _shared(per_release, common)
+    findings = _shared(per_release, f"every release the recipe admits: {describe(common)}")
     told = {"python", *EXACT, "xgboost", *META_RANGES, *ADVICE_RANGES, *TOOLKITS, *names}
     told |= {name for r in record.releases.values() for _, name, _ in _run_pins(r)}
     silent = sorted({e.name for e in entries} - told)
@@ -231,7 +231,24 @@ def _one_release(
     floor = _cuda_floor(rel, anchor, entries, system, record)
     if release is None:
         return floor + _uncovered(rel, anchor, system, record)
-    return floor + _release_rules(release, anchor, entries, system)
+    patches = _patches(release, entries)
+    if not patches:
+        return floor + _release_rules(release, anchor, entries, system)
+    per_patch = [_release_rules(release.at(p), anchor, entries, system) for p in patches]
+    also = f"every patch release the recipe admits: {', '.join(patches)}"
+    return floor + _shared(per_patch, also)
+
+
+# the packages whose version is the patch release the integration files describe
+PATCH_NAMED = ("rapids", "rapids-xgboost")
+
+
+def _patches(release: Release, entries: Sequence[Entry]) -> list[str]:
+    """The patch releases (of those whose facts differ) the recipe's rapids / rapids-xgboost
+    entries admit: all of them when it names none, or none of those recorded."""
+    named = [e for e in entries if e.name in PATCH_NAMED and e.version]
+    every = sorted(release.patches)
+    return [p for p in every if all(matches(e.version, p) for e in named)] or every
 
 
 def _cuda_floor(
@@ -274,8 +291,9 @@ def _cuda_floor(
     return out
 
 
-def _shared(per_release: Sequence[list[Finding]], releases: frozenset[str]) -> list[Finding]:
-    """The findings every release gives (by rule, severity and entries), merged into one."""
+def _shared(per_release: Sequence[list[Finding]], also: str) -> list[Finding]:
+    """The findings every release gives (by rule, severity and entries), merged into one;
+    ``also`` names the releases in the merged message."""
     if len(per_release) == 1:
         return list(per_release[0])
     key = lambda f: (f.rule, f.severity, f.entries)  # noqa: E731
@@ -290,8 +308,7 @@ def _shared(per_release: Sequence[list[Finding]], releases: frozenset[str]) -> l
                 Finding(
                     f.rule,
                     f.severity,
-                    f"{f.message} (and so does every release the recipe admits: "
-                    f"{describe(releases)})",
+                    f"{f.message} (and so does {also})",
                     f.entries,
                     tuple(sources),
                 )
@@ -370,7 +387,7 @@ def _newest_for(record: Record, glibc: str) -> str:
 def _release_rules(
     release: Release, anchor: str, entries: Sequence[Entry], system: Mapping[str, str]
 ) -> list[Finding]:
-    rel = release.version
+    rel = release.label
     out: list[Finding] = []
     by_name = {e.name: e for e in entries}
 

@@ -37,9 +37,21 @@ class Value:
 class Release:
     version: str  # "22.08"
     facts: dict[str, Value]
+    # patch releases whose facts differ ("23.04.00" -> the facts it has in place of facts')
+    patches: dict[str, dict[str, Value]] = field(default_factory=dict)
+    patch: str = ""  # set on the release as one patch has it (at())
 
     def get(self, field: str) -> Value:
         return self.facts.get(field) or Value(UNKNOWN, (), f"the record has no {field} field")
+
+    @property
+    def label(self) -> str:
+        """'23.04' or, for one patch release, '23.04.00'."""
+        return self.patch or self.version
+
+    def at(self, patch: str) -> Release:
+        """The release as patch release ``patch`` has it."""
+        return Release(self.version, {**self.facts, **self.patches[patch]}, {}, patch)
 
 
 @dataclass(frozen=True)
@@ -88,8 +100,16 @@ def _value(raw: dict[str, Any]) -> Value:
 def parse_record(data: dict[str, Any]) -> Record:
     if data.get("schema") != "envcheck.rapids-record/1":
         raise ValueError(f"unknown record schema {data.get('schema')!r}")
+    patches = data.get("patches", {})
     releases = {
-        v: Release(v, {k: _value(f) for k, f in facts.items()})
+        v: Release(
+            v,
+            {k: _value(f) for k, f in facts.items()},
+            {
+                p: {k: _value(f) for k, f in pf.items()}
+                for p, pf in patches.get(v, {}).items()
+            },
+        )
         for v, facts in data["releases"].items()
     }
     after = {k: _value(f) for k, f in data.get("after", {}).items()}
