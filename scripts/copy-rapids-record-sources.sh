@@ -64,6 +64,11 @@ done
 # (CUDA >= 12.2 from 25.12) and the platform-support table
 #   docs/main/_notices/rsn0054.md        rapidsai/docs@e4841960d7587a364fbbb2e52bd23f32fc033871
 #   docs/main/_data/platform_support.yml rapidsai/docs@92e811eb92b63bbe79247378c9dad3030f675bd3
+#   docs/main/_notices/rsn0037.md        rapidsai/docs@be2bc0985ccb29aa0e37be97e1d72aa582594d18
+# cudf's conda sysroot after 24.04 (c_stdlib_version: 2.17 through 24.12, 2.28 from 25.02)
+for v in 24.06 24.08 24.10 24.12 25.02; do
+  copy rapidsai/cudf "branch-$v" conda/recipes/cudf/conda_build_config.yaml
+done
 # the PyPI part (pypi/: wheel METADATA of 24.06-26.10) is fetched by
 # `python scripts/record/rapids_record.py --refresh`, not copied here
 grep "^docs/" "$SOURCES" >> "$SOURCES.new" || true

@@ -136,3 +136,23 @@ def test_23_04_patch_releases_pin_different_xgboost():
         "23.04.00": "- 23.04.00",
         "23.04.01": "- 23.04.01",
     }
+
+
+def test_the_glibc_rule_after_24_04_cites_lines_that_state_it():
+    rec = load_record()
+    (f,) = [g for g in _errors(["cudf=24.06", "python=3.10"]) if g.rule == "rapids.glibc"]
+    assert "RAPIDS 24.06 needs glibc >= 2.28" in f.message
+    notice, *table = f.sources
+    assert "CentOS 7` in release v24.04, and it will be removed in release v24.06" in _line(notice)
+    assert rec.origin(notice).startswith("rapidsai/docs@be2bc0985ccb29aa0e37be97e1d72aa582594d18")
+    # the docs' platform-support table: glibc_min 2.28 for each release it lists
+    assert table and {_line(p).strip() for p in table} == {'glibc_min: "2.28"'}
+    # what no copied file states is said, with the conda recipes' own glibc
+    note = rec.release("24.06").get("glibc").note
+    assert "no copied file names a glibc for the releases between" in note
+    assert "glibc 2.17 through 24.12" in note
+    assert _line("cudf/24.12/conda/recipes/cudf/conda_build_config.yaml:11").strip() == '- "2.17"'
+    assert _line("cudf/25.02/conda/recipes/cudf/conda_build_config.yaml:13").strip() == '- "2.28"'
+    # no pointer of the record is a bare notice name any more
+    after = rec.after["glibc"]
+    assert after.sources == f.sources and all(":" in s for s in after.sources)

@@ -466,6 +466,53 @@ def release_order(rel: str) -> tuple[int, ...]:
 
 
 
+NOTICE_37 = "docs/main/_notices/rsn0037.md"
+CONDA_GLIBC_AFTER = ("24.06", "24.08", "24.10", "24.12", "25.02")  # cudf c_stdlib_version
+
+
+def glibc_after(data: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(first release without CentOS 7, the glibc RAPIDS states from then on): support notice
+    37 removes CentOS 7 (glibc 2.17) in 24.06; the docs' platform-support table gives
+    glibc_min for each release it lists. Neither names a glibc for 24.06-25.04, and cudf's
+    conda recipes build against glibc 2.17 through 24.12: the note says so, with the lines."""
+    notice = Source(data, NOTICE_37)
+    removed = notice.find(r"deprecating `CentOS 7` in release v[\d.]+, and it will be removed in "
+                          r"release v(\d+\.\d+)")  # fmt: skip
+    table = Source(data, PLATFORMS)
+    mins = [(m[0].group(1), m[1]) for m in _all(table, r'^    glibc_min: "([\d.]+)"')]
+    listed = [m[0].group(1) for m in _all(table, r'^  - version: "(\d+\.\d+)"')]
+    if removed is None or not mins or len({v for v, _ in mins}) != 1:
+        why = f"{NOTICE_37} or {PLATFORMS} does not say what it used to"
+        return unknown(why), unknown(why)
+    first = removed[0].group(1)
+    conda = [
+        (rel, kv)
+        for rel in CONDA_GLIBC_AFTER
+        if (kv := Source(data, f"cudf/{rel}/conda/recipes/cudf/conda_build_config.yaml")
+            .key_value("c_stdlib_version"))
+    ]  # fmt: skip
+    old = [(rel, kv) for rel, kv in conda if kv[0] != mins[0][0]]
+    note = (
+        f"RAPIDS support notice 37 removes CentOS 7 (glibc 2.17) in {first}; RAPIDS docs give "
+        f"glibc_min {mins[0][0]} for {min(listed)}-{max(listed)}; no copied file names a glibc "
+        f"for the releases between"
+    )
+    if old:
+        note += (
+            f" (cudf's conda recipes build against glibc {old[-1][1][0]} through {old[-1][0]}: "
+            f"{old[-1][1][1]})"
+        )
+    return (
+        known(first, removed[1], note="RAPIDS support notice 37: CentOS 7 removed"),
+        known(mins[0][0], removed[1], *[p for _, p in mins], note=note),
+    )
+
+
+def _all(src: Source, pattern: str) -> list[tuple[re.Match[str], str]]:
+    rx = re.compile(pattern)
+    return [(m, f"{src.rel}:{i}") for i, line in enumerate(src.lines, 1) if (m := rx.search(line))]
+
+
 def _sources(data: Path) -> dict[str, str]:
     out = {}
     for line in (data / "SOURCES.tsv").read_text().splitlines():
@@ -488,18 +535,7 @@ def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[
             **pypi_releases(data),
         },
         # releases the data does not cover: what is known about them comes from these notices
-        "after": {
-            "first_release": known(
-                "24.06", "RAPIDS support notice RSN 37 (https://docs.rapids.ai/notices/rsn0037/)"
-            ),
-            "glibc": known(
-                "2.28",
-                "RAPIDS support notice RSN 37 (https://docs.rapids.ai/notices/rsn0037/)",
-                note="not in the copied files: cudf's conda_build_config still names "
-                "c_stdlib_version 2.17 at branch-24.06..24.12; the PyPI wheels of 24.12-26.10 "
-                "are manylinux_2_24 to manylinux_2_28 (tests/data/rapids-record/pypi)",
-            ),
-        },
+        "after": dict(zip(("first_release", "glibc"), glibc_after(data), strict=True)),
         # patch releases that differ: release -> patch -> the facts that differ
         "patches": {
             rel: patch_entries(data, rel, release_entry(data, rel))
