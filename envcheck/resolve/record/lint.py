@@ -3,10 +3,14 @@
 Rules (ids as printed):
   rapids.one-release   two RAPIDS releases in one environment (dask-cuda=22.08 + dask-cudf=22.10)
   rapids.pin           a pin the release fixes exactly (dask, distributed, dask-expr, xgboost)
-  rapids.range         a range from the release's `rapids` meta-package (numpy, cupy, ucx, ...)
+  rapids.range         a range from the release's `rapids` meta-package (numpy, cupy, ucx, ...),
+                       or a run requirement ("run:OWNER:NAME") of a package the recipe installs
   rapids.python        a Python the release was not built for
-  rapids.cuda          a CUDA major the release does not ship
+  rapids.cuda          a CUDA major the release does not ship, a toolkit below its oldest CUDA
+                       (cuda_min), or below a floor from a release on (CUDA 12.2 from 25.12)
   rapids.glibc         a target glibc older than the release needs (RAPIDS 24.06+ on glibc 2.17)
+A release with patch releases that differ (23.04.00 / 23.04.01) is checked as each patch the
+recipe's rapids / rapids-xgboost entries admit; findings common to them all stand.
 Warnings (the build goes on): a range from versions.yaml that is not a run requirement of the
 meta-package (pandas, pytorch), ucx-py, a toolkit older than the release was built with, a
 release the record does not cover; info: entries the record says nothing about.
