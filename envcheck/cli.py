@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import os
-import stat
 import sys
-import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envcheck import __version__, interrupts
 from envcheck.errors import BadInput, EnvcheckError, ExitCode
-from envcheck.report import Report, render_table, write_json, write_junit
+
+if TYPE_CHECKING:
+    from envcheck.report import Report
+
+# imported only once a verb runs: --version and --help stay as cheap as Python's own start
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
@@ -54,6 +56,8 @@ def require_build_extra(verb: str) -> None:
             f"envcheck {verb} needs Python >= 3.10 (this is {sys.version.split()[0]}); "
             "verify runs here, build on a newer Python"
         )
+    import importlib.util
+
     missing = [m for m in BUILD_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         raise BadInput(
@@ -102,7 +106,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             sub = groups[path[0]].add_parser(path[1], help=help_)
         sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
         _add_report_arguments(sub)
-        sub.set_defaults(_module=module)
+        sub.set_defaults(_module=module, _title=f"envcheck {' '.join(path)}")
         if words is None or words[: len(path)] == path:
             if module.startswith(BUILD_PACKAGE + "."):
                 if words is None and not _build_extra_present():
@@ -113,61 +117,6 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def check_destinations(args: argparse.Namespace) -> None:
-    """Bad report destinations are bad input before any work (a solve, a lock written).
-
-    The same file for --json and --junit, a directory, a missing or unwritable directory, a
-    device that refuses writes (/dev/full): each is refused here, with stdout when it refuses
-    writes too. A zero-byte write reaches the device's write path without writing anything.
-    """
-    paths = [(flag, getattr(args, flag, None)) for flag in ("json", "junit")]
-    paths = [(flag, p) for flag, p in paths if p is not None]
-    if len(paths) == 2 and _same_file(paths[0][1], paths[1][1]):
-        raise BadInput(f"--json and --junit name the same file ({paths[0][1]}): give each its own")
-    for flag, path in paths:
-        _check_destination(flag, path)
-    try:
-        fd = sys.stdout.fileno()
-        os.write(fd, b"")
-    except (OSError, ValueError, AttributeError) as e:
-        if isinstance(e, OSError) and e.errno is not None:
-            raise BadInput(f"standard output cannot be written: {e.strerror}") from None
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
-
-
-def _check_destination(flag: str, path: Path) -> None:
-    where = f"--{flag} {path}"
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        parent = path.parent if str(path.parent) else Path(".")
-        if not parent.is_dir():
-            raise BadInput(f"{where}: directory {parent} does not exist") from None
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise BadInput(f"{where}: directory {parent} is not writable") from None
-        return
-    except OSError as e:
-        raise BadInput(f"{where}: {e.strerror}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise BadInput(f"{where} is a directory")
-    try:  # non-blocking: a FIFO without a reader fails at once instead of hanging
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-    except OSError as e:
-        raise BadInput(f"{where} cannot be written: {e.strerror}") from None
-    try:
-        os.write(fd, b"")
-    except OSError as e:
-        raise BadInput(f"{where} cannot be written: {e.strerror}") from None
-    finally:
-        os.close(fd)
-
-
 def _build_extra_present() -> bool:
     try:
         require_build_extra("build")
@@ -176,15 +125,34 @@ def _build_extra_present() -> bool:
     return True
 
 
-def render(report: Report, args: argparse.Namespace) -> None:
-    """Write the report files and the table; an OSError names the file it is about."""
+REPORT_FLAGS = ("json", "junit")
+
+
+def _report_destinations(args: argparse.Namespace) -> list[tuple[str, Path | None]]:
+    return [
+        (f"--{flag} {getattr(args, flag, None)}", getattr(args, flag, None))
+        for flag in REPORT_FLAGS
+    ]
+
+
+def write_reports(report: Report, args: argparse.Namespace) -> None:
+    """--json and --junit; a failure names the file (checked before the run, failed after)."""
+    from envcheck.report import write_json, write_junit
+
     for flag, write in (("json", write_json), ("junit", write_junit)):
         path = getattr(args, flag, None)
         if path:
             try:
                 write(report, path)
+            except EnvcheckError as e:
+                raise _ReportNotWritten(e.message) from None
             except OSError as e:
                 raise _ReportNotWritten(f"--{flag} {path}: {e.strerror or e}") from None
+
+
+def render(report: Report, args: argparse.Namespace) -> None:
+    """Write the report files, then print the verb's product or the table."""
+    write_reports(report, args)
     try:
         _print(report, args)
         sys.stdout.flush()
@@ -201,15 +169,14 @@ class _ReportNotWritten(Exception):
 
 
 def _print(report: Report, args: argparse.Namespace) -> None:
-    if args.quiet:
-        from rich.console import Console
-
+    if report.output:  # a recipe, a script: the product itself, never mixed with a table
+        sys.stdout.write(report.output)
+    elif args.quiet:
         c = report.counts()
-        Console().print(
-            f"{report.status.value.upper()}: "
-            + ", ".join(f"{n} {s}" for s, n in c.items() if n)
-        )
+        print(f"{report.status.value.upper()}: " + ", ".join(f"{n} {s}" for s, n in c.items() if n))
     else:
+        from envcheck.report import render_table
+
         render_table(report)
 
 
@@ -222,31 +189,13 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
     except KeyboardInterrupt as e:  # also Terminated (SIGTERM): every finally has run
         if debug:
+            import traceback
+
             traceback.print_exc()
-        if isinstance(e, interrupts.Terminated):
-            print("envcheck: terminated (SIGTERM)", file=sys.stderr)
-            code = ExitCode.TERMINATED
-        else:
-            print("envcheck: interrupted", file=sys.stderr)
-            code = ExitCode.INTERRUPTED
-        if program and not debug:
-            _quiet_exit()
-        return int(code)
+        return interrupts.exit_for(e, quiet=program and not debug)
     finally:
         interrupts.commit()  # the outcome is decided: a late Ctrl-C changes nothing
         restore()
-
-
-def _quiet_exit() -> None:
-    """After the one line: stderr to /dev/null for the rest of the process.
-
-    Libraries clean up at exit (distributed's atexit closes a cluster an interrupt left half
-    started) and print tracebacks about the interrupt itself; the user was told already.
-    """
-    sys.stderr.flush()
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    os.close(devnull)
 
 
 def _main(argv: list[str]) -> int:
@@ -256,27 +205,50 @@ def _main(argv: list[str]) -> int:
         print(f"envcheck: {e.message}", file=sys.stderr)
         return int(e.exit_code)
     args = parser.parse_args(argv)
-    debug = getattr(args, "debug", False)
+    from envcheck import destinations
+
+    try:  # nothing is written anywhere when a destination is bad
+        destinations.check_destinations(_report_destinations(args))
+        destinations.check_stdout()
+    except EnvcheckError as e:
+        print(f"envcheck: {e.message}", file=sys.stderr)
+        return int(e.exit_code)
     try:
-        check_destinations(args)
-        outcome = importlib.import_module(args._module).run(args)
-        if isinstance(outcome, Report):
-            render(outcome, args)
-            return int(outcome.exit_code())
-        return int(outcome)
+        outcome = _call(args)
+        if isinstance(outcome, int):
+            return outcome
+        render(outcome, args)
+        return int(outcome.exit_code())
     except _ReportNotWritten as e:
         written = " (the locks were written)" if interrupts.committed() else ""
         print(f"envcheck: the report cannot be written: {e}{written}", file=sys.stderr)
         return int(ExitCode.ERROR)
+
+
+def _call(args: argparse.Namespace) -> Report | int:
+    """The verb's Report; a failure is one line on stderr and an error report (--json/--junit
+    carry it too) with the failure's exit code."""
+    from envcheck.report import error_report
+
+    debug = getattr(args, "debug", False)
+    try:
+        return importlib.import_module(args._module).run(args)
     except EnvcheckError as e:
         if debug:
+            import traceback
+
             traceback.print_exc()
         print(f"envcheck: {e.message}", file=sys.stderr)
         if e.detail and (debug or getattr(args, "explain", False)):
             print(e.detail, file=sys.stderr)
-        return int(e.exit_code)
+        failed = error_report(args._title, e.message, e.exit_code)
     except OSError as e:  # an unwritable --save-facts path, and the like
         if debug:
+            import traceback
+
             traceback.print_exc()
-        print(f"envcheck: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
-        return int(ExitCode.BAD_INPUT)
+        message = f"{e.strerror or e}: {e.filename or ''}".rstrip(": ")
+        print(f"envcheck: {message}", file=sys.stderr)
+        failed = error_report(args._title, message, ExitCode.BAD_INPUT)
+    write_reports(failed, args)
+    return int(failed.exit_code())
