@@ -169,14 +169,17 @@ class _ReportNotWritten(Exception):
 
 
 def _print(report: Report, args: argparse.Namespace) -> None:
+    from envcheck.report import Status, render_table
+
     if report.output:  # a recipe, a script: the product itself, never mixed with a table
         sys.stdout.write(report.output)
+        for r in report.results:  # what went wrong goes beside it, one line each
+            if r.status not in (Status.PASS, Status.SKIP):
+                print(f"envcheck: {r.message}", file=sys.stderr)
     elif args.quiet:
         c = report.counts()
         print(f"{report.status.value.upper()}: " + ", ".join(f"{n} {s}" for s, n in c.items() if n))
     else:
-        from envcheck.report import render_table
-
         render_table(report)
 
 

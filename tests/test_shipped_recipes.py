@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from envcheck.lockfile.read import read_lock
-from envcheck.resolve.command import exclusion_constraints
+from envcheck.resolve.build import exclusion_constraints
 from envcheck.resolve.conflicts import SolveOutcome, diagnose
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.snapshot import write_snapshot
