@@ -23,72 +23,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--account", default="", metavar="A")
     a("--job-name", default="envcheck-dask", metavar="NAME")
     env = parser.add_mutually_exclusive_group()
-    env.add_argument(
-        "--env", default="", metavar="PREFIX", help="environment to activate (venv or conda prefix)"
-    )
-    env.add_argument(
-        "--lock",
-        default="",
-        metavar="LOCK",
-        help="the workers' packages must match this lock (verify --lock); "
-        "the environment is the submitting shell's",
-    )
+    env.add_argument("--env", default="", metavar="PREFIX",
+                     help="environment to activate (venv or conda prefix)")
+    env.add_argument("--lock", default="", metavar="LOCK",
+                     help="the workers' packages must match this lock (verify --lock); "
+                     "the environment is the submitting shell's")
     a("--protocol", choices=("tcp", "ucx"), default="tcp")
     a("--interface", default="", metavar="IF", help="network interface for Dask (ib0, eth0)")
-    a(
-        "--dashboard",
-        default="127.0.0.1:0",
-        metavar="ADDR",
-        help="scheduler dashboard address (default 127.0.0.1:0: not reachable from outside)",
-    )
-    a(
-        "--shared-dir",
-        default="",
-        metavar="DIR",
-        help="where the scheduler file and reports go; every node must see it "
-        "(default: $SLURM_SUBMIT_DIR/.envcheck)",
-    )
-    a(
-        "--wait",
-        type=int,
-        default=DEFAULT_WAIT,
-        metavar="S",
-        help=f"deadline for the scheduler and all workers to come up (default {DEFAULT_WAIT})",
-    )
-    a(
-        "--verify-timeout",
-        type=float,
-        default=60.0,
-        metavar="S",
-        help="verify cluster --timeout (default 60)",
-    )
+    a("--dashboard", default="127.0.0.1:0", metavar="ADDR",
+      help="scheduler dashboard address (default 127.0.0.1:0: not reachable from outside)")
+    a("--shared-dir", default="", metavar="DIR",
+      help="where the scheduler file and reports go; every node must see it "
+      "(default: $SLURM_SUBMIT_DIR/.envcheck)")
+    a("--wait", type=int, default=DEFAULT_WAIT, metavar="S",
+      help=f"deadline for the scheduler and all workers to come up (default {DEFAULT_WAIT})")
+    a("--verify-timeout", type=float, default=60.0, metavar="S",
+      help="verify cluster --timeout (default 60)")
     a("--smoke", default="all", metavar="LIST", help="verify cluster --smoke (default all)")
     a("--then", default="", metavar="CMD", help="command to run when the verdict allows it")
-    a(
-        "--then-on",
-        choices=tuple(VERDICTS),
-        default="warn",
-        help="run --then when verify passes ('pass') or passes with warnings ('warn', default)",
-    )
-    a(
-        "--sbatch",
-        action="append",
-        default=[],
-        metavar="OPT",
-        help="extra #SBATCH option, e.g. --sbatch=--constraint=a100 (repeatable)",
-    )
-    a(
-        "--submit",
-        action="store_true",
-        help="submit with sbatch, wait for the job, print its verify report; exit code is verify's",
-    )
-    a(
-        "--submit-timeout",
-        type=float,
-        default=None,
-        metavar="S",
-        help="with --submit: cancel the job if it has not ended after S seconds",
-    )
+    a("--then-on", choices=tuple(VERDICTS), default="warn",
+      help="run --then when verify passes ('pass') or passes with warnings ('warn', default)")
+    a("--sbatch", action="append", default=[], metavar="OPT",
+      help="extra #SBATCH option, e.g. --sbatch=--constraint=a100 (repeatable)")
+    a("--submit", action="store_true",
+      help="submit with sbatch, wait for the job, print its verify report; exit code is verify's")
+    a("--submit-timeout", type=float, default=None, metavar="S",
+      help="with --submit: cancel the job if it has not ended after S seconds")
 
 
 _TIME = re.compile(r"^(\d+-)?\d+(:\d+){0,2}$")
