@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envcheck import __version__, interrupts
-from envcheck.errors import BadInput, EnvcheckError, ExitCode
+from envcheck.errors import EnvcheckError, ExitCode
 
 if TYPE_CHECKING:
     from envcheck.report import Report
@@ -43,27 +43,8 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
 }
 
 
-# Verbs whose modules live here need the `build` extra (solver, conda-lock's models, uv); the
-# verify side needs only the core dependencies and runs on Python >= 3.8.
+# Verbs whose modules live here need the `build` extra (envcheck.extras)
 BUILD_PACKAGE = "envcheck.resolve"
-BUILD_MODULES = ("rattler", "conda_lock", "uv")
-
-
-def require_build_extra(verb: str) -> None:
-    """BadInput (one line) when this interpreter cannot run a build-side verb."""
-    if sys.version_info < (3, 10):
-        raise BadInput(
-            f"envcheck {verb} needs Python >= 3.10 (this is {sys.version.split()[0]}); "
-            "verify runs here, build on a newer Python"
-        )
-    import importlib.util
-
-    missing = [m for m in BUILD_MODULES if importlib.util.find_spec(m) is None]
-    if missing:
-        raise BadInput(
-            f"envcheck {verb} needs the build extra (missing: {', '.join(missing)}): "
-            "pip install 'envcheck[build]'"
-        )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -109,20 +90,14 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         sub.set_defaults(_module=module, _title=f"envcheck {' '.join(path)}")
         if words is None or words[: len(path)] == path:
             if module.startswith(BUILD_PACKAGE + "."):
-                if words is None and not _build_extra_present():
+                from envcheck.extras import build_extra_present, require_build_extra
+
+                if words is None and not build_extra_present():
                     continue  # full parser (help): build verbs say what they need when run
                 if words is not None:
                     require_build_extra(" ".join(path))
             importlib.import_module(module).add_arguments(sub)
     return parser
-
-
-def _build_extra_present() -> bool:
-    try:
-        require_build_extra("build")
-    except EnvcheckError:
-        return False
-    return True
 
 
 REPORT_FLAGS = ("json", "junit")
