@@ -11,7 +11,7 @@ from rattler import MatchSpec
 
 from envcheck.errors import BadInput
 from envcheck.resolve.conflicts import SolveOutcome, diagnose
-from envcheck.resolve.snapshot import (
+from tests.support.snapshot import (
     depends_from_lock,
     inconsistencies,
     main,
