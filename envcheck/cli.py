@@ -10,11 +10,11 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from envcheck import __version__, interrupts
+from envcheck import __version__
 from envcheck.errors import EnvcheckError, ExitCode
 
+TYPE_CHECKING = False  # typing itself is not imported: `envcheck --version` stays cheap
 if TYPE_CHECKING:
     from envcheck.report import Report
 
@@ -161,6 +161,11 @@ def _print(report: Report, args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     program = argv is None  # the process is envcheck (console script, python -m envcheck)
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:  # what argparse would print, without building the parser
+        print(f"envcheck {__version__}")
+        return 0
+    from envcheck import interrupts
+
     debug = "--debug" in argv
     restore = interrupts.install()
     try:
@@ -198,6 +203,8 @@ def _main(argv: list[str]) -> int:
         render(outcome, args)
         return int(outcome.exit_code())
     except _ReportNotWritten as e:
+        from envcheck import interrupts
+
         written = " (the locks were written)" if interrupts.committed() else ""
         print(f"envcheck: the report cannot be written: {e}{written}", file=sys.stderr)
         return int(ExitCode.ERROR)

@@ -14,10 +14,10 @@ import os
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING
 
 from envcheck.errors import ExitCode
 
+TYPE_CHECKING = False  # typing is not imported at start-up (`envcheck --help`)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any

@@ -67,7 +67,6 @@ def venv_distributed_only(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 from tests.install_world import py39_env, py39_world  # noqa: E402, F401
 
-
 # --- every JSON report written in this test session validates against the schema -------------
 
 
