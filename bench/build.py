@@ -1,4 +1,4 @@
-"""Benchmark `envcheck build` against a bare rattler.solve, and the conflict diagnosis (issue 2).
+"""Benchmark `envcheck build` against a bare rattler.solve, and the conflict diagnosis.
 
     python bench/build.py [--records 50000] [--repeat 3] [--json FILE]
 

@@ -20,6 +20,19 @@ if TYPE_CHECKING:
 
 # imported only once a verb runs: --version and --help stay as cheap as Python's own start
 
+DESCRIPTION = (
+    "Provision and validate environments for multi-GPU, multi-node Dask / RAPIDS / PyTorch\n"
+    "clusters: solve a recipe into a lock that installs, then prove a node, a live cluster or\n"
+    "a launcher's ranks are right before the job lands on them."
+)
+EPILOG = (
+    "start here:\n"
+    "  envcheck verify node            check this machine (driver, GPUs, libraries, health)\n"
+    "  envcheck verify cluster [ADDR]  audit a Dask cluster (none given: start a local one)\n"
+    "  envcheck build RECIPE           lint and solve a recipe into conda-lock lockfiles\n"
+    "exit codes: 0 pass, 1 warn, 2 fail, 3 error, 4 bad input (README: Exit codes)"
+)
+
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("build",): ("envcheck.resolve.command", "solve recipes into conda-lock lockfiles"),
@@ -35,6 +48,10 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("verify", "cluster"): (
         "envcheck.verify.cluster.command",
         "audit, smoke-test and measure a Dask cluster (default: start a local one)",
+    ),
+    ("verify", "job"): (
+        "envcheck.verify.job.command",
+        "run as every rank of srun/torchrun/mpirun/horovodrun: check the job's ranks",
     ),
     ("slurm", "script"): (
         "envcheck.slurm.command",
@@ -60,6 +77,10 @@ def _add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, metavar="FILE", help="write the report as JSON")
     p.add_argument("--junit", type=Path, metavar="FILE", help="write the report as JUnit XML")
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
+    p.add_argument(
+        "--verbose", action="store_true",
+        help="show every skipped check as a row (by default skips fold into one line per reason)",
+    )
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -70,7 +91,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     values, so the first words that are not flags name the verb.
     """
     words = None if argv is None else tuple(a for a in argv if not a.startswith("-"))
-    parser = _Parser(prog="envcheck", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(prog="envcheck", description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
@@ -155,7 +177,7 @@ def _print(report: Report, args: argparse.Namespace) -> None:
         c = report.counts()
         print(f"{report.status.value.upper()}: " + ", ".join(f"{n} {s}" for s, n in c.items() if n))
     else:
-        render_table(report)
+        render_table(report, verbose=getattr(args, "verbose", False))
 
 
 def main(argv: list[str] | None = None) -> int:

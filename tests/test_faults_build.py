@@ -1,4 +1,4 @@
-"""envcheck build under faults and hostile input (issue 10): nothing lost, nothing left running,
+"""envcheck build under faults and hostile input: nothing lost, nothing left running,
 nothing that hangs, one line and a documented exit code for each. Real processes, real files,
 real sockets, real solves on local channels.
 """

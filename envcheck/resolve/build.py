@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
+import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ class BuildOptions:
     fetch_timeout: float = DEFAULT_FETCH_TIMEOUT_S
     channel_data: tuple[str, ...] = ()  # solve against these channels instead of the recipe's
     lint: bool = True  # refuse pins the RAPIDS release record contradicts
+    try_: tuple[str, ...] = ()  # candidates to try one by one (``--try``): writes no lock
 
 
 # --- solving one recipe --------------------------------------------------------------------
@@ -435,6 +437,8 @@ def build(opts: BuildOptions) -> Report:
     notes = lint_recipes(recipes) if opts.lint else ()  # before any solve: fails fast
     for c in opts.channel_data:
         resolve_channel(c)  # a URL the solver cannot read is bad input before any work
+    if opts.try_:
+        return _try(recipes, opts, notes)
     check_writable(out)
     for r in recipes:  # a lock path that is a device, a FIFO, a directory: refused now
         for path in lock_paths(out, r.name, r.platforms).values():
@@ -444,9 +448,13 @@ def build(opts: BuildOptions) -> Report:
     changes: list[tuple[str, Change]] = []
     to_write: dict[Path, bytes] = {}
     for recipe in recipes:
-        res, ch, files = build_one(
-            recipe, out, opts.platform, opts.channel_data or None, opts.fetch_timeout
-        )
+        try:
+            res, ch, files = build_one(
+                recipe, out, opts.platform, opts.channel_data or None, opts.fetch_timeout
+            )
+        except EnvcheckError:
+            _print_notes(notes)  # what the record warned of may be why the solve failed
+            raise
         results += res
         changes += [(recipe.name, c) for c in ch]
         to_write.update(files)
@@ -457,6 +465,45 @@ def build(opts: BuildOptions) -> Report:
     return Report(
         "envcheck build", results=tuple(results), tables=tables, environment={"out": str(out)}
     )
+
+
+def _try(recipes: Sequence[Recipe], opts: BuildOptions, notes: tuple[Table, ...]) -> Report:
+    from envcheck.resolve.trial import parse_candidates, try_candidates
+
+    if len(recipes) != 1:
+        raise BadInput("--try takes one recipe")
+    (recipe,) = recipes
+    candidates = parse_candidates(list(opts.try_))
+    vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
+    channels = list(opts.channel_data or recipe.channels)
+    try:
+        report = try_candidates(
+            recipe,
+            candidates,
+            channels,
+            _platforms(recipe, opts.platform),
+            vps,
+            exclusion_constraints(recipe),
+            opts.fetch_timeout,
+            explain_failure,
+        )
+    except EnvcheckError:
+        _print_notes(notes)
+        raise
+    return Report(
+        report.title,
+        results=report.results,
+        tables=notes + report.tables,
+        environment=report.environment,
+    )
+
+
+def _print_notes(notes: Sequence[Table]) -> None:
+    """The lint's warnings and notes on stderr, for a build that ends in an error."""
+    for table in notes:
+        for recipe, severity, rule, message, source in table.rows:
+            where = f" [{source}]" if source else ""
+            print(f"envcheck: {recipe}: {severity}: {rule}: {message}{where}", file=sys.stderr)
 
 
 def check_all(recipes: Sequence[Recipe], out: Path) -> Report:

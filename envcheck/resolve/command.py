@@ -38,6 +38,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "instead of the recipe's; the lock records them (repeatable)",
     )
     p.add_argument(
+        "--try",
+        dest="try_",
+        action="append",
+        metavar="SPEC,SPEC,...",
+        help="solve the recipe with each candidate added alone; print which fit and, for a "
+        "conflict, the smallest clashing set of entries; writes no lock",
+    )
+    p.add_argument(
         "--no-lint",
         action="store_true",
         help="solve even where the RAPIDS release record says the recipe's pins contradict it",
@@ -53,6 +61,7 @@ def options_from_args(args: argparse.Namespace) -> BuildOptions:
         fetch_timeout=args.fetch_timeout,
         channel_data=tuple(args.channel_data or ()),
         lint=not args.no_lint,
+        try_=tuple(args.try_ or ()),
     )
 
 

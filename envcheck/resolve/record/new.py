@@ -160,10 +160,14 @@ def _toolkit(release: Release, opts: Options, lines: _Lines) -> None:
     elif rule.known:
         lines.add(f"cuda-version={toolkit}", f"rule {rule.value} ({cite(rule)}){built}")
     else:
+        ships = (
+            f"the release ships CUDA {', '.join(majors.value)} ({cite(majors)})"
+            if majors.known
+            else f"which CUDA majors the release ships is not in the data ({majors.note})"
+        )
         lines.add(
             f"cuda-version>={major}.0,<{int(major) + 1}",
-            f"CUDA {major}: the release ships CUDA {', '.join(majors.value)} ({cite(majors)}); "
-            "how its conda packages pin CUDA is not in the data",
+            f"CUDA {major}: {ships}; how its conda packages pin CUDA is not in the data",
         )
 
 
