@@ -32,18 +32,17 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def check_destination(path: Path, what: str) -> None:
+def check_destination(path: Path, what: str, *, replace: bool = False) -> None:
     """BadInput (one line) unless ``path`` is absent in a writable directory or a writable
     regular file (a symbolic link is judged by what it points at). ``what`` names the path in
-    the message, e.g. ``--json out.json``."""
+    the message, e.g. ``--json out.json``. ``replace``: the file is renamed over, not written
+    into, so its own permission bits do not matter."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        if os.path.islink(path):
-            raise BadInput(
-                f"{what}: a symbolic link to {os.readlink(path)}, which does not exist"
-            ) from None
-        parent = path.parent if str(path.parent) else Path(".")
+        target = Path(os.path.realpath(path))  # a dangling link is written through
+        parent = target.parent if os.path.islink(path) else path.parent
+        parent = parent if str(parent) else Path(".")
         if not parent.is_dir():
             raise BadInput(f"{what}: directory {parent} does not exist") from None
         if not os.access(parent, os.W_OK | os.X_OK):
@@ -54,7 +53,7 @@ def check_destination(path: Path, what: str) -> None:
     if not stat.S_ISREG(st.st_mode):
         link = f" (through a symbolic link to {os.readlink(path)})" if os.path.islink(path) else ""
         raise BadInput(f"{what} is {_kind(st.st_mode)}{link}: envcheck writes only regular files")
-    if not os.access(path, os.W_OK):
+    if not replace and not os.access(path, os.W_OK):
         raise BadInput(f"{what} is not writable")
 
 

@@ -41,14 +41,14 @@ def write_files_atomically(files: Mapping[Path, bytes]) -> None:
     directory) is refused before anything is written, and again just before the renames.
     """
     for target in files:
-        check_destination(target, str(target))
+        check_destination(target, str(target), replace=True)
     temps: dict[Path, str] = {}
     backups: dict[Path, str] = {}
     try:
         for target, data in files.items():
             _write_temp(target, data, temps)
         for target in files:
-            check_destination(target, str(target))
+            check_destination(target, str(target), replace=True)
             if os.path.lexists(target):
                 backups[target] = _backup(target)
         interrupts.commit()

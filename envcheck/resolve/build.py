@@ -442,7 +442,7 @@ def build(opts: BuildOptions) -> Report:
     check_writable(out)
     for r in recipes:  # a lock path that is a device, a FIFO, a directory: refused now
         for path in lock_paths(out, r.name, r.platforms).values():
-            check_destination(path, f"lock {path}")
+            check_destination(path, f"lock {path}", replace=True)
     preload_conda_lock()
     results: list[Result] = []
     changes: list[tuple[str, Change]] = []
