@@ -230,46 +230,10 @@ def measure_allreduce(
     iters = (20 if gpu else 3) if iters is None else iters
     ref, basis = allreduce_reference(facts, plan.workers) if gpu else (None, "")
     env = facts[plan.workers[0]].env
-    want = ddp.expected_sum(world)
     node = f"{world} ranks"
     for nbytes in sizes:
-        try:
-            futs = ddp.launch(
-                client,
-                plan,
-                worker_tasks.torch_allreduce_bench,
-                nbytes,
-                warmup,
-                iters,
-                timeout=timeout,
-            )
-            try:
-                replies = _gather(client, futs, timeout)
-            finally:
-                with contextlib.suppress(Exception):
-                    client.cancel(futs, force=True)
-        except Exception as exc:
-            out.problems.append(
-                Result(
-                    "bench.allreduce",
-                    Status.ERROR,
-                    f"{plan.backend} all-reduce not measured: {_first_line(exc)}",
-                    node=node,
-                    group=GROUP,
-                )
-            )
-            continue
-        wrong = [r["rank"] for r in replies if r["min"] != want or r["max"] != want]
-        if wrong:
-            out.problems.append(
-                Result(
-                    "bench.allreduce",
-                    Status.FAIL,
-                    f"{plan.backend} all-reduce gave a wrong sum on ranks {wrong}",
-                    node=node,
-                    group=GROUP,
-                )
-            )
+        replies = _allreduce_round(client, plan, nbytes, warmup, iters, timeout, out, node)
+        if replies is None:
             continue
         seconds = max(r["seconds"] for r in replies)  # the slowest rank bounds the collective
         algbw = nbytes / seconds / 1e9
@@ -287,6 +251,40 @@ def measure_allreduce(
             )
         )
     return out
+
+
+def _allreduce_round(
+    client: Any,
+    plan: Any,
+    nbytes: int,
+    warmup: int,
+    iters: int,
+    timeout: float,
+    out: MeasurementList,
+    node: str,
+) -> list[dict] | None:
+    """Every rank's reply for one size; None (the problem added to ``out``) when it failed."""
+    try:
+        futs = ddp.launch(
+            client, plan, worker_tasks.torch_allreduce_bench, nbytes, warmup, iters,
+            timeout=timeout,
+        )  # fmt: skip
+        try:
+            replies = _gather(client, futs, timeout)
+        finally:
+            with contextlib.suppress(Exception):
+                client.cancel(futs, force=True)
+    except Exception as exc:
+        msg = f"{plan.backend} all-reduce not measured: {_first_line(exc)}"
+        out.problems.append(Result("bench.allreduce", Status.ERROR, msg, node=node, group=GROUP))
+        return None
+    want = ddp.expected_sum(len(plan.workers))
+    wrong = [r["rank"] for r in replies if r["min"] != want or r["max"] != want]
+    if wrong:
+        msg = f"{plan.backend} all-reduce gave a wrong sum on ranks {wrong}"
+        out.problems.append(Result("bench.allreduce", Status.FAIL, msg, node=node, group=GROUP))
+        return None
+    return replies
 
 
 def run_measurements(
