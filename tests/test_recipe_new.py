@@ -176,6 +176,8 @@ def test_shipped_rapids_recipes_are_what_their_own_command_generates():
          ExitCode.UNSOLVABLE, "rapids.python: recipe entry 'python=3.9' contradicts RAPIDS 23.04"),
         (["--rapids", "22.08", "--cuda", "12.2", "--os", "el8"], ExitCode.UNSOLVABLE,
          "rapids.cuda: recipe entry 'cudatoolkit=12.2' contradicts RAPIDS 22.08"),
+        (["--rapids", "26.10", "--cuda", "12.0", "--os", "el8"], ExitCode.UNSOLVABLE,
+         "rapids.cuda: RAPIDS 26.10 ('cudf=26.10'): RAPIDS 25.12 and later require CUDA >= 12.2"),
         (["--rapids", "26.12", "--cuda", "12.2", "--os", "el8"], ExitCode.BAD_INPUT,
          "RAPIDS 26.12 is not in the release record"),
         (["--rapids", "24.04", "--cuda", "12.2", "--os", "el8", "--libs", "cudf,cusignal"],
@@ -187,7 +189,7 @@ def test_recipe_new_refuses_what_the_record_rules_out_in_one_line(capsys, argv, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0], err
     if code == ExitCode.UNSOLVABLE:
-        assert re.search(r"\[(integration/|RAPIDS support notice RSN 37)", err[0]), err[0]
+        assert re.search(r"\[(integration/|docs/|RAPIDS support notice RSN 37)", err[0]), err[0]
 
 
 def test_recipe_new_writes_the_file_it_is_given(tmp_path, capsys):

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, Unsolvable
 from envcheck.resolve.record.lint import ERROR, lint
-from envcheck.resolve.record.table import Record, Release, Value, is_release, load_record
+from envcheck.resolve.record.table import (
+    Record,
+    Release,
+    Value,
+    is_release,
+    load_record,
+    release_key,
+)
 
 if TYPE_CHECKING:
     from envcheck.report import Report
@@ -146,7 +153,7 @@ def _python(release: Release, opts: Options) -> tuple[str, str]:
     return chosen, f"built for Python {', '.join(py.value)} ({cite(py)})"
 
 
-def _toolkit(release: Release, opts: Options, lines: _Lines) -> None:
+def _toolkit(record: Record, release: Release, opts: Options, lines: _Lines) -> None:
     toolkit = opts.toolkit or opts.cuda
     major = toolkit.split(".")[0]
     rule, builds, majors = (
@@ -160,14 +167,25 @@ def _toolkit(release: Release, opts: Options, lines: _Lines) -> None:
     elif rule.known:
         lines.add(f"cuda-version={toolkit}", f"rule {rule.value} ({cite(rule)}){built}")
     else:
+        low, why = f"{major}.0", ""
+        floor = record.floors.get("cuda")
+        if (
+            floor
+            and floor.known
+            and floor.value["cuda"].split(".")[0] == major
+            and release_key(release.version) >= release_key(floor.value["since"])
+        ):
+            low = floor.value["cuda"]
+            why = f"; CUDA >= {low} from {floor.value['since']} on ({floor.value['by']}: "
+            why += f"{cite(floor)})"
         ships = (
             f"the release ships CUDA {', '.join(majors.value)} ({cite(majors)})"
             if majors.known
             else f"which CUDA majors the release ships is not in the data ({majors.note})"
         )
         lines.add(
-            f"cuda-version>={major}.0,<{int(major) + 1}",
-            f"CUDA {major}: {ships}; how its conda packages pin CUDA is not in the data",
+            f"cuda-version>={low},<{int(major) + 1}",
+            f"CUDA {major}: {ships}{why}; how its conda packages pin CUDA is not in the data",
         )
 
 
@@ -219,7 +237,7 @@ def compose(opts: Options, record: Record | None = None) -> str:
     python, py_note = _python(release, opts)
     lines = _Lines()
     lines.add(f"python={python}", py_note)
-    _toolkit(release, opts, lines)
+    _toolkit(record, release, opts, lines)
     libs = _libs(release, opts)
     for name in libs:
         lines.add(f"{name}={rel}", _member_comment(release, name))
