@@ -257,7 +257,7 @@ def _refuse_unfit_wheels(
     from envcheck.resolve import el7
 
     glibc = system["glibc"]
-    if el7.fits(glibc, NEW_GLIBC):
+    if el7.fits(NEW_GLIBC, glibc):
         return  # not an old glibc: the clash is the entries' own
     wide = Target.of(target.python, target.platform, {**system, "glibc": NEW_GLIBC})
     proc = uv_compile(requirements, pins, wide, index_url, timeout)
@@ -277,11 +277,17 @@ def _refuse_unfit_wheels(
             el7.unfit_wheels(c.name, c.version, [f.filename], glibc, target.platform,
                              target.python, lambda _n, names=names: names)  # fmt: skip
         )
-    lines = [o.line(glibc) for o in found if o is not None]
-    if lines:
+    direct = {requirement_name(r) for r in requirements}
+    mine = [o for o in found if o is not None and o.name in direct]
+    rest = [o for o in found if o is not None and o.name not in direct]
+    if mine or rest:
+        text = ("recipe entries: " + "; ".join(o.line(glibc) for o in mine)) if mine else ""
+        if rest:
+            text += f"{'; ' if mine else ''}and what they pull in: "
+            text += "; ".join(o.line(glibc) for o in rest)
         raise Unsolvable(
-            f"pip entries do not resolve for glibc {glibc}: for glibc {NEW_GLIBC} they would "
-            f"take {len(lines)} wheel(s) that do not load on {glibc}: " + "; ".join(lines)
+            f"pip entries do not resolve for glibc {glibc}: resolved for glibc {NEW_GLIBC} "
+            f"they take {len(mine) + len(rest)} wheel(s) that do not load on {glibc}: {text}"
         )
 
 
