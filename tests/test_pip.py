@@ -57,7 +57,9 @@ def test_pip_entry_lands_in_the_lock_with_pypi_url_and_sha256(tmp_path: Path) ->
     assert f"# pip six @ {six.url}#sha256={six.sha256}" in explicit
 
 
-def test_the_lint_reads_rapids_wheels_as_their_release_and_cuda_major(tmp_path: Path, capsys) -> None:
+def test_the_lint_reads_rapids_wheels_as_their_release_and_cuda_major(
+    tmp_path: Path, capsys
+) -> None:
     url = demo_channel(tmp_path / "ch")
     out = str(tmp_path / "locks")
     # no solve and no PyPI: the record refuses both before either starts

@@ -59,7 +59,9 @@ def _python_channel(root: Path) -> str:
 
 def _recipe(tmp_path: Path, name: str, glibc: str = "2.28", torch: str = "torch") -> Path:
     text = RECIPE.read_text().replace("name: rapids-26.10-pypi-cuda12", f"name: {name}")
-    text = text.replace('glibc: "2.28"', f'glibc: "{glibc}"').replace("  - torch\n", f"  - {torch}\n")
+    text = text.replace('glibc: "2.28"', f'glibc: "{glibc}"').replace(
+        "  - torch\n", f"  - {torch}\n"
+    )
     path = tmp_path / f"{name}.yaml"
     path.write_text(text)
     return path

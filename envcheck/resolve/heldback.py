@@ -74,8 +74,8 @@ def _retry(requirements: Sequence[str], res: Resolution, c: tuple[str, str, str,
     try:
         proc = uv_compile(reqs, res.constraints, res.target, index_url, RETRY_TIMEOUT_S)
     except Unreachable:
-        return HeldBack(entry, name, chosen, newest,
-                        f"(not told: the index did not answer within {RETRY_TIMEOUT_S:.0f} s)", "")  # fmt: skip
+        late = f"(not told: the index did not answer within {RETRY_TIMEOUT_S:.0f} s)"
+        return HeldBack(entry, name, chosen, newest, late, "")
     if proc.returncode == 0:  # uv's preference, not a clash: the newest fits too
         return HeldBack(entry, name, chosen, newest, "nothing: it resolves with the newest too", "")
     if "No solution found" not in proc.stderr:
@@ -93,4 +93,3 @@ def held_back(requirements: Sequence[str], res: Resolution, index_url: str) -> l
         return []
     with ThreadPoolExecutor(len(todo)) as pool:
         return list(pool.map(lambda c: _retry(requirements, res, c, index_url), todo))
-

@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 from envcheck.errors import BadInput, EnvcheckError, Unreachable, Unsolvable
 from envcheck.lockfile.model import PipPackage
 from envcheck.lockfile.names import PLATFORM_ARCH, pypi_name
-from envcheck.resolve.pypi_index import IndexFile, best_file, index_pages
+from envcheck.resolve.pypi_index import Page, best_file, index_pages
 from envcheck.resolve.solve import SolvedPackage
 
 PYPI = "https://pypi.org/simple"
@@ -107,7 +107,7 @@ class Compiled:
 class Resolution:
     packages: tuple[PipPackage, ...]
     compiled: tuple[Compiled, ...]
-    index: Mapping[str, list[IndexFile] | None] = field(hash=False)  # name -> the index's files
+    index: Mapping[str, Page | None] = field(hash=False)  # name -> the index's files
     target: Target
     constraints: Mapping[str, str] = field(hash=False)  # conda's Python packages: name -> version
 
@@ -274,8 +274,15 @@ def _refuse_unfit_wheels(
             continue
         names = [x.filename for x in files if not x.yanked]
         found.append(
-            el7.unfit_wheels(c.name, c.version, [f.filename], glibc, target.platform,
-                             target.python, lambda _n, names=names: names)  # fmt: skip
+            el7.unfit_wheels(
+                c.name,
+                c.version,
+                [f.filename],
+                glibc,
+                target.platform,
+                target.python,
+                lambda _n, names=names: names,
+            )  # fmt: skip
         )
     direct = {requirement_name(r) for r in requirements}
     mine = [o for o in found if o is not None and o.name in direct]
