@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.errors import ExitCode
+from envcheck.text import printable
 
 SCHEMA = "envcheck.report/1"
 
@@ -33,6 +34,15 @@ class Result:
     node: str = ""
     fix: str = ""
     group: str = ""  # section in the table ("node", "cluster", "smoke", a plugin's name)
+
+    def __post_init__(self) -> None:
+        # a message quotes kernel logs, hostnames, file names: no control byte reaches a
+        # terminal, a Nagios line or an XML parser raw (envcheck.text)
+        for name in ("check", "message", "node", "fix", "group"):
+            value = getattr(self, name)
+            safe = printable(value)
+            if safe is not value:
+                object.__setattr__(self, name, safe)
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,10 @@ class Report:
     measurements: tuple[Measurement, ...] = ()
     tables: tuple[Table, ...] = ()
     environment: dict[str, str] = field(default_factory=dict)
+    # the exit code when the results alone do not say it (an error's own code, exit 8)
+    code: ExitCode | None = None
+    # the verb's product printed as is in place of the table (a recipe, a script, markdown)
+    output: str = ""
 
     @property
     def status(self) -> Status:
@@ -74,6 +88,8 @@ class Report:
         return Status.PASS
 
     def exit_code(self) -> ExitCode:
+        if self.code is not None:
+            return self.code
         return {
             Status.PASS: ExitCode.OK,
             Status.WARN: ExitCode.WARN,
@@ -109,11 +125,26 @@ class Report:
                 {"title": t.title, "columns": list(t.columns), "rows": [list(r) for r in t.rows]}
                 for t in self.tables
             ],
+            **({"output": self.output} if self.output else {}),
         }
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a Report as a table (``envcheck.verify_cluster(client)`` in a cell)."""
+        from envcheck.report_html import to_html
+
+        return to_html(self)
+
+
+def error_report(title: str, message: str, code: ExitCode, check: str = "") -> Report:
+    """The report of a run that failed as a whole: one error result, the failure's exit code."""
+    result = Result(check or title, Status.ERROR, message, group="error")
+    return Report(title, results=(result,), code=code)
 
 
 def write_json(report: Report, path: Path) -> None:
-    path.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    from envcheck.destinations import write_file
+
+    write_file(path, (json.dumps(report.to_json(), indent=2) + "\n").encode(), f"--json {path}")
 
 
 def to_junit(report: Report) -> ET.Element:
@@ -121,7 +152,7 @@ def to_junit(report: Report) -> ET.Element:
     counts = report.counts()
     suite = ET.Element(
         "testsuite",
-        name=report.title,
+        name=printable(report.title),
         tests=str(len(report.results)),
         failures=str(counts["fail"]),
         errors=str(counts["error"]),
@@ -145,7 +176,10 @@ def to_junit(report: Report) -> ET.Element:
             ET.SubElement(case, "system-out").text = text
     for m in report.measurements:
         ET.SubElement(
-            suite, "property", name=f"{m.name}[{m.node}]", value=f"{m.value:.6g} {m.unit}"
+            suite,
+            "property",
+            name=printable(f"{m.name}[{m.node}]"),
+            value=printable(f"{m.value:.6g} {m.unit}"),
         )
     root = ET.Element("testsuites")
     root.append(suite)
@@ -153,10 +187,13 @@ def to_junit(report: Report) -> ET.Element:
 
 
 def write_junit(report: Report, path: Path) -> None:
+    from envcheck.destinations import write_file
+
     tree = ET.ElementTree(to_junit(report))
     if hasattr(ET, "indent"):  # Python 3.9+; 3.8 writes the same XML unindented
         ET.indent(tree)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    data = ET.tostring(tree.getroot(), encoding="utf-8", xml_declaration=True)
+    write_file(path, data + b"\n", f"--junit {path}")
 
 
 _STYLE = {

@@ -189,3 +189,25 @@ def venv_distributed_only(tmp_path_factory: pytest.TempPathFactory) -> str:
 # --- envcheck install and the images: a served channel of real packages, one installed env ----
 
 from tests.install_world import py39_env, py39_world  # noqa: E402, F401
+
+# --- every JSON report written in this test session validates against the schema -------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _json_reports_follow_the_schema():
+    """Wraps ``envcheck.report.write_json`` (the one JSON writer: cli, --nagios, the API all
+    call it by module attribute): each file written in-process is validated right after it
+    is written, and a report that breaks envcheck/report.schema.json fails its test there.
+    Subprocess runs are validated by the tests that read them (tests.report_schema)."""
+    import envcheck.report as report
+    from tests.report_schema import validated
+
+    original = report.write_json
+
+    def write_and_validate(rep, path):  # noqa: ANN001, ANN202
+        original(rep, path)
+        validated(path)
+
+    report.write_json = write_and_validate
+    yield
+    report.write_json = original

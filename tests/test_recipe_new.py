@@ -9,7 +9,7 @@ import pytest
 
 from envcheck.cli import build_parser, main
 from envcheck.errors import ExitCode
-from envcheck.resolve.command import exclusion_constraints
+from envcheck.resolve.build import exclusion_constraints
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.record.lint import ERROR, lint, matches
 from envcheck.resolve.record.new import OSES, Options, command_in, compose

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from .archs import (
     cache_path,
@@ -73,33 +74,22 @@ def collect_node_facts(
         env = _interesting_env(extra_env)
         python_packages, packages, builds, source = _installed()
         kernel_driver = read_kernel_driver(*nvidia_roots())
-        if arch_probe is None:
-            arch_probe = role in ("local", "worker") and bool(kernel_driver.version)
-        frameworks = wanted_frameworks({**packages, **python_packages}) if arch_probe else ()
-        arch_cache = cache_path(frameworks) if frameworks else ""
-        compiled = cached_archs(arch_cache, frameworks) if frameworks else ()
-        if compiled is None:
-            archs_child = start_arch_probe(frameworks)
+        frameworks, arch_cache, compiled, archs_child = _start_archs(
+            {**packages, **python_packages}, role, arch_probe, kernel_driver.version
+        )
         nvml_state, nvml_error, driver, cuda_driver, gpus = _nvml_facts()
         visible, problem = resolve_visible_devices(env.get("CUDA_VISIBLE_DEVICES"), gpus)
-        own: tuple[int, ...] = (os.getpid(),)
-        if any(g.processes for g in gpus):  # walking /proc costs ms: only when it can matter
-            own = _own_pids(os.getpid())
+        # walking /proc costs ms: only when another process on a GPU makes it matter
+        own = _own_pids(os.getpid()) if any(g.processes for g in gpus) else (os.getpid(),)
         nccl_version, nccl_source = _nccl_version()
         gpu_health, host_health = _health(role, health, gpus, visible, kernel_log)
         if compiled is None:
             compiled = finish_arch_probe(archs_child, frameworks, probe_timeout)
             keep_archs(arch_cache, compiled)
         facts = NodeFacts(
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            user=_current_user(),
+            **_identity(),
             role=role,
             address=address,
-            python=_process_constant("python", platform.python_version),
-            python_executable=sys.executable,
-            platform=_process_constant("platform", conda_platform),
-            glibc=_process_constant("glibc", glibc_version),
             packages=packages,
             package_builds=builds,
             package_source=source,
@@ -115,8 +105,7 @@ def collect_node_facts(
             visible_devices_problem=problem,
             own_pids=own,
             python_packages=python_packages,
-            imports=probe_imports(import_modules, probe_timeout) if import_modules else (),
-            libraries=probe_libraries(libraries, probe_timeout) if libraries else (),
+            **_probes(import_modules, libraries, probe_timeout),
             nccl_source=nccl_source,
             gpu_health=gpu_health,
             host_health=host_health,
@@ -132,6 +121,40 @@ def collect_node_facts(
         if archs_child is not None and archs_child.poll() is None:  # an exception on the way
             archs_child.kill()
             archs_child.wait()
+
+
+def _start_archs(
+    installed: dict[str, str], role: str, arch_probe: bool | None, driver_version: str
+) -> tuple[tuple[str, ...], str, Any, Any]:
+    """(frameworks, cache file, their archs when cached else None, the probe child or None)."""
+    if arch_probe is None:
+        arch_probe = role in ("local", "worker") and bool(driver_version)
+    frameworks = wanted_frameworks(installed) if arch_probe else ()
+    arch_cache = cache_path(frameworks) if frameworks else ""
+    compiled = cached_archs(arch_cache, frameworks) if frameworks else ()
+    child = start_arch_probe(frameworks) if compiled is None else None
+    return frameworks, arch_cache, compiled, child
+
+
+def _probes(modules: Any, libraries: Any, timeout: float) -> dict[str, Any]:
+    """Import and library probes in child processes, only when asked for."""
+    return {
+        "imports": probe_imports(modules, timeout) if modules else (),
+        "libraries": probe_libraries(libraries, timeout) if libraries else (),
+    }
+
+
+def _identity() -> dict[str, Any]:
+    """Who and what this process is: host, pid, user, Python, platform, glibc."""
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "user": _current_user(),
+        "python": _process_constant("python", platform.python_version),
+        "python_executable": sys.executable,
+        "platform": _process_constant("platform", conda_platform),
+        "glibc": _process_constant("glibc", glibc_version),
+    }
 
 
 def _installed() -> tuple[dict[str, str], dict[str, str], dict[str, str], str]:

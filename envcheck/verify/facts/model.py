@@ -59,7 +59,7 @@ class LibraryProbe:
     error: str = ""
 
 
-# ---- health facts (issue 12): what DCGM level 1, gcm and NHC read, as plain data ------------
+# ---- health facts: what DCGM level 1, gcm and NHC read, as plain data ------------
 # Every NVML value is Optional: None means "not read"; the field's name is then in
 # GpuHealth.unsupported (NVML said NotSupported: no ECC on a GeForce, no NVLink on PCIe cards)
 # or in GpuHealth.errors with NVML's message.
@@ -272,7 +272,7 @@ class NodeFacts:
     imports: tuple[ImportProbe, ...] = ()  # only the modules asked for
     libraries: tuple[LibraryProbe, ...] = ()  # only the libraries asked for
     nccl_source: str = ""  # path of the libnccl that answered, or "torch"
-    # Health facts (issue 12): NVML per GPU and the host's limits, links and kernel log.
+    # Health facts: NVML per GPU and the host's limits, links and kernel log.
     gpu_health: tuple[GpuHealth, ...] = ()
     host_health: HostHealth = field(default_factory=HostHealth)
     # The same GPU reads again after verify node --level 2's load (PCIe link as trained under

@@ -51,7 +51,7 @@ BUILTIN_CHECKS: dict[str, Check] = {
     "imports": check_imports,
     "libraries": check_libraries,
     "ucx": check_ucx,
-    # health (issue 12): what dcgmi diag -r 1, gcm and NHC look at
+    # health: what dcgmi diag -r 1, gcm and NHC look at
     "ecc": check_ecc,
     "xid": check_xid,
     "pcie": check_pcie,
