@@ -1,4 +1,4 @@
-"""Benchmark the real PyPI lock of tests/data/rapids-26.10-pypi-cuda12.yaml's pip part.
+"""Benchmark the real PyPI lock of tests/data/pypi-rapids-26.10-cuda12.yaml's pip part.
 
     python bench/pypi_lock.py [--repeat 2]
 
@@ -30,7 +30,7 @@ from envcheck.resolve.pip import PYPI, Target, _uv, conda_python_pins, resolve  
 from envcheck.resolve.recipe import load_recipe  # noqa: E402
 from envcheck.resolve.solve import SolvedPackage  # noqa: E402
 
-RECIPE = ROOT / "tests" / "data" / "rapids-26.10-pypi-cuda12.yaml"
+RECIPE = ROOT / "tests" / "data" / "pypi-rapids-26.10-cuda12.yaml"
 PYTHON = SolvedPackage("python", "3.12.7", "h0", 0, "c", "linux-64", "u", None, None, (), (), 0, 0)
 
 

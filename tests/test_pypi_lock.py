@@ -24,7 +24,7 @@ from tests.channel import pkg, write_channel
 
 pytestmark = pytest.mark.slow
 
-RECIPE = Path(__file__).parent / "data" / "rapids-26.10-pypi-cuda12.yaml"
+RECIPE = Path(__file__).parent / "data" / "pypi-rapids-26.10-cuda12.yaml"
 CACHE_LIMIT = 50 * 2**20  # metadata only: a wheel of torch or cudf alone would pass it
 
 
@@ -58,7 +58,7 @@ def _python_channel(root: Path) -> str:
 
 
 def _recipe(tmp_path: Path, name: str, glibc: str = "2.28", torch: str = "torch") -> Path:
-    text = RECIPE.read_text().replace("name: rapids-26.10-pypi-cuda12", f"name: {name}")
+    text = RECIPE.read_text().replace("name: pypi-rapids-26.10-cuda12", f"name: {name}")
     text = text.replace('glibc: "2.28"', f'glibc: "{glibc}"').replace(
         "  - torch\n", f"  - {torch}\n"
     )
