@@ -580,3 +580,34 @@ def _cuda_python(release: Release) -> str:
 
 def errors(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == ERROR]
+
+
+_CU_SUFFIX = re.compile(r"^(.+)-cu(\d{2})$")
+
+
+def pip_entries(requirements: Iterable[str], record: Record) -> list[str]:
+    """RAPIDS wheels as the conda entries the rules read: 'cudf-cu12==26.10.*' says cudf
+    26.10.* and CUDA 12 (the wheel's suffix is its CUDA major); dask-cuda keeps its name."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    names = record.release_versioned_names() | {"dask-cuda"}
+    out: list[str] = []
+    for text in requirements:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        name = canonicalize_name(req.name)
+        m = _CU_SUFFIX.match(name)
+        base = m.group(1) if m else name
+        if base not in names and name not in EXACT and name != "python":
+            continue
+        spec = ",".join(
+            s.version if s.operator == "==" and s.version.endswith(".*") else str(s)
+            for s in req.specifier
+        )
+        out.append(f"{base} {spec}" if spec else base)
+        if m and f"cuda-version {m.group(2)}.*" not in out:
+            out.append(f"cuda-version {m.group(2)}.*")
+    return out
