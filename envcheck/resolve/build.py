@@ -261,7 +261,7 @@ def build_one(
     Nothing is written here: ``run`` writes every recipe's files in one swap, so an interrupt
     or a failure leaves every previous lock as it was.
     """
-    from envcheck.resolve.pip import resolve_pip_noting_held_back
+    from envcheck.resolve.heldback import resolve_pip_noting_held_back
 
     channels = list(data or recipe.channels)
     platforms = _platforms(recipe, only)

@@ -6,7 +6,7 @@ version is older than the newest release the target installs, resolve once more 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -15,8 +15,10 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envcheck.errors import Unreachable
-from envcheck.resolve.pip import Resolution, explain_clash, uv_compile
+from envcheck.lockfile.model import PipPackage
+from envcheck.resolve.pip import PYPI, Resolution, explain_clash, resolve, uv_compile
 from envcheck.resolve.pypi_index import newest_installable
+from envcheck.resolve.solve import SolvedPackage
 
 UPPER = ("<", "<=", "==", "===", "~=")
 RETRY_TIMEOUT_S = 120.0  # one re-resolution; past it the entry is skipped with a note
@@ -93,3 +95,18 @@ def held_back(requirements: Sequence[str], res: Resolution, index_url: str) -> l
         return []
     with ThreadPoolExecutor(len(todo)) as pool:
         return list(pool.map(lambda c: _retry(requirements, res, c, index_url), todo))
+
+
+def resolve_pip_noting_held_back(
+    requirements: Sequence[str],
+    solved: Sequence[SolvedPackage],
+    platform: str,
+    system: Mapping[str, str],
+    *,
+    index_url: str = PYPI,
+) -> tuple[list[PipPackage], list[str]]:
+    """resolve_pip, and a line for each direct entry the resolution held back."""
+    if not requirements:
+        return [], []
+    res = resolve(requirements, solved, platform, system, index_url=index_url)
+    return list(res.packages), [h.line() for h in held_back(requirements, res, index_url)]

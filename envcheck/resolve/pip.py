@@ -315,20 +315,3 @@ def resolve_pip(
         return []
     return list(resolve(requirements, solved, platform, system, index_url=index_url,
                         timeout=timeout).packages)  # fmt: skip
-
-
-def resolve_pip_noting_held_back(
-    requirements: Sequence[str],
-    solved: Sequence[SolvedPackage],
-    platform: str,
-    system: Mapping[str, str],
-    *,
-    index_url: str = PYPI,
-) -> tuple[list[PipPackage], list[str]]:
-    """resolve_pip, and a line for each direct entry the resolution held back (heldback.py)."""
-    if not requirements:
-        return [], []
-    from envcheck.resolve.heldback import held_back
-
-    res = resolve(requirements, solved, platform, system, index_url=index_url)
-    return list(res.packages), [h.line() for h in held_back(requirements, res, index_url)]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rapids_pypi import ARCH, CUDA_PROJECTS, RELEASES, Wheel, chosen, read_index, release_of
-from rapids_record import Source, known, unknown
+from rapids_source import Source, known, unknown
 
 # package -> (record field, the PyPI name cudf-cu12 requires it under)
 CUDF_RANGES = {
@@ -187,7 +187,7 @@ def _glibc(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
             low = min(lows)
             floors.append((low, f"{low[0]}.{low[1]}", ws.line_of(project, w)))
     if not floors:
-        from rapids_record import glibc_after
+        from rapids_source import glibc_after
 
         after = glibc_after(ws.data)[1]
         after = {**after, "note": f"no binary wheel of this release on PyPI; {after['note']}"}
