@@ -1,4 +1,4 @@
-"""Benchmark `envcheck install` against py-rattler's bare `install` of the same records (issue 9).
+"""Benchmark `envcheck install` against py-rattler's bare `install` of the same records.
 
     python bench/install.py [--repeat 5] [--json FILE]
 

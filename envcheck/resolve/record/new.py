@@ -11,11 +11,22 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, Unsolvable
 from envcheck.resolve.recipe import _NAME
 from envcheck.resolve.record.lint import ERROR, lint
-from envcheck.resolve.record.table import Record, Release, Value, is_release, load_record
+from envcheck.resolve.record.table import (
+    Record,
+    Release,
+    Value,
+    is_release,
+    load_record,
+    release_key,
+)
+
+if TYPE_CHECKING:
+    from envcheck.report import Report
 
 # target OS -> (glibc it ships, words for the header)
 OSES = {
@@ -143,7 +154,7 @@ def _python(release: Release, opts: Options) -> tuple[str, str]:
     return chosen, f"built for Python {', '.join(py.value)} ({cite(py)})"
 
 
-def _toolkit(release: Release, opts: Options, lines: _Lines) -> None:
+def _toolkit(record: Record, release: Release, opts: Options, lines: _Lines) -> None:
     toolkit = opts.toolkit or opts.cuda
     major = toolkit.split(".")[0]
     rule, builds, majors = (
@@ -157,10 +168,25 @@ def _toolkit(release: Release, opts: Options, lines: _Lines) -> None:
     elif rule.known:
         lines.add(f"cuda-version={toolkit}", f"rule {rule.value} ({cite(rule)}){built}")
     else:
+        low, why = f"{major}.0", ""
+        floor = record.floors.get("cuda")
+        if (
+            floor
+            and floor.known
+            and floor.value["cuda"].split(".")[0] == major
+            and release_key(release.version) >= release_key(floor.value["since"])
+        ):
+            low = floor.value["cuda"]
+            why = f"; CUDA >= {low} from {floor.value['since']} on ({floor.value['by']}: "
+            why += f"{cite(floor)})"
+        ships = (
+            f"the release ships CUDA {', '.join(majors.value)} ({cite(majors)})"
+            if majors.known
+            else f"which CUDA majors the release ships is not in the data ({majors.note})"
+        )
         lines.add(
-            f"cuda-version>={major}.0,<{int(major) + 1}",
-            f"CUDA {major}: the release ships CUDA {', '.join(majors.value)} ({cite(majors)}); "
-            "how its conda packages pin CUDA is not in the data",
+            f"cuda-version>={low},<{int(major) + 1}",
+            f"CUDA {major}: {ships}{why}; how its conda packages pin CUDA is not in the data",
         )
 
 
@@ -212,7 +238,7 @@ def compose(opts: Options, record: Record | None = None) -> str:
     python, py_note = _python(release, opts)
     lines = _Lines()
     lines.add(f"python={python}", py_note)
-    _toolkit(release, opts, lines)
+    _toolkit(record, release, opts, lines)
     libs = _libs(release, opts)
     for name in libs:
         lines.add(f"{name}={rel}", _member_comment(release, name))
@@ -398,13 +424,23 @@ def command_in(text: str) -> list[str]:
     return shlex.split(" ".join(words))
 
 
-def run(args: argparse.Namespace) -> int:
-    text = compose(options(args))
-    if args.out is None:
-        print(text, end="")
-        return 0
+def run(args: argparse.Namespace) -> Report:
+    return recipe_new(options(args), args.out)
+
+
+def recipe_new(opts: Options, out: Path | None = None) -> Report:
+    """The recipe as the report's output, or written to ``out`` (a regular file or absent)."""
+    from envcheck.destinations import check_destination
+    from envcheck.report import Report, Result, Status
+
+    if out is not None:
+        check_destination(out, f"--out {out}")
+    text = compose(opts)
+    where = "printed" if out is None else f"written to {out}"
+    result = Result("recipe new", Status.PASS, f"RAPIDS {opts.rapids}, {opts.os}: {where}")
+    if out is None:
+        return Report("envcheck recipe new", results=(result,), output=text)
     from envcheck.resolve.atomic import write_files_atomically
 
-    write_files_atomically({args.out: text.encode()})
-    print(f"wrote {args.out}")
-    return 0
+    write_files_atomically({out: text.encode()})
+    return Report("envcheck recipe new", results=(result,), output=f"wrote {out}\n")
