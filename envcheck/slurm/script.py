@@ -6,10 +6,16 @@ scheduler, the verify client and the user's command; one `srun` step runs one wo
 per node, each bound to its own GPU by `--gpus-per-task=1`. Everything started in the
 background is killed by an EXIT trap: with proctrack/linuxproc Slurm does not do it.
 Pure: options in, text out.
+
+No option value becomes shell code: every user value reaches bash through `shlex.quote` (an
+argument, or the single string `bash -c` runs for --then), and reaches sbatch's own #SBATCH
+parser double-quoted with backslash escapes. The only expansions in the script are envcheck's
+own variables (`Var`). Values with control characters never get here (command.py refuses them).
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -49,6 +55,19 @@ def _q(s: str) -> str:
     return shlex.quote(s)
 
 
+class Var(str):
+    """Shell text envcheck wrote itself ("$RUN_DIR/report.json"): expanded, double-quoted.
+    Never built from an option value."""
+
+
+def _sbatch_word(s: str) -> str:
+    """One argument as sbatch's #SBATCH parser reads it: inside double quotes, with `\\` and
+    `"` escaped, spaces, quotes and `#` (its comment character) stay part of the value."""
+    if re.fullmatch(r"[A-Za-z0-9_.,:=@%+/-]+", s):
+        return s
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _directives(o: ScriptOptions) -> list[str]:
     lines = [
         f"--job-name={o.job_name}",
@@ -62,7 +81,7 @@ def _directives(o: ScriptOptions) -> list[str]:
         if value:
             lines.append(f"--{flag}={value}")
     lines += list(o.extra_sbatch)
-    return [f"#SBATCH {line}" for line in lines]
+    return [f"#SBATCH {_sbatch_word(line)}" for line in lines]
 
 
 def _activate(env: str) -> str:
@@ -83,12 +102,12 @@ def render(o: ScriptOptions) -> str:
     iface = ["--interface", o.interface] if o.interface else []
     sched = [
         "python", "-m", "distributed.cli.dask_scheduler",
-        "--scheduler-file", "$SCHED_FILE", "--protocol", o.protocol,
+        "--scheduler-file", Var("$SCHED_FILE"), "--protocol", o.protocol,
         "--dashboard-address", o.dashboard, *iface,
     ]
     verify = [
-        "envcheck", "verify", "cluster", "--scheduler-file", "$SCHED_FILE",
-        "--json", "$RUN_DIR/report.json", "--junit", "$RUN_DIR/report.xml",
+        "envcheck", "verify", "cluster", "--scheduler-file", Var("$SCHED_FILE"),
+        "--json", Var("$RUN_DIR/report.json"), "--junit", Var("$RUN_DIR/report.xml"),
         "--timeout", f"{o.verify_timeout:g}", "--smoke", o.smoke,
     ]
     if o.lock:
@@ -125,7 +144,12 @@ PIDS=""
 cleanup() {{
     # Slurm's proctrack/linuxproc leaves background children running: end them here
     for pid in $PIDS; do kill -TERM "$pid" 2>/dev/null; done
-    sleep 1
+    for _ in 1 2 3 4 5; do  # up to 1 s for them to go, no wait when they already have
+        alive=""
+        for pid in $PIDS; do kill -0 "$pid" 2>/dev/null && alive=1; done
+        [ -z "$alive" ] && break
+        sleep 0.2
+    done
     for pid in $PIDS; do kill -KILL "$pid" 2>/dev/null; done
     wait 2>/dev/null
 }}
@@ -133,7 +157,7 @@ trap cleanup EXIT
 trap 'exit 143' TERM INT
 fail() {{ echo "envcheck: $1" >&2; echo "$1" > "$RUN_DIR/failed"; exit 3; }}
 
-# 1. scheduler on this (the first) node; the dashboard stays on {o.dashboard}
+# 1. scheduler on this (the first) node; the dashboard stays on {_q(o.dashboard)}
 {" ".join(_sh(sched))} > "$RUN_DIR/scheduler.log" 2>&1 &
 PIDS="$PIDS $!"
 deadline=$((SECONDS + {o.wait}))
@@ -187,11 +211,6 @@ exit "$VERDICT"
 
 
 def _sh(words: list[str]) -> list[str]:
-    """Quote each word for bash, leaving $VARS expandable (inside double quotes)."""
-    out = []
-    for w in words:
-        if "$" in w:
-            out.append(f'"{w}"')
-        else:
-            out.append(_q(w))
-    return out
+    """Each word as one bash word: envcheck's own `Var`s expand (inside double quotes), every
+    other word is quoted whole, so a `$(...)`, backtick or `;` in a value is inert text."""
+    return [f'"{w}"' if isinstance(w, Var) else _q(w) for w in words]

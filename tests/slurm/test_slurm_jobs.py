@@ -121,3 +121,23 @@ def test_job_that_can_never_start_is_cancelled_with_slurms_reason(slurm, tmp_pat
     assert "can never start" in p.stderr and "PartitionConfig" in p.stderr
     job = p.stderr.split("job ", 1)[1].split()[0]
     assert "JobState=CANCELLED" in slurm.run("scontrol", "show", "job", "-o", job)
+
+
+def test_hostile_sbatch_values_reach_slurm_verbatim_as_one_option_each(slurm, tmp_path):
+    """sbatch's own #SBATCH parser reads the quoted values back whole: spaces, quotes, `#`
+    and backslashes stay in the job name and comment, and start no other option."""
+    name = "a b 'c' \"d\" # e \\ $(touch pwned) --hold"
+    comment = "x --partition=nope # y \"z\""
+    script = envcheck(slurm, tmp_path, "slurm", "script", "--job-name", name,
+                      f"--sbatch=--comment={comment}", "--sbatch=--hold")
+    assert script.returncode == 0, script.stderr
+    sub = subprocess.run(["sbatch", "--parsable"], input=script.stdout, cwd=tmp_path,
+                         env=slurm.env, capture_output=True, text=True, timeout=60)
+    assert sub.returncode == 0, sub.stderr
+    job = sub.stdout.strip().split(";")[0]
+    try:
+        fields = slurm.run("squeue", "-h", "-j", job, "-o", "%j|%k|%P|%T").rstrip("\n")
+    finally:
+        slurm.run("scancel", job, check=False)
+    assert fields == f"{name}|{comment}|debug|PENDING"
+    assert not (tmp_path / "pwned").exists()
