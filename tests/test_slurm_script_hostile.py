@@ -201,3 +201,45 @@ def test_the_default_script_still_runs_its_steps_in_order(capsys, sandbox, monke
     wait = next(c for c in calls["python"] if c[1] == "-c" and "wait_for_workers" in c[2])
     assert wait[4] == "8"  # all 2 x 4 workers
     assert after(calls["envcheck"][0], "--scheduler-file").endswith(".envcheck/42/scheduler.json")
+
+
+VERDICT_SRUN = r"""#!/bin/bash
+name=$(basename "$0")
+f=$(mktemp "$STUB_LOG/$name.XXXXXX")
+printf '%s\0' "${CONDA_PREFIX-}" "$@" > "$f"
+exit "${STUB_VERDICT:-0}"
+"""
+
+
+@pytest.mark.parametrize(("verdict", "runs"), [(0, True), (1, True), (2, False), (3, False)])
+def test_job_mode_runs_then_only_when_the_verdict_allows(
+    sandbox: Path, capsys, verdict: int, runs: bool
+) -> None:
+    (sandbox / "bin" / "srun").write_text(VERDICT_SRUN)
+    code, text, _ = generate(capsys, "--job", "--nodes", "2", "--gpus-per-node", "4",
+                             "--lock", __file__, "--then", "then-cmd " + shlex.quote(HOSTILE))
+    assert code == 0
+    script = sandbox / "job.sh"
+    script.write_text(text)
+    env = {"PATH": f"{sandbox / 'bin'}:/usr/bin:/bin", "STUB_LOG": str(sandbox / "log"),
+           "SLURM_JOB_ID": "42", "SLURM_SUBMIT_DIR": str(sandbox / "work"),
+           "HOME": str(sandbox), "TMPDIR": str(sandbox), "STUB_VERDICT": str(verdict)}
+    p = subprocess.run(["bash", str(script)], cwd=sandbox / "work", env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == verdict, p.stderr
+    logged = {f.name.split(".")[0]: f.read_text().split("\0")[:-1]
+              for f in (sandbox / "log").iterdir()}
+    srun = logged["srun"][1:]
+    assert srun[srun.index("envcheck"):srun.index("envcheck") + 3] == ["envcheck", "verify", "job"]
+    assert after(srun, "--lock") == __file__ and "--gpus-per-task=1" in srun
+    assert ("then-cmd" in logged) is runs
+    if runs:
+        assert logged["then-cmd"][1:] == [HOSTILE]
+    assert not list(sandbox.rglob(f"{MARK}*"))
+
+
+def test_job_mode_refuses_options_that_shape_a_dask_cluster(capsys) -> None:
+    code, _, err = generate(capsys, "--job", "--protocol", "ucx", "--smoke", "submit")
+    assert code == 4
+    assert err.strip() == "envcheck: --protocol, --smoke: shape the Dask cluster, and --job " \
+                          "starts none"

@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--partition", default="", metavar="P")
     a("--time", default="", metavar="T", help="time limit, as sbatch takes it (1:00:00)")
     a("--account", default="", metavar="A")
-    a("--job-name", default="envcheck-dask", metavar="NAME")
+    a("--job-name", default="", metavar="NAME",
+      help="sbatch --job-name (default envcheck-dask, with --job envcheck-job)")
     env = parser.add_mutually_exclusive_group()
     env.add_argument("--env", default="", metavar="PREFIX",
                      help="environment to activate (venv or conda prefix)")
@@ -48,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="run --then when verify passes ('pass') or passes with warnings ('warn', default)")
     a("--sbatch", action="append", default=[], metavar="OPT",
       help="extra #SBATCH option, e.g. --sbatch=--constraint=a100 (repeatable)")
+    a("--job", action="store_true",
+      help="no Dask cluster: every task runs `envcheck verify job` (srun's own ranks, one GPU "
+      "each), then --then when the verdict allows it")
     a("--submit", action="store_true",
       help="submit with sbatch, wait for the job, print its verify report; exit code is verify's")
     a("--submit-timeout", type=seconds, default=None, metavar="S",
@@ -111,8 +115,18 @@ def check_values(args: argparse.Namespace) -> None:
         raise BadInput(f"--then: control character {bad}: not allowed")
 
 
+# options that shape the Dask cluster only: meaningless (so refused) with --job
+_DASK_ONLY = {"protocol": "tcp", "interface": "", "dashboard": "127.0.0.1:0", "wait": DEFAULT_WAIT,
+              "smoke": "all"}
+
+
 def options_from_args(args: argparse.Namespace, shared_dir: str = "") -> ScriptOptions:
     check_values(args)
+    if args.job:
+        given = [k for k, default in _DASK_ONLY.items() if getattr(args, k) != default]
+        if given:
+            flags = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise BadInput(f"{flags}: shape the Dask cluster, and --job starts none")
     if args.time and not _TIME.match(args.time):
         raise BadInput(f"--time {args.time!r}: use minutes, H:MM:SS or D-HH:MM:SS")
     for opt in args.sbatch:
@@ -129,7 +143,7 @@ def options_from_args(args: argparse.Namespace, shared_dir: str = "") -> ScriptO
         partition=args.partition,
         time=args.time,
         account=args.account,
-        job_name=args.job_name,
+        job_name=args.job_name or ("envcheck-job" if args.job else "envcheck-dask"),
         env=os.path.abspath(args.env) if args.env else "",
         lock=os.path.abspath(args.lock) if args.lock else "",
         protocol=args.protocol,
@@ -142,6 +156,7 @@ def options_from_args(args: argparse.Namespace, shared_dir: str = "") -> ScriptO
         then=args.then,
         then_on=args.then_on,
         extra_sbatch=tuple(args.sbatch),
+        job=args.job,
     )
 
 
@@ -159,6 +174,7 @@ def run(args: argparse.Namespace) -> Report:
 
 def script_report(opts: ScriptOptions) -> Report:
     """The sbatch script as the report's output (printed as is, nothing else on stdout)."""
-    shape = f"{opts.nodes} node(s) x {opts.gpus_per_node} GPU(s), {opts.protocol}"
+    shape = f"{opts.nodes} node(s) x {opts.gpus_per_node} GPU(s), " + (
+        "verify job on every task" if opts.job else f"a Dask cluster over {opts.protocol}")
     result = Result("slurm script", Status.PASS, f"sbatch script: {shape}", group="slurm")
     return Report("envcheck slurm script", results=(result,), output=render(opts))

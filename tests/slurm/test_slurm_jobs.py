@@ -141,3 +141,19 @@ def test_hostile_sbatch_values_reach_slurm_verbatim_as_one_option_each(slurm, tm
         slurm.run("scancel", job, check=False)
     assert fields == f"{name}|{comment}|debug|PENDING"
     assert not (tmp_path / "pwned").exists()
+
+
+def test_job_mode_verifies_every_task_then_runs_the_work(slurm, tmp_path):
+    # no Dask cluster: srun's two tasks run verify job, each on the GPU Slurm bound it to
+    p = envcheck(
+        slurm, tmp_path, "slurm", "script", "--job", "--gpus-per-node", "2", "--env", sys.prefix,
+        "--then", "echo work ran > then.out", "--submit", "--json", "report.json",
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    got = {r["check"]: r for r in report["results"]}
+    assert got["job.ranks"]["message"].startswith("2 of 2 ranks reported (slurm)")
+    assert got["slurm.gpu-binding"]["status"] == "pass"
+    assert (tmp_path / "then.out").read_text() == "work ran\n"
+    job = report["environment"]["slurm job"].split()[0]
+    assert left_running(job, str(slurm.conf)) == []
