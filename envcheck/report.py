@@ -172,7 +172,10 @@ def render_table(report: Report, console: Any = None) -> None:
     """Print the report for people: results grouped, measurements, extra tables, a summary."""
     from rich.console import Console
     from rich.table import Table as RichTable
+    from rich.text import Text
 
+    # Text, not markup: messages and fixes quote commands ("pip install 'envcheck[gpu]'")
+    # whose brackets rich would otherwise take for style tags and drop
     console = console or Console()
     groups: dict[str, list[Result]] = {}
     for r in report.results:
@@ -183,7 +186,8 @@ def render_table(report: Report, console: Any = None) -> None:
             t.add_column(col, overflow="fold")
         for r in results:
             t.add_row(
-                f"[{_STYLE[r.status]}]{r.status.value}[/]", r.check, r.node, r.message, r.fix
+                f"[{_STYLE[r.status]}]{r.status.value}[/]",
+                *(Text(x) for x in (r.check, r.node, r.message, r.fix)),
             )
         console.print(t)
     for extra in report.tables:
@@ -191,7 +195,7 @@ def render_table(report: Report, console: Any = None) -> None:
         for col in extra.columns:
             t.add_column(col, overflow="fold")
         for row in extra.rows:
-            t.add_row(*row)
+            t.add_row(*(Text(str(x)) for x in row))
         console.print(t)
     if report.measurements:
         t = RichTable(title=f"{report.title}: measurements", title_justify="left")
@@ -204,7 +208,7 @@ def render_table(report: Report, console: Any = None) -> None:
                 f"{m.value:.4g} {m.unit}",
                 "" if m.baseline is None else f"{m.baseline:.4g} {m.unit}",
                 "" if m.reference is None else f"{m.reference:.4g} {m.unit}",
-                m.verdict,
+                Text(m.verdict),
             )
         console.print(t)
     c = report.counts()

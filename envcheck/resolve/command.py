@@ -6,6 +6,7 @@ import argparse
 import hashlib
 import json
 import socket
+import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -60,6 +61,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="solve against these channels (e.g. a local snapshot of the recipe's channels) "
         "instead of the recipe's; the lock records them (repeatable)",
+    )
+    p.add_argument(
+        "--try",
+        dest="try_",
+        action="append",
+        metavar="SPEC,SPEC,...",
+        help="solve the recipe with each candidate added alone; print which fit and, for a "
+        "conflict, the smallest clashing set of entries; writes no lock",
     )
     p.add_argument(
         "--no-lint",
@@ -295,9 +304,7 @@ def build_one(
     pip: dict[str, list[PipPackage]] = {}
     vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
     for platform in platforms:
-        solved[platform] = _solve_platform(
-            recipe, channels, platform, vps[platform], fetch_timeout
-        )
+        solved[platform] = _solve_platform(recipe, channels, platform, vps[platform], fetch_timeout)
         pip[platform] = resolve_pip(recipe.pip, solved[platform], platform, recipe.system)
         _check_glibc(recipe, channels, platform, solved[platform], pip[platform])
     extra = {}
@@ -438,6 +445,45 @@ def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
     return (Table("RAPIDS release record", cols, tuple(rows)),)
 
 
+def _try(recipes: Sequence[Recipe], args: argparse.Namespace, notes: tuple[Table, ...]) -> Report:
+    from envcheck.resolve.trial import parse_candidates, try_candidates
+
+    if len(recipes) != 1:
+        raise BadInput("--try takes one recipe")
+    (recipe,) = recipes
+    candidates = parse_candidates(args.try_)
+    vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
+    channels = list(args.channel_data or recipe.channels)
+    try:
+        report = try_candidates(
+            recipe,
+            candidates,
+            channels,
+            _platforms(recipe, args.platform),
+            vps,
+            exclusion_constraints(recipe),
+            args.fetch_timeout,
+            explain_failure,
+        )
+    except EnvcheckError:
+        _print_notes(notes)
+        raise
+    return Report(
+        report.title,
+        results=report.results,
+        tables=notes + report.tables,
+        environment=report.environment,
+    )
+
+
+def _print_notes(notes: Sequence[Table]) -> None:
+    """The lint's warnings and notes on stderr, for a build that ends in an error."""
+    for table in notes:
+        for recipe, severity, rule, message, source in table.rows:
+            where = f" [{source}]" if source else ""
+            print(f"envcheck: {recipe}: {severity}: {rule}: {message}{where}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> Report | int:
     recipes = [load_recipe(p) for p in args.recipes]  # every recipe is validated before any work
     names = [r.name for r in recipes]
@@ -461,15 +507,21 @@ def run(args: argparse.Namespace) -> Report | int:
     notes = () if args.no_lint else lint_recipes(recipes)  # before any solve: fails fast
     for c in args.channel_data or ():
         resolve_channel(c)  # a URL the solver cannot read is bad input before any work
+    if args.try_:
+        return _try(recipes, args, notes)
     check_writable(out)
     preload_conda_lock()
     results: list[Result] = []
     changes: list[tuple[str, Change]] = []
     to_write: dict[Path, bytes] = {}
     for recipe in recipes:
-        res, ch, files = build_one(
-            recipe, out, args.platform, args.channel_data, args.fetch_timeout
-        )
+        try:
+            res, ch, files = build_one(
+                recipe, out, args.platform, args.channel_data, args.fetch_timeout
+            )
+        except EnvcheckError:
+            _print_notes(notes)  # what the record warned of may be why the solve failed
+            raise
         results += res
         changes += [(recipe.name, c) for c in ch]
         to_write.update(files)

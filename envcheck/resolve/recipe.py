@@ -12,11 +12,12 @@ from pathlib import Path
 from types import MappingProxyType
 
 import yaml
-from rattler import MatchSpec, Version
-from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError
+from rattler import Version
+from rattler.exceptions import InvalidVersionError
 
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.resolve.solve import resolve_channel
+from envcheck.resolve.spec import conda_spec
 
 PLATFORMS = frozenset(
     {"linux-64", "linux-aarch64", "linux-ppc64le", "osx-64", "osx-arm64", "win-64"}
@@ -90,26 +91,6 @@ class Recipe:
     @property
     def excluded_names(self) -> frozenset[str]:
         return frozenset(e.name for e in self.exclude)
-
-
-def strict_match_spec(spec: str) -> MatchSpec:
-    """Parse ``spec`` exactly as the solver does (rattler.solve: strict, exact names only).
-
-    A lenient parse accepts conda's ``name=version=build`` and bare-version forms that the
-    solver then rejects: validating leniently would let a recipe pass and its build fail.
-    Raises ValueError, one line naming the spec.
-    """
-    try:
-        return MatchSpec(spec, strict=True, exact_names_only=True)
-    except InvalidMatchSpecError as e:
-        problem = f"{spec!r} is not a conda match spec: {str(e).splitlines()[0]}"
-        try:
-            lenient = str(MatchSpec(spec))
-        except InvalidMatchSpecError:
-            raise ValueError(problem) from None
-        raise ValueError(
-            f"{problem} (the solver parses specs strictly; a lenient reading is {lenient!r})"
-        ) from None
 
 
 class _Errors:
@@ -277,7 +258,7 @@ def _parse_recipe(text: str, path: Path) -> Recipe:
     seen: dict[str, str] = {}
     for node, spec in _list(err, top["dependencies"][1], "dependencies"):
         try:
-            ms = strict_match_spec(spec)
+            ms = conda_spec(spec)  # every form conda's command line accepts
         except ValueError as e:
             raise err.at(node, "dependencies", str(e)) from None
         pname = ms.name.normalized if ms.name else None

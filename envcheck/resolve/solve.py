@@ -322,13 +322,20 @@ def solve_specs(
     repodata cannot be fetched (within ``fetch_timeout`` seconds).
     """
     global _child
+    from envcheck.resolve.spec import solver_spec  # rattler, only when something is solved
+
     urls = [resolve_channel(c) for c in channels]
+    try:  # conda's reading of each spec, in the text the solver's strict parser reads alike
+        solver_specs = [solver_spec(s) for s in specs]
+        solver_constraints = [solver_spec(s) for s in constraints]
+    except ValueError as e:
+        raise BadInput(f"the solver cannot parse its input: {e}") from None
     request = {
-        "specs": list(specs),
+        "specs": solver_specs,
         "channels": urls,
         "platform": platform,
         "virtual_packages": _vp_triples(virtual_packages),
-        "constraints": list(constraints),
+        "constraints": solver_constraints,
         "timeout": timeout,
         "fingerprint": _fingerprint(urls, platform),
     }

@@ -313,7 +313,19 @@ def release_entry(data: Path, rel: str) -> dict[str, Any]:
     entry["glibc"] = _glibc(data, rel, versions)
     entry["xgboost"] = _xgboost(versions, xgb_meta, rel)
     entry["members"] = _members(meta)
+    entry.update(_run_requirements(data, rel))
     return entry
+
+
+def _run_requirements(data: Path, rel: str) -> dict[str, dict[str, Any]]:
+    """Ranges a package of the release requires to install ("run:NAME"), unlike versions.yaml's
+    advice: dask-cuda 23.08-24.02 pins pandas in its pyproject (the conda package runs it too)."""
+    out: dict[str, dict[str, Any]] = {}
+    pyproject = Source(data, f"dask-cuda/{rel}/pyproject.toml")
+    hit = pyproject.find(r'^\s+"pandas\s*([<>=!,.\w]+)",')
+    if hit and "<" in hit[0].group(1):  # an upper bound: 24.04's plain ">=1.3" says nothing new
+        out["run:pandas"] = known(hit[0].group(1), hit[1], note="dask-cuda")
+    return out
 
 
 # releases newer than the newest integration branch in the data, known from PyPI wheels only

@@ -31,6 +31,8 @@ from envcheck.verify.cluster.connect import (
     check_address,
     connect,
     embedded_cluster,
+    embedded_gap_results,
+    embedded_gpu_gap,
     embedded_kind,
     gpu_count,
     security_from_files,
@@ -76,7 +78,11 @@ def verify_cluster(options: ClusterOptions) -> Report:
             client, described = stack.enter_context(_cluster(options, security))
         except HandshakeSkew as skew:  # no Client: the skew the raw probe saw is the report
             return handshake_skew_report(skew.peer, skew.reason)
-        return verify_client(client, exp, options, described)
+        report = verify_client(client, exp, options, described)
+        if described.startswith("embedded "):  # GPUs NVML cannot read: say so, do not pass
+            gap = embedded_gap_results()
+            report = dataclasses.replace(report, results=(*gap, *report.results))
+        return report
 
 
 def verify_client(
@@ -112,7 +118,7 @@ def _cluster(options: ClusterOptions, security: object) -> Iterator[tuple[Client
             yield got
         return
     gpus = gpu_count()
-    kind, why = embedded_kind(gpus)
+    kind, why = embedded_kind(gpus, embedded_gpu_gap() if not gpus else None)
     with contextlib.ExitStack() as stack:
         # its worker processes keep their stderr in a log, off the terminal (a Ctrl-C there
         # reaches them too: one line from envcheck, not their tracebacks)
