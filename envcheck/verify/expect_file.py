@@ -24,41 +24,41 @@ MAX_BYTES = 1 << 20  # 1 MiB: a node type's expectations fit in a few hundred by
 _VERSION = re.compile(r"\d+(\.\d+)*")
 
 
-class _Wrong(Exception):
+class Wrong(Exception):
     """A value of the wrong type or form; the message says what was expected."""
 
 
 def _int(v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise _Wrong("an integer")
+        raise Wrong("an integer")
     if v < 0:
-        raise _Wrong("an integer >= 0")
+        raise Wrong("an integer >= 0")
     return v
 
 
 def _text(v: Any) -> str:
     if not isinstance(v, str):
-        raise _Wrong("a string")
+        raise Wrong("a string")
     return v
 
 
 def _bool(v: Any) -> bool:
     if not isinstance(v, bool):
-        raise _Wrong("true or false")
+        raise Wrong("true or false")
     return v
 
 
 def _version(v: Any) -> str:
     # A YAML/TOML number is refused: 12.10 would read as 12.1.
     if not isinstance(v, str) or not _VERSION.fullmatch(v.strip()):
-        raise _Wrong('a version as a quoted string, e.g. "12.4"')
+        raise Wrong('a version as a quoted string, e.g. "12.4"')
     return v.strip()
 
 
 def _cc(v: Any) -> tuple[int, int]:
     m = re.fullmatch(r"(\d+)\.(\d+)", v.strip()) if isinstance(v, str) else None
     if not m:
-        raise _Wrong('a compute capability as a quoted string, e.g. "8.0"')
+        raise Wrong('a compute capability as a quoted string, e.g. "8.0"')
     return int(m[1]), int(m[2])
 
 
@@ -70,13 +70,13 @@ def _size(v: Any) -> int:
             pass
     elif isinstance(v, int) and not isinstance(v, bool) and v >= 0:
         return v  # MiB, as the flag without a unit
-    raise _Wrong('a size, e.g. "40GiB", or MiB as an integer')
+    raise Wrong('a size, e.g. "40GiB", or MiB as an integer')
 
 
 def _seconds(v: Any) -> float:
     if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
         return float(v)
-    raise _Wrong("a positive number of seconds")
+    raise Wrong("a positive number of seconds")
 
 
 def _duration(v: Any) -> float:
@@ -86,14 +86,14 @@ def _duration(v: Any) -> float:
             return float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m[2]]
     elif isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
         return float(v)
-    raise _Wrong('a duration, e.g. "12h", or seconds as a number')
+    raise Wrong('a duration, e.g. "12h", or seconds as a number')
 
 
 def _names(v: Any) -> tuple[str, ...]:
     if isinstance(v, str):
         v = [p for p in v.split(",")]
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise _Wrong("a list of strings")
+        raise Wrong("a list of strings")
     return tuple(dict.fromkeys(x.strip() for x in v if x.strip()))
 
 
@@ -131,7 +131,7 @@ def read_expect_file(path: Path) -> ExpectOptions:
         field, read = KEYS[name]
         try:
             values[field] = read(value)
-        except _Wrong as e:
+        except Wrong as e:
             raise BadInput(
                 f"--expect {path}: {key} must be {e}, not {type(value).__name__} "
                 f"{_shown(value)}"
