@@ -125,7 +125,7 @@ FAILING = {
     "recipe new": (["recipe", "new", "--rapids", "24.06", "--cuda", "12.2", "--os", "el7"],
                    ExitCode.UNSOLVABLE, "glibc"),
     "verify node": (["verify", "node", "--kernel-log", "{tmp}/nope.log"], ExitCode.BAD_INPUT,
-                    "kernel log not found"),
+                    "nope.log does not exist"),
     "verify cluster": (["verify", "cluster", "tcp://127.0.0.1:9", "--timeout", "1"],
                        ExitCode.UNREACHABLE, "127.0.0.1:9"),
     "slurm script": (["slurm", "script", "--nodes", "0"], ExitCode.BAD_INPUT, "--nodes"),

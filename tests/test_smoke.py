@@ -136,7 +136,8 @@ def test_ddp_uses_nccl_over_gpu_workers_only():
 
 
 def test_unknown_smoke_id_is_bad_input():
-    with pytest.raises(BadInput, match="unknown smoke test nope; choose from submit, array"):
+    said = "unknown smoke test nope; choose from submit, resources, array"
+    with pytest.raises(BadInput, match=said):
         run_smoke(None, {}, {"nope"})
 
 

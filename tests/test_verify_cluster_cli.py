@@ -116,7 +116,7 @@ def test_skew_passes_for_identical_workers_and_fails_naming_the_odd_one(
         out = tmp_path / "same.json"
         proc, _ = run_envcheck(
             "verify", "cluster", "--scheduler-file", str(cluster.scheduler_file),
-            "--smoke", "none", "--timeout", "20", "--json", str(out),
+            "--smoke", "resources", "--timeout", "20", "--json", str(out),
         )
         report = _report(out)
         assert proc.returncode in (ExitCode.OK, ExitCode.WARN), proc.stderr
@@ -124,8 +124,8 @@ def test_skew_passes_for_identical_workers_and_fails_naming_the_odd_one(
         assert not [r for r in report["results"] if r["check"].startswith("skew.")]
         # the worker without envcheck is in the table, grouped with its identical peer
         assert any(names["same"] in c for c in report["tables"][0]["columns"])
-        # resources: the annotated task ran only where FOO is advertised
-        (res,) = _results(report, "resources")
+        # resources (a smoke test): the annotated task ran only where FOO is advertised
+        (res,) = _results(report, "smoke.resources")
         assert res["status"] == "pass" and res["node"] == names["main"]
 
         cluster.add_worker("odd", python=venv_with_other_msgpack)

@@ -1,15 +1,18 @@
-"""What a node is expected to provide: from flags and from a conda-lock file.
+"""What a node is expected to provide: from flags, from an --expect file, from a conda-lock.
 
 `verify node` and `verify cluster` share these flags (add_expectation_arguments) so a cluster
-is judged worker by worker against the same expectations as one machine.
+is judged worker by worker against the same expectations as one machine. Flags become an
+ExpectOptions (what was given), and expectations_from_options turns that, the --expect file
+and the lock into Expectations (what the checks read): never from an argparse Namespace.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 from envcheck.errors import BadInput
 from envcheck.flags import seconds
@@ -39,6 +42,8 @@ class Expectations:
     # health checks
     xid_since_seconds: float | None = None  # only Xid events this recent count (--since)
     ecc_corrected_threshold: int = 100  # volatile correctable ECC errors before a warning
+    # check and smoke test ids not to run (--skip; verify/catalog.py validated them)
+    skip: frozenset = frozenset()
 
     @property
     def expects_gpus(self) -> bool:
@@ -95,8 +100,58 @@ def _size_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+@dataclass(frozen=True)
+class ExpectOptions:
+    """What the user asked for, before defaults, the --expect file and the lock are applied.
+
+    None (or an empty tuple) = not given: then the --expect file's value, else the default.
+    Built from flags (expect_options_from_args), from keyword arguments (verify/api.py), or
+    from a file (verify/expect_file.py): each key of the file is one of these fields.
+    """
+
+    file: Path | None = None  # --expect FILE
+    lock: Path | None = None
+    expect_gpus: int | None = None
+    expect_gpu_model: str | None = None
+    min_gpu_memory: int | None = None  # MiB
+    allow_busy_gpus: bool | None = None
+    cuda: str | None = None
+    min_glibc: str | None = None
+    min_compute_capability: tuple[int, int] | None = None
+    imports: tuple[str, ...] = ()
+    libraries: tuple[str, ...] = ()
+    expect_ucx: bool | None = None
+    since: float | None = None  # seconds
+    ecc_corrected_threshold: int | None = None
+    probe_timeout: float | None = None
+    skip: tuple[str, ...] = ()  # check ids (verify/catalog.py)
+
+
+# Fields whose values add up (the file's, then the flags'); every other field: flags override.
+LIST_FIELDS = ("imports", "libraries", "skip")
+
+
+def merged(base: ExpectOptions, over: ExpectOptions) -> ExpectOptions:
+    """`over` (the flags) on top of `base` (a file): given scalars win, lists add up."""
+    changes: dict[str, Any] = {}
+    for f in fields(ExpectOptions):
+        mine = getattr(over, f.name)
+        if f.name in LIST_FIELDS:
+            changes[f.name] = tuple(dict.fromkeys((*getattr(base, f.name), *mine)))
+        elif mine is not None:
+            changes[f.name] = mine
+    return replace(base, **changes)
+
+
 def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("expectations")
+    g.add_argument(
+        "--expect",
+        type=Path,
+        metavar="FILE",
+        help="expectations for this node type from a YAML or TOML file, one key per flag "
+        "below (docs/expect/); flags given as well override it, repeatable ones add to it",
+    )
     g.add_argument("--lock", type=Path, metavar="FILE", help="conda-lock file the env must match")
     g.add_argument(
         "--expect-gpus",
@@ -105,13 +160,12 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
         help="GPUs a job must see; 0: expect none (CUDA_VISIBLE_DEVICES hides them on purpose)."
         " Unset while NVML sees GPUs that a job would not: a warning",
     )
-    g.add_argument("--expect-gpu-model", default="", metavar="TEXT", help="e.g. A100, H200")
-    g.add_argument(
-        "--min-gpu-memory", type=_size_arg, default=0, metavar="SIZE", help="per GPU, e.g. 40GiB"
-    )
+    g.add_argument("--expect-gpu-model", metavar="TEXT", help="e.g. A100, H200")
+    g.add_argument("--min-gpu-memory", type=_size_arg, metavar="SIZE", help="per GPU, e.g. 40GiB")
     g.add_argument(
         "--allow-busy-gpus",
         action="store_true",
+        default=None,
         help="another user's process on a GPU is a warning, not a failure",
     )
     g.add_argument("--cuda", type=_version_arg, metavar="X.Y", help="CUDA version needed")
@@ -135,7 +189,9 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="shared library that must resolve: nccl, openblas, cuda, libfoo.so.1 (repeatable)",
     )
-    g.add_argument("--expect-ucx", action="store_true", help="UCX must be usable by Dask")
+    g.add_argument(
+        "--expect-ucx", action="store_true", default=None, help="UCX must be usable by Dask"
+    )
     g.add_argument(
         "--since",
         type=_duration_arg,
@@ -146,49 +202,99 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--ecc-corrected-threshold",
         type=int,
-        default=100,
         metavar="N",
-        help="correctable ECC errors since the driver loaded before a warning (default 100)",
+        help=f"correctable ECC errors since the driver loaded before a warning (default "
+        f"{DEFAULT_ECC_THRESHOLD})",
     )
     g.add_argument(
         "--probe-timeout",
         type=seconds,
-        default=60.0,
         metavar="SECONDS",
-        help="limit for each import / library probe (default 60)",
+        help=f"limit for each import / library probe (default {DEFAULT_PROBE_TIMEOUT:g})",
+    )
+    g.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="ID[,ID]",
+        help="checks and smoke tests not to run (repeatable; ids: --list-checks); each is "
+        "reported as skipped",
+    )
+    parser.add_argument(
+        "--list-checks",
+        action="store_true",
+        help="list every check and smoke test (id, kind, description) and exit",
     )
 
 
-def expectations_from_args(args: argparse.Namespace) -> Expectations:
-    """Flags first; a --lock adds what it implies (CUDA, glibc, key imports, libraries, UCX)."""
-    if args.expect_gpus is not None and args.expect_gpus < 0:
-        raise BadInput(f"--expect-gpus must be 0 or more, not {args.expect_gpus}")
-    if args.probe_timeout <= 0:
-        raise BadInput(f"--probe-timeout must be positive, not {args.probe_timeout:g}")
-    locked: tuple[LockedPackage, ...] = ()
-    if args.lock is not None:
-        locked = read_packages(args.lock)
-    implied = implied_by_lock(locked)
-    libraries = list(args.libraries) + implied["libraries"]
-    cuda = args.cuda or implied["cuda"]
-    if cuda or args.expect_gpus:  # a CUDA build, or GPUs expected: the driver's libcuda must load
-        libraries.append("libcuda.so.1")
-    return Expectations(
+def expect_options_from_args(args: argparse.Namespace) -> ExpectOptions:
+    """The expectation flags as given (None where not given); nothing is read yet."""
+    from envcheck.verify.catalog import parse_skip
+
+    return ExpectOptions(
+        file=args.expect,
+        lock=args.lock,
         expect_gpus=args.expect_gpus,
         expect_gpu_model=args.expect_gpu_model,
-        min_memory_mib=args.min_gpu_memory,
+        min_gpu_memory=args.min_gpu_memory,
         allow_busy_gpus=args.allow_busy_gpus,
-        cuda=cuda,
-        min_glibc=args.min_glibc or implied["glibc"],
+        cuda=args.cuda,
+        min_glibc=args.min_glibc,
         min_compute_capability=args.min_compute_capability,
-        lock_path=str(args.lock) if args.lock else "",
-        lock_packages=locked,
-        import_modules=tuple(dict.fromkeys(list(args.imports) + implied["modules"])),
-        libraries=tuple(dict.fromkeys(libraries)),
-        expect_ucx=args.expect_ucx or implied["ucx"],
+        imports=tuple(args.imports),
+        libraries=tuple(args.libraries),
+        expect_ucx=args.expect_ucx,
+        since=args.since,
+        ecc_corrected_threshold=args.ecc_corrected_threshold,
         probe_timeout=args.probe_timeout,
-        xid_since_seconds=getattr(args, "since", None),
-        ecc_corrected_threshold=getattr(args, "ecc_corrected_threshold", 100),
+        skip=parse_skip(args.skip),
+    )
+
+
+DEFAULT_PROBE_TIMEOUT = 60.0
+DEFAULT_ECC_THRESHOLD = 100
+
+
+def expectations_from_options(opts: ExpectOptions) -> Expectations:
+    """The --expect file, then the flags over it, then a --lock adds what it implies (CUDA,
+    glibc, key imports, libraries, UCX). Bad values are BadInput naming the flag or key."""
+    from envcheck.verify.catalog import validate_skip
+
+    if opts.file is not None:
+        from envcheck.verify.expect_file import read_expect_file
+
+        opts = merged(read_expect_file(opts.file), replace(opts, file=None))
+    if opts.expect_gpus is not None and opts.expect_gpus < 0:
+        raise BadInput(f"--expect-gpus must be 0 or more, not {opts.expect_gpus}")
+    probe_timeout = DEFAULT_PROBE_TIMEOUT if opts.probe_timeout is None else opts.probe_timeout
+    if probe_timeout <= 0:
+        raise BadInput(f"--probe-timeout must be positive, not {probe_timeout:g}")
+    locked: tuple[LockedPackage, ...] = ()
+    if opts.lock is not None:
+        locked = read_packages(opts.lock)
+    implied = implied_by_lock(locked)
+    libraries = list(opts.libraries) + implied["libraries"]
+    cuda = opts.cuda or implied["cuda"]
+    if cuda or opts.expect_gpus:  # a CUDA build, or GPUs expected: the driver's libcuda must load
+        libraries.append("libcuda.so.1")
+    ecc = opts.ecc_corrected_threshold
+    return Expectations(
+        expect_gpus=opts.expect_gpus,
+        expect_gpu_model=opts.expect_gpu_model or "",
+        min_memory_mib=opts.min_gpu_memory or 0,
+        allow_busy_gpus=bool(opts.allow_busy_gpus),
+        cuda=cuda,
+        min_glibc=opts.min_glibc or implied["glibc"],
+        min_compute_capability=opts.min_compute_capability,
+        lock_path=str(opts.lock) if opts.lock else "",
+        lock_packages=locked,
+        import_modules=tuple(dict.fromkeys(list(opts.imports) + implied["modules"])),
+        libraries=tuple(dict.fromkeys(libraries)),
+        expect_ucx=bool(opts.expect_ucx) or implied["ucx"],
+        probe_timeout=probe_timeout,
+        xid_since_seconds=opts.since,
+        ecc_corrected_threshold=DEFAULT_ECC_THRESHOLD if ecc is None else ecc,
+        skip=validate_skip(opts.skip),
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Callable, List
 
 from envcheck.report import Result, Status
@@ -20,15 +20,17 @@ from envcheck.verify.facts import NodeFacts
 NodeChecks = Callable[[NodeFacts, Expectations, str], List[Result]]
 
 
-def node_checks(plugins: bool = True) -> NodeChecks:
+def node_checks(plugins: bool = True, skip: Collection[str] = ()) -> NodeChecks:
     """verify node's checks as one function; plugins (entry points) are loaded once here,
-    not once per worker: scanning entry points costs milliseconds, a cluster has hundreds."""
+    not once per worker: scanning entry points costs milliseconds, a cluster has hundreds.
+    Checks in `skip` do not run (the caller reports them once for the cluster)."""
     from envcheck.verify.node.checks import run_check, run_node_checks
 
     loaded, errors = _plugins() if plugins else ([], [])
+    loaded = [p for p in loaded if p.name not in skip]
 
     def run(facts: NodeFacts, exp: Expectations, node: str) -> list[Result]:
-        out = run_node_checks(facts, exp, node, plugins=False)
+        out = run_node_checks(facts, exp, node, plugins=False, skip=skip)
         out += [dataclasses.replace(r, node=node) for r in errors]
         for p in loaded:
             out += run_check(p.name, p.check, facts, exp, node, "plugins")
@@ -68,12 +70,12 @@ def _kept_plugins() -> tuple[list, list] | None:
     return None
 
 
-def kept_node_checks(plugins: bool = True) -> NodeChecks | None:
-    """node_checks(plugins) when it costs nothing (no plugins, or their scan is kept), else
-    None: then the caller scans while the facts round is in flight, in a thread."""
+def kept_node_checks(plugins: bool = True, skip: Collection[str] = ()) -> NodeChecks | None:
+    """node_checks(plugins, skip) when it costs nothing (no plugins, or their scan is kept),
+    else None: then the caller scans while the facts round is in flight, in a thread."""
     if plugins and _kept_plugins() is None:
         return None
-    return node_checks(plugins)
+    return node_checks(plugins, skip)
 
 
 def cluster_pids_by_host(processes: Mapping[str, NodeFacts]) -> dict[str, frozenset[int]]:

@@ -45,6 +45,9 @@ class ClusterFacts:
     unreported: dict[str, str] = field(default_factory=dict)
     scheduler_address: str = ""
     seconds: float = 0.0
+    # workers that sent no facts but answered distributed's plain `versions` op (the pipeline
+    # asks those whose collector raised): label -> facts holding only their versions
+    versions_only: dict[str, NodeFacts] = field(default_factory=dict)
 
     def by_process(self) -> dict[str, NodeFacts]:
         """label -> facts: "client", "scheduler" (when it answered), then worker addresses."""

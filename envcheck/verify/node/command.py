@@ -1,32 +1,17 @@
-"""`envcheck verify node`: collect this machine's facts, judge them, report."""
+"""`envcheck verify node`: flags -> NodeOptions -> verify/node/pipeline.py -> Report.
+
+This module only parses: what runs is the pipeline (also verify/api.py's verify_node).
+"""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
-import sys
 from pathlib import Path
 
-from envcheck.errors import BadInput
-from envcheck.inputs import check_regular, load_json_file
-from envcheck.report import Measurement, Report, Result, Status
-from envcheck.verify.expectations import (
-    Expectations,
-    add_expectation_arguments,
-    expectations_from_args,
-)
-from envcheck.verify.facts import (
-    NodeFacts,
-    collect_node_facts,
-    conda_platform,
-    facts_from_dict,
-    facts_to_dict,
-)
-from envcheck.verify.facts.kernel_log import MAX_LOG_BYTES as KERNEL_LOG_MAX_BYTES
-from envcheck.verify.facts.kernel_log import is_kmsg
-from envcheck.verify.node.checks import run_node_checks
-from envcheck.verify.node.prefix import collect_prefix_facts, interpreter, prefix_summary
+from envcheck.report import Report
+from envcheck.verify.expectations import add_expectation_arguments, expect_options_from_args
+from envcheck.verify.node.options import NodeOptions
+from envcheck.verify.node.pipeline import verify_node
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,10 +70,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def options_from_args(args: argparse.Namespace) -> NodeOptions:
+    """The flags as one NodeOptions: the only place that reads this verb's Namespace."""
+    return NodeOptions(
+        expect=expect_options_from_args(args),
+        facts=args.facts,
+        prefix=args.prefix,
+        save_facts=args.save_facts,
+        plugins=not args.no_plugins,
+        level=max(args.level, 2 if args.load else 1),
+        load_seconds=args.load_seconds,
+        kernel_log=args.kernel_log,
+    )
+
+
 def run(args: argparse.Namespace) -> Report | int:
+    if args.list_checks:
+        from envcheck.verify.catalog import print_list
+
+        return print_list()
     if getattr(args, "nagios", False):
         return _run_nagios(args)
-    return _run(args)
+    return verify_node(options_from_args(args))
 
 
 def _run_nagios(args: argparse.Namespace) -> int:
@@ -101,7 +104,7 @@ def _run_nagios(args: argparse.Namespace) -> int:
 
     node = socket.gethostname().split(".")[0]
     try:
-        report = _run(args)
+        report = verify_node(options_from_args(args))
         node = report.environment.get("host", node)
         if args.json:
             write_json(report, args.json)
@@ -114,124 +117,3 @@ def _run_nagios(args: argparse.Namespace) -> int:
         line, code = unknown_line(node, f"{e.strerror or e}: {e.filename or ''}")
     print(line)
     return code
-
-
-def _run(args: argparse.Namespace) -> Report:
-    exp = expectations_from_args(args)
-    level = max(getattr(args, "level", 1), 2 if getattr(args, "load", False) else 1)
-    if getattr(args, "load_seconds", 4.0) <= 0:
-        raise BadInput(f"--load-seconds must be positive, not {args.load_seconds:g}")
-    kernel_log = str(args.kernel_log) if getattr(args, "kernel_log", None) else ""
-    if kernel_log and not is_kmsg(kernel_log):
-        # a saved log: a regular file of bounded size (the collector bounds its read again)
-        check_regular(kernel_log, "kernel log", KERNEL_LOG_MAX_BYTES)
-    if args.facts and args.prefix:
-        raise BadInput("give --facts or --prefix, not both")
-    if args.prefix:
-        facts = collect_prefix_facts(
-            args.prefix, exp.import_modules, exp.libraries, exp.probe_timeout
-        )
-        check_lock_platform(exp, facts.platform)
-    elif args.facts:
-        facts = _load_facts(args.facts)
-        check_lock_platform(exp, facts.platform)
-    else:
-        check_lock_platform(exp, conda_platform())  # before probing anything
-        facts = _collect(exp, kernel_log)
-    level_results: list[Result] = []
-    measurements: list[Measurement] = []
-    if facts.collect_seconds:
-        measurements.append(
-            Measurement("collect_node_facts", facts.collect_seconds, "s", node=facts.host)
-        )
-    if level >= 2 and not args.facts:
-        from envcheck.verify.node.load import run_load
-
-        # the load runs in the environment being checked: --prefix's interpreter, else ours
-        python = str(interpreter(args.prefix)) if args.prefix else sys.executable
-        facts, level_results, load_measurements = run_load(facts, args.load_seconds, python)
-        measurements += load_measurements
-    elif level >= 2:
-        level_results.append(Result("gpu-load", Status.SKIP, "level 2 load skipped: judging "
-                                    "saved --facts, not this machine"))
-    if level >= 3:
-        level_results.append(
-            Result(
-                "level-3",
-                Status.SKIP,
-                "level 3 is the cluster's bandwidth measurements (TCP vs UCX transfers, NCCL "
-                "all-reduce busbw against topology references): run `envcheck verify cluster "
-                "--bench` on the nodes",
-                fix="envcheck verify cluster --bench (docs/verify-cluster.md)",
-            )
-        )
-    if args.save_facts:
-        try:
-            args.save_facts.write_text(json.dumps(facts_to_dict(facts), indent=2) + "\n")
-        except OSError as e:  # a write error carries no file name of its own: name it
-            raise BadInput(f"--save-facts {args.save_facts}: {e.strerror or e}") from None
-    results = run_node_checks(facts, exp, node=facts.host, plugins=not args.no_plugins)
-    results += [dataclasses.replace(r, node=facts.host, group="node") for r in level_results]
-    return Report(
-        title="verify node",
-        results=tuple(results),
-        measurements=tuple(measurements),
-        environment={
-            **environment_summary(facts),
-            **(prefix_summary(args.prefix, facts) if args.prefix else {}),
-            "level": str(level),
-        },
-    )
-
-
-def check_lock_platform(exp: Expectations, platform: str) -> None:
-    """A --lock without packages for this machine's platform is bad input, not 12 failures."""
-    if not exp.lock_packages:
-        return
-    have = sorted({p.platform for p in exp.lock_packages})
-    if platform not in have:
-        raise BadInput(
-            f"the lock {exp.lock_path} has no {platform} packages (it has {', '.join(have)}): "
-            f"add {platform} to the recipe's platforms and rebuild it"
-        )
-
-
-FACTS_MAX_BYTES = 64 << 20  # a node with 10,000 packages saves about 2 MiB
-FACTS_FIFO_TIMEOUT = 30.0  # --facts <(ssh node ...): the writer's time to collect
-
-
-def _collect(exp: Expectations, kernel_log: str = "") -> NodeFacts:
-    return collect_node_facts(
-        import_modules=exp.import_modules,
-        libraries=exp.libraries,
-        probe_timeout=exp.probe_timeout,
-        kernel_log=kernel_log,
-    )
-
-
-def _load_facts(path: Path) -> NodeFacts:
-    # a FIFO is allowed (--facts <(ssh node envcheck verify node --save-facts /dev/stdout))
-    data = load_json_file(path, "facts file", FACTS_MAX_BYTES, fifo_timeout=FACTS_FIFO_TIMEOUT)
-    try:
-        return facts_from_dict(data)
-    except (ValueError, TypeError, KeyError, AttributeError) as e:
-        raise BadInput(f"{path}: not a facts file written by --save-facts ({e})") from None
-
-
-def environment_summary(facts: NodeFacts) -> dict[str, str]:
-    """The few facts a reader of the report wants first."""
-    gpus = f"{len(facts.gpus)} x {facts.gpus[0].name}" if facts.gpus else "none"
-    return {
-        "host": facts.host,
-        "user": facts.user,
-        "python": f"{facts.python} ({facts.python_executable})",
-        "platform": facts.platform,
-        "glibc": facts.glibc or "n/a",
-        "packages": f"{len(facts.packages)} ({facts.package_source})",
-        "driver": facts.driver_version or f"none ({facts.nvml_error})",
-        "cuda_driver": facts.cuda_driver_version or "n/a",
-        "gpus": gpus,
-        "cuda_visible_devices": facts.env.get("CUDA_VISIBLE_DEVICES", "(unset)"),
-        "ucx": f"{facts.ucx.module} {facts.ucx.ucx_version}".strip() or "none",
-        "nccl": facts.nccl_version or "none",
-    }

@@ -13,7 +13,7 @@ import contextlib
 import importlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from envcheck.verify.facts import NodeFacts
 from envcheck.verify.needs import lacks
 from envcheck.verify.smoke import ddp
 from envcheck.verify.smoke import tasks as worker_tasks
+from envcheck.verify.smoke.resources import smoke_resources
 
 GROUP = "smoke"
 # The body gets this much longer than its own deadline to return before the runner gives up on
@@ -400,6 +401,11 @@ SMOKE_TESTS: dict[str, SmokeTest] = {
     for t in (
         SmokeTest("submit", "a task on every worker returns a known sum", _submit),
         SmokeTest(
+            "resources",
+            "tasks annotated with a worker resource (--resources GPU=1) run only where it is",
+            smoke_resources,
+        ),
+        SmokeTest(
             "array",
             "dask.array matrix product and sum with known answers",
             _array,
@@ -567,8 +573,11 @@ def run_smoke(
     timeout: float = 60.0,
     *,
     tests: Mapping[str, SmokeTest] | None = None,
+    skip: Collection[str] = (),
 ) -> list[Result]:
-    """Run the selected (default: all) smoke tests in order; never raises for a broken cluster."""
+    """Run the selected (default: all) smoke tests in order; never raises for a broken cluster.
+
+    A test in `skip` does not run: one skip result says so (it wins over `selected`)."""
     tests = SMOKE_TESTS if tests is None else tests
     if selected is not None:
         unknown = sorted(set(selected) - set(tests))
@@ -579,6 +588,9 @@ def run_smoke(
     workers = {a: f for a, f in facts.items() if f.role not in ("client", "scheduler")}
     results: list[Result] = []
     for test in tests.values():
+        if test.id in skip:
+            results.append(result(test.id, Status.SKIP, "skipped by --skip"))
+            continue
         if selected is not None and test.id not in selected:
             continue
         skipped = applicability(test, workers)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import traceback
-from typing import Callable, List
+from typing import Callable, Collection, List
 
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
@@ -68,9 +68,10 @@ BUILTIN_CHECKS: dict[str, Check] = {
 
 
 def run_check(
-    check_id: str, fn: Check, facts: NodeFacts, exp: Expectations, node: str, group: str
+    check_id: str, fn: Callable, facts: object, exp: Expectations, node: str | None, group: str
 ) -> list[Result]:
-    """One check, made safe: its results get node and group; an exception becomes an error."""
+    """One check, made safe: its results get node (None: each keeps its own) and group; an
+    exception becomes an error. Node checks and cluster checks both run through here."""
     try:
         results = fn(facts, exp)
         if not isinstance(results, (list, tuple)) or not all(
@@ -85,29 +86,40 @@ def run_check(
                 check_id,
                 Status.ERROR,
                 f"check {check_id} raised {type(e).__name__}: {e}{at}",
-                node=node,
+                node=node or "",
                 fix="a bug in the check: report it with this message",
                 group=group,
             )
         ]
     return [
-        dataclasses.replace(r, check=r.check or check_id, node=node, group=r.group or group)
+        dataclasses.replace(
+            r, check=r.check or check_id, node=r.node if node is None else node,
+            group=r.group or group,
+        )
         for r in results
     ]
 
 
 def run_node_checks(
-    facts: NodeFacts, exp: Expectations, node: str, *, plugins: bool = True
+    facts: NodeFacts,
+    exp: Expectations,
+    node: str,
+    *,
+    plugins: bool = True,
+    skip: Collection[str] = (),
 ) -> list[Result]:
-    """Every built-in check, then every plugin check, on one node's facts."""
+    """Every built-in check, then every plugin check, on one node's facts; those in `skip` do
+    not run (the caller reports them once: skipped_results)."""
     results: list[Result] = []
     for check_id, fn in BUILTIN_CHECKS.items():
-        results.extend(run_check(check_id, fn, facts, exp, node, "node"))
+        if check_id not in skip:
+            results.extend(run_check(check_id, fn, facts, exp, node, "node"))
     if plugins:
         from envcheck.verify.plugins import load_plugins
 
         loaded, errors = load_plugins()
         results.extend(dataclasses.replace(r, node=node) for r in errors)
         for p in loaded:
-            results.extend(run_check(p.name, p.check, facts, exp, node, "plugins"))
+            if p.name not in skip:
+                results.extend(run_check(p.name, p.check, facts, exp, node, "plugins"))
     return results

@@ -1,0 +1,85 @@
+"""What `verify cluster` is asked to do, as one typed object (from flags or keyword arguments).
+
+Validated when built: a bad combination is BadInput before anything connects or starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envcheck.errors import BadInput
+from envcheck.verify.cluster.connect import DEFAULT_TIMEOUT
+from envcheck.verify.expectations import ExpectOptions
+
+DEFAULT_SMOKE_TIMEOUT = 120.0
+
+
+def smoke_selection(text: str) -> frozenset[str] | None:
+    """'all' -> None (every smoke test that applies); 'none' -> empty; 'a,b' -> {a, b}."""
+    value = text.strip().lower()
+    if value == "all":
+        return None
+    if value == "none":
+        return frozenset()
+    from envcheck.verify.smoke.suite import SMOKE_TESTS
+
+    names = {n.strip() for n in value.split(",") if n.strip()}
+    unknown = sorted(names - set(SMOKE_TESTS))
+    if unknown:
+        raise BadInput(
+            f"unknown smoke test {', '.join(unknown)} (known: {', '.join(SMOKE_TESTS)}, all, none)"
+        )
+    return frozenset(names)
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    address: str | None = None  # None: --scheduler-file, --jobqueue or the embedded default
+    scheduler_file: Path | None = None
+    tls_ca_file: Path | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    timeout: float = DEFAULT_TIMEOUT  # connecting, and each process's facts
+    # None: every smoke test that applies; empty: none. A string is read as --smoke reads it.
+    smoke: None | str | frozenset[str] = None
+    smoke_timeout: float = DEFAULT_SMOKE_TIMEOUT
+    bench: bool = False
+    workers: int | None = None  # of the embedded or jobqueue cluster
+    plugins: bool = True
+    jobqueue: str | None = None  # "slurm": start the workers through dask-jobqueue
+    jobqueue_config: Path | None = None
+    jobqueue_options: tuple[str, ...] = ()  # KEY=VALUE
+    gpus_per_worker: int = 1
+    expect: ExpectOptions = field(default_factory=ExpectOptions)
+    debug: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.smoke, str):
+            object.__setattr__(self, "smoke", smoke_selection(self.smoke))
+        elif self.smoke is not None:
+            object.__setattr__(self, "smoke", frozenset(self.smoke))
+        self._validate()
+
+    def _validate(self) -> None:
+        if self.timeout <= 0:
+            raise BadInput(f"--timeout must be positive, not {self.timeout:g}")
+        if self.smoke_timeout <= 0:
+            raise BadInput(f"--smoke-timeout must be positive, not {self.smoke_timeout:g}")
+        if self.address is not None and self.scheduler_file:
+            raise BadInput("give a scheduler address or --scheduler-file, not both")
+        if self.jobqueue:
+            if self.address is not None or self.scheduler_file:
+                raise BadInput("--jobqueue starts its own cluster: it needs no address")
+            if self.workers is None or self.workers < 1:
+                raise BadInput("--jobqueue needs --workers N (1 or more)")
+        elif self.workers is not None:
+            if self.address is not None or self.scheduler_file:
+                raise BadInput("--workers sizes the embedded cluster: it needs no address")
+            if self.workers < 1:
+                raise BadInput(f"--workers must be 1 or more, not {self.workers}")
+
+    @property
+    def embedded(self) -> bool:
+        """envcheck starts the cluster here (LocalCUDACluster / LocalCluster)."""
+        return self.address is None and self.scheduler_file is None and not self.jobqueue

@@ -1,0 +1,223 @@
+"""`--expect FILE`: the expectations of one node type, in YAML or TOML.
+
+An admin keeps one file per node type (as DCGM, gcm and NHC users do): docs/expect/ has
+examples. Each key is an expectation flag without its dashes (`expect-gpus`, or
+`expect_gpus`); values have the types the flags take. The file is untrusted input: only a
+regular file of at most MAX_BYTES is read (a FIFO or /dev/zero is refused, never waited on),
+unknown keys and wrong types are BadInput naming the key and the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from envcheck.errors import BadInput
+from envcheck.verify.expectations import ExpectOptions, parse_size_mib
+
+MAX_BYTES = 1 << 20  # 1 MiB: a node type's expectations fit in a few hundred bytes
+
+_VERSION = re.compile(r"\d+(\.\d+)*")
+
+
+class Wrong(Exception):
+    """A value of the wrong type or form; the message says what was expected."""
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise Wrong("an integer")
+    if v < 0:
+        raise Wrong("an integer >= 0")
+    return v
+
+
+def _text(v: Any) -> str:
+    if not isinstance(v, str):
+        raise Wrong("a string")
+    return v
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise Wrong("true or false")
+    return v
+
+
+def _version(v: Any) -> str:
+    # A YAML/TOML number is refused: 12.10 would read as 12.1.
+    if not isinstance(v, str) or not _VERSION.fullmatch(v.strip()):
+        raise Wrong('a version as a quoted string, e.g. "12.4"')
+    return v.strip()
+
+
+def _cc(v: Any) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+)\.(\d+)", v.strip()) if isinstance(v, str) else None
+    if not m:
+        raise Wrong('a compute capability as a quoted string, e.g. "8.0"')
+    return int(m[1]), int(m[2])
+
+
+def _size(v: Any) -> int:
+    if isinstance(v, str):
+        try:
+            return parse_size_mib(v)
+        except ValueError:
+            pass
+    elif isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return v  # MiB, as the flag without a unit
+    raise Wrong('a size, e.g. "40GiB", or MiB as an integer')
+
+
+def _seconds(v: Any) -> float:
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+        return float(v)
+    raise Wrong("a positive number of seconds")
+
+
+def _duration(v: Any) -> float:
+    if isinstance(v, str):
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", v)
+        if m:
+            return float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m[2]]
+    elif isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+        return float(v)
+    raise Wrong('a duration, e.g. "12h", or seconds as a number')
+
+
+def _names(v: Any) -> tuple[str, ...]:
+    if isinstance(v, str):
+        v = [p for p in v.split(",")]
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise Wrong("a list of strings")
+    return tuple(dict.fromkeys(x.strip() for x in v if x.strip()))
+
+
+# file key (the flag without its dashes) -> (ExpectOptions field, reader)
+KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "lock": ("lock", _text),
+    "expect-gpus": ("expect_gpus", _int),
+    "expect-gpu-model": ("expect_gpu_model", _text),
+    "min-gpu-memory": ("min_gpu_memory", _size),
+    "allow-busy-gpus": ("allow_busy_gpus", _bool),
+    "cuda": ("cuda", _version),
+    "min-glibc": ("min_glibc", _version),
+    "min-compute-capability": ("min_compute_capability", _cc),
+    "import": ("imports", _names),
+    "library": ("libraries", _names),
+    "expect-ucx": ("expect_ucx", _bool),
+    "since": ("since", _duration),
+    "ecc-corrected-threshold": ("ecc_corrected_threshold", _int),
+    "probe-timeout": ("probe_timeout", _seconds),
+    "skip": ("skip", _names),
+}
+
+
+def read_expect_file(path: Path) -> ExpectOptions:
+    """The file's expectations; a relative `lock` is relative to the file's directory."""
+    path = Path(path)
+    data = _parse(path, _read_capped(path))
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        name = str(key).replace("_", "-")
+        if name not in KEYS:
+            raise BadInput(
+                f"--expect {path}: unknown key {key!r} (known: {', '.join(KEYS)})"
+            )
+        field, read = KEYS[name]
+        try:
+            values[field] = read(value)
+        except Wrong as e:
+            raise BadInput(
+                f"--expect {path}: {key} must be {e}, not {type(value).__name__} "
+                f"{_shown(value)}"
+            ) from None
+    if "lock" in values:
+        values["lock"] = path.parent / Path(values["lock"]).expanduser()
+    return ExpectOptions(**values)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _read_capped(path: Path) -> bytes:
+    """At most MAX_BYTES of a regular file; never blocks on a FIFO or reads a device."""
+    try:
+        # O_NONBLOCK: opening a FIFO without a writer returns at once (fstat then refuses it)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise BadInput(f"--expect {path}: file not found") from None
+    except OSError as e:
+        raise BadInput(f"--expect {path}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadInput(f"--expect {path}: not a regular file")
+        if st.st_size > MAX_BYTES:
+            raise BadInput(f"--expect {path}: {st.st_size} bytes, more than the "
+                           f"{MAX_BYTES} an expectations file may have")
+        chunks, size = [], 0
+        while size <= MAX_BYTES:  # it may grow while read: the cap holds anyway
+            chunk = os.read(fd, MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_BYTES:
+            raise BadInput(f"--expect {path}: more than {MAX_BYTES} bytes")
+        return b"".join(chunks)
+    except OSError as e:
+        raise BadInput(f"--expect {path}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+
+
+def _parse(path: Path, raw: bytes) -> dict[Any, Any]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(f"--expect {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    toml = path.suffix.lower() == ".toml"
+    try:
+        data = _toml(text) if toml else _yaml(text)
+    except BadInput:
+        raise
+    except RecursionError:
+        raise BadInput(f"--expect {path}: nested too deeply") from None
+    except Exception as e:  # the parsers' own errors: one line, with their position
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        kind = "TOML" if toml else "YAML"
+        raise BadInput(f"--expect {path}: not valid {kind}: {first[:200]}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BadInput(f"--expect {path}: the top level must be a mapping of keys, not "
+                       f"{type(data).__name__}")
+    return data
+
+
+def _toml(text: str) -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise BadInput(
+                "--expect: a TOML file needs Python 3.11+ or tomli (pip install tomli); "
+                "or write it as YAML"
+            ) from None
+    return tomllib.loads(text)
+
+
+def _yaml(text: str) -> Any:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader

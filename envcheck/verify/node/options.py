@@ -1,0 +1,29 @@
+"""What `verify node` is asked to do, as one typed object (from flags or keyword arguments)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envcheck.errors import BadInput
+from envcheck.verify.expectations import ExpectOptions
+
+
+@dataclass(frozen=True)
+class NodeOptions:
+    expect: ExpectOptions = field(default_factory=ExpectOptions)
+    facts: Path | None = None  # judge facts saved with --save-facts instead of this machine
+    prefix: Path | None = None  # the conda env or venv to check (its python collects)
+    save_facts: Path | None = None
+    plugins: bool = True  # checks of the envcheck.checks entry-point group
+    level: int = 1  # 1 reads, 2 adds a short GPU load, 3 points at verify cluster --bench
+    load_seconds: float = 4.0
+    kernel_log: Path | None = None  # Xid lines from this file instead of the kernel's
+
+    def __post_init__(self) -> None:
+        if self.level not in (1, 2, 3):
+            raise BadInput(f"--level must be 1, 2 or 3, not {self.level}")
+        if self.load_seconds <= 0:
+            raise BadInput(f"--load-seconds must be positive, not {self.load_seconds:g}")
+        if self.facts and self.prefix:
+            raise BadInput("give --facts or --prefix, not both")

@@ -1,0 +1,204 @@
+"""The check registries: cluster checks are pure functions of ClusterFacts built here; --skip
+and --list-checks over node checks, cluster checks and smoke tests."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+
+from envcheck.cli import main
+from envcheck.errors import BadInput, ExitCode
+from envcheck.report import Result, Status
+from envcheck.verify import catalog
+from envcheck.verify.cluster.gather import ClusterFacts
+from envcheck.verify.cluster.pipeline import judge
+from envcheck.verify.cluster.registry import CLUSTER_CHECKS, run_cluster_checks
+from envcheck.verify.expectations import Expectations
+from envcheck.verify.node.checks import BUILTIN_CHECKS
+from envcheck.verify.smoke.suite import SMOKE_TESTS
+from tests.factories import healthy_a100x8, no_driver_node, with_env
+
+
+def _worker(base, host: str, port: int, cvd: str | None = None, **packages: str):
+    f = with_env(base, CUDA_VISIBLE_DEVICES=cvd) if cvd is not None else base
+    pk = {**f.python_packages, **packages}
+    return dataclasses.replace(f, host=host, address=f"tcp://{host}:{port}", role="worker",
+                               pid=port, own_pids=(port,), python_packages=pk)
+
+
+def _cluster(workers: dict, expected: tuple = ()) -> ClusterFacts:
+    base = no_driver_node()
+    return ClusterFacts(
+        client=dataclasses.replace(base, host="login", role="client"),
+        scheduler=dataclasses.replace(base, host="login", role="scheduler",
+                                      address="tcp://login:8786"),
+        workers=workers,
+        expected_workers=expected or tuple(sorted(workers)),
+    )
+
+
+def _by(results: list[Result], check: str) -> list[Result]:
+    return [r for r in results if r.check == check]
+
+
+# --- the cluster registry: pure functions of one signature ----------------------------------
+
+
+def test_every_cluster_check_takes_cluster_facts_and_expectations_and_has_a_description():
+    for check_id, fn in CLUSTER_CHECKS.items():
+        assert list(inspect.signature(fn).parameters) == ["cluster", "exp"], check_id
+        assert catalog._first_line(fn), f"{check_id} has no docstring"
+
+
+def test_pinning_is_a_pure_function_of_described_workers():
+    a100 = healthy_a100x8()
+    # two workers of one host told to use GPU 0 both: the pinning check names both
+    shared = _cluster({
+        "tcp://gpu1:1": _worker(a100, "gpu1", 1, cvd="0"),
+        "tcp://gpu1:2": _worker(a100, "gpu1", 2, cvd="0"),
+    })
+    results = CLUSTER_CHECKS["pinning"](shared, Expectations())
+    failing = [r for r in results if r.status is Status.FAIL]
+    assert failing and all(isinstance(r, Result) for r in results)
+    assert any("tcp://gpu1:1" in r.message and "tcp://gpu1:2" in r.message for r in failing)
+    # the same call on the same facts gives the same answer: nothing is read from anywhere else
+    assert CLUSTER_CHECKS["pinning"](shared, Expectations()) == results
+
+
+def test_membership_counts_silent_workers_and_skew_names_the_odd_one():
+    base = no_driver_node()
+    c = _cluster(
+        {"tcp://gpu1:1": _worker(base, "gpu1", 1),
+         "tcp://gpu1:2": _worker(base, "gpu1", 2, msgpack="0.9.0")},
+        expected=("tcp://gpu1:1", "tcp://gpu1:2", "tcp://gpu1:3"),
+    )
+    (members,) = CLUSTER_CHECKS["workers"](c, Expectations())
+    assert members.status is Status.ERROR and "2 of 3 workers reported" in members.message
+    skew = CLUSTER_CHECKS["skew"](c, Expectations())
+    (msgpack,) = _by(skew, "skew.msgpack")
+    assert msgpack.status is Status.FAIL and "tcp://gpu1:2" in msgpack.node
+
+
+def test_a_cluster_check_that_raises_is_an_error_naming_it_and_the_rest_still_run():
+    def broken(cluster, exp):
+        raise KeyError("gpus")
+
+    checks = {"broken": broken, "workers": CLUSTER_CHECKS["workers"]}
+    c = _cluster({"tcp://gpu1:1": _worker(no_driver_node(), "gpu1", 1)})
+    out = run_cluster_checks(c, Expectations(), checks=checks)
+    assert out[0].check == "broken" and out[0].status is Status.ERROR
+    assert "KeyError" in out[0].message
+    assert _by(out, "workers")[0].status is Status.PASS
+
+
+def test_judge_skips_cluster_and_node_checks_once_each_and_drops_their_tables():
+    from envcheck.verify.cluster.checks import node_checks
+
+    base = no_driver_node()
+    c = _cluster({"tcp://gpu1:1": _worker(base, "gpu1", 1),
+                  "tcp://gpu1:2": _worker(base, "gpu1", 2)})
+    skip = frozenset({"skew", "pinning", "glibc"})
+    exp = Expectations(skip=skip)
+    results, tables = judge(c, exp, node_checks(False, skip))
+    for check in ("skew", "pinning", "glibc"):
+        (only,) = _by(results, check)
+        assert only.status is Status.SKIP and only.message == "skipped by --skip"
+    assert not [r for r in results if r.check.startswith("skew.")]
+    assert not [r for r in results if r.check == "gpu.pinning"]
+    assert not any(t.title.startswith("version skew") for t in tables)
+    # what is not skipped still runs: membership, and the node checks on every worker
+    assert _by(results, "workers")[0].status is Status.PASS
+    assert _by(results, "host-limits")
+    unskipped, tables = judge(c, Expectations(), node_checks(False))
+    assert any(t.title.startswith("version skew") for t in tables)
+    assert _by(unskipped, "gpu.pinning") and not _by(unskipped, "glibc")[0].message.startswith(
+        "skipped")
+
+
+# --- the catalog: ids, --list-checks, --skip -------------------------------------------------
+
+
+def test_ids_are_unique_across_node_cluster_and_smoke():
+    ids = [*BUILTIN_CHECKS, *CLUSTER_CHECKS, *SMOKE_TESTS]
+    assert len(ids) == len(set(ids))
+    assert "resources" in SMOKE_TESTS and "resources" not in CLUSTER_CHECKS
+
+
+@pytest.mark.parametrize("verb", ["node", "cluster"])
+def test_list_checks_names_every_check_with_its_kind_and_description(verb, capsys):
+    assert main(["verify", verb, "--list-checks"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["ID", "KIND", "DESCRIPTION"]
+    rows = {line.split()[0]: line.split(None, 2) for line in lines[1:]}
+    for ids, kind in ((BUILTIN_CHECKS, "node"), (CLUSTER_CHECKS, "cluster"),
+                      (SMOKE_TESTS, "smoke")):
+        for check_id in ids:
+            assert rows[check_id][1] == kind, check_id
+            assert len(rows[check_id]) == 3 and rows[check_id][2].strip(), check_id
+    assert rows["driver"][2].startswith("NVIDIA driver present")
+    assert rows["resources"][2].startswith("tasks annotated with a worker resource")
+
+
+def test_validate_skip_accepts_every_kind_and_refuses_unknown_ids_listing_the_valid_ones():
+    assert catalog.validate_skip(["driver", "pinning", "submit"]) == {"driver", "pinning",
+                                                                    "submit"}
+    with pytest.raises(BadInput) as e:
+        catalog.validate_skip(["driver", "no-such-check"])
+    assert "unknown check id no-such-check" in e.value.message
+    assert "driver" in e.value.message and "pinning" in e.value.message
+    assert "torch-ddp" in e.value.message
+    assert catalog.parse_skip(["a,b", " c ", "a,,"]) == ("a", "b", "c")
+
+
+@pytest.mark.parametrize("verb", ["node", "cluster"])
+def test_unknown_skip_id_is_bad_input_before_anything_runs(verb, capsys):
+    # verify cluster would start an embedded cluster: the id is refused before that
+    assert main(["verify", verb, "--skip", "driver,nope"]) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown check id nope for --skip" in err
+    assert "valid: driver" in err
+
+
+def test_verify_node_skip_reports_each_skipped_check_once_and_runs_the_rest(tmp_path):
+    out = tmp_path / "r.json"
+    rc = main(["verify", "node", "--quiet", "--json", str(out),
+               "--skip", "glibc,host-limits", "--skip", "pinning,submit"])
+    report = json.loads(out.read_text())
+    by = {}
+    for r in report["results"]:
+        by.setdefault(r["check"], []).append(r)
+    assert rc in (0, 1, 2)
+    for check in ("glibc", "host-limits"):
+        (r,) = by[check]
+        assert r["status"] == "skip" and r["message"] == "skipped by --skip"
+    # a cluster check and a smoke test are valid ids here, but verify node runs neither
+    assert "pinning" not in by and "submit" not in by and "smoke.submit" not in by
+    assert by["libraries"] and by["ucx"]  # the others ran
+
+
+def test_skipped_node_checks_are_not_called(monkeypatch):
+    from envcheck.verify.node import checks as node_checks
+
+    called = []
+
+    def spy(facts, exp):
+        called.append(1)
+        return []
+
+    monkeypatch.setitem(node_checks.BUILTIN_CHECKS, "glibc", spy)
+    node_checks.run_node_checks(no_driver_node(), Expectations(), "n", plugins=False,
+                                skip={"glibc"})
+    assert not called
+    node_checks.run_node_checks(no_driver_node(), Expectations(), "n", plugins=False)
+    assert called == [1]
+
+
+def test_docs_list_every_check_id():
+    docs = Path(__file__).parent.parent / "docs"
+    text = (docs / "verify-node.md").read_text() + (docs / "verify-cluster.md").read_text()
+    for check_id in CLUSTER_CHECKS:
+        assert f"`{check_id}`" in text, check_id
