@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from envcheck.errors import BadInput, ExitCode
+from envcheck.flags import seconds
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,6 +22,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--force", action="store_true", help="install even when the prefix's stamp matches"
+    )
+    p.add_argument(
+        "--lock-timeout",
+        type=seconds,
+        default=600.0,
+        metavar="S",
+        help="wait this long for another install into the same prefix (0: fail at once; "
+        "default 600)",
+    )
+    p.add_argument(
+        "--fetch-timeout",
+        type=seconds,
+        default=900.0,
+        metavar="S",
+        help="deadline for each package's download, all tries together (default 900)",
     )
 
 
@@ -60,6 +76,8 @@ def require_install_extra() -> None:
 
 def run(args: argparse.Namespace) -> int:
     require_install_extra()
+    if args.fetch_timeout <= 0:
+        raise BadInput(f"--fetch-timeout must be positive (got {args.fetch_timeout:g})")
     from rich.console import Console
 
     from envcheck.provision.install import default_cache, install
@@ -119,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
             on_fetch=on_fetch,
             reporter=_LinkReporter(link_bar, link_task) if link_bar is not None else None,
             before_link=before_link,
+            lock_timeout=args.lock_timeout,
+            fetch_timeout=args.fetch_timeout,
         )
     finally:
         for bar in (fetch_bar, link_bar):
