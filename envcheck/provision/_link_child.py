@@ -66,7 +66,7 @@ def _extract(job: dict[str, Any]) -> None:
 
 def _link(job: dict[str, Any]) -> None:
     import rattler
-    from rattler import PackageCache
+    from rattler import PackageCache, ValidationMode
 
     from envcheck.provision.plan import read_plan
 
@@ -82,7 +82,8 @@ def _link(job: dict[str, Any]) -> None:
         rattler.install(
             records,
             target_prefix=job["staging"],
-            package_cache=PackageCache(job["pkgs"]),
+            # envcheck checked every unpacked package (unpacked.py): py-rattler need not
+            package_cache=PackageCache.new_layered([job["pkgs"]], False, ValidationMode.skip()),
             platform=rattler.Platform(plan.platform),
             execute_link_scripts=False,
             show_progress=False,

@@ -191,7 +191,11 @@ def _build(
             lambda items: linker.run({"op": "extract", "items": items}, f"unpacking into {cache}"),
         )
         for u in ready:
-            validate.check_package(f"{u.artifact.name} {u.artifact.version}", u.folder)
+            try:
+                validate.check_package(f"{u.artifact.name} {u.artifact.version}", u.folder, u.walk)
+            except validate.UnsafePackage:
+                unpacked.forget(u.folder)  # nothing of a refused package stays in the cache
+                raise
     before_link()
     stage = staging.staging_path(prefix)
     job = {

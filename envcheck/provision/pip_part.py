@@ -54,7 +54,7 @@ def check_interpreter(env: Path, final: Path) -> Path:
         )
     try:
         done = subprocess.run(
-            [python, "-I", "-S", "-c", _PATHS], capture_output=True, text=True, timeout=120
+            [python, "-I", "-c", _PATHS], capture_output=True, text=True, timeout=120
         )
         paths = json.loads(done.stdout)
     except (OSError, ValueError, subprocess.TimeoutExpired) as e:

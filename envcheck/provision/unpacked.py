@@ -80,10 +80,8 @@ def walk(folder: Path) -> Walk:
 
 
 def digest(sha256: str, entries: Walk) -> str:
-    h = hashlib.sha256(sha256.encode())
-    for e in entries:
-        h.update(("\0".join(map(str, e)) + "\n").encode(errors="surrogateescape"))
-    return h.hexdigest()
+    text = "\n".join(f"{r}\0{d}\0{i}\0{s}\0{m}\0{c}\0{o}" for r, d, i, s, m, c, o in entries)
+    return hashlib.sha256(f"{sha256}\n{text}".encode(errors="surrogateescape")).hexdigest()
 
 
 def _file_sha256(path: str) -> str:
@@ -205,6 +203,16 @@ def prepare(
         for i in todo:
             found[i] = record(items[i][0], folder_for(cache, items[i][0]))
     return [Unpacked(a, folder_for(cache, a), found[i]) for i, (a, _) in enumerate(items)]
+
+
+def forget(folder: Path) -> None:
+    """Remove an unpacked folder and its marker (a refused package)."""
+    import shutil
+
+    for mark in _marks(folder):
+        mark.unlink(missing_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    Path(f"{folder}.lock").unlink(missing_ok=True)
 
 
 def renew(done: Sequence[Unpacked]) -> None:

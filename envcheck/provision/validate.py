@@ -14,6 +14,7 @@ import json
 import os
 import posixpath
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from envcheck.errors import BadInput
@@ -72,17 +73,18 @@ def _entries(folder: Path) -> list[dict]:
     return [{"_path": line} for line in lines if line]
 
 
-def _check_entry(package: str, folder: Path, entry: dict, seen: set[str]) -> None:
+def _check_entry(
+    package: str, folder: Path, entry: dict, seen: set[str], modes: dict[str, tuple[int, int]]
+) -> None:
     rel = check_relative(package, entry.get("_path"))
     if rel in seen:
         raise _bad(package, rel, "is listed twice")
     seen.add(rel)
-    try:
-        st = os.lstat(folder / rel)
-    except OSError:
-        raise _bad(package, rel, "is listed but not in the package") from None
+    if rel not in modes:
+        raise _bad(package, rel, "is listed but not in the package")
+    mode, actual = modes[rel]
     kind = entry.get("path_type", "hardlink")
-    if stat.S_ISLNK(st.st_mode):
+    if stat.S_ISLNK(mode):
         if kind not in ("softlink", "hardlink"):
             raise _bad(package, rel, f"is a symlink but listed as {kind}")
         check_link_target(package, rel, os.readlink(folder / rel))
@@ -90,14 +92,14 @@ def _check_entry(package: str, folder: Path, entry: dict, seen: set[str]) -> Non
     if kind == "softlink":
         raise _bad(package, rel, "is listed as a symlink but is not one")
     if kind == "directory":
-        if not stat.S_ISDIR(st.st_mode):
+        if not stat.S_ISDIR(mode):
             raise _bad(package, rel, "is listed as a directory but is not one")
         return
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(mode):
         raise _bad(package, rel, "is not a regular file")
     size = entry.get("size_in_bytes")
-    if size is not None and (not isinstance(size, int) or size < 0 or size != st.st_size):
-        raise _bad(package, rel, f"claims {size!r} bytes, the file has {st.st_size}")
+    if size is not None and (not isinstance(size, int) or size < 0 or size != actual):
+        raise _bad(package, rel, f"claims {size!r} bytes, the file has {actual}")
 
 
 def _check_entry_points(package: str, folder: Path) -> None:
@@ -115,10 +117,15 @@ def _check_entry_points(package: str, folder: Path) -> None:
             raise _bad(package, f"bin/{name}", "is a noarch entry point outside bin/")
 
 
-def check_package(package: str, folder: Path) -> int:
-    """UnsafePackage naming ``package`` and the path; the number of paths checked."""
+def check_package(package: str, folder: Path, walk: Sequence[tuple]) -> int:
+    """UnsafePackage naming ``package`` and the path; the number of paths checked.
+
+    ``walk`` is the folder's verified listing (unpacked.walk: rel, ..., size, ..., mode last):
+    what each path is comes from it, not from another stat of every file.
+    """
+    modes = {e[0]: (e[-1], e[3]) for e in walk}
     seen: set[str] = set()
     for entry in _entries(folder):
-        _check_entry(package, folder, entry, seen)
+        _check_entry(package, folder, entry, seen, modes)
     _check_entry_points(package, folder)
     return len(seen)
