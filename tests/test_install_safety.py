@@ -322,7 +322,7 @@ def test_a_file_edited_in_the_unpacked_cache_is_refused(
         "install", py39_env.world.lock, "--prefix", tmp_path / "a", "--cache-dir", cache
     )
     assert first.returncode == 0, first.stderr
-    (folder,) = (cache / "pkgs").glob("dask-2024.8.0-*")
+    (folder,) = [p for p in (cache / "pkgs").glob("dask-2024.8.0-*") if p.is_dir()]
     target = folder / "site-packages" / "dask" / "__init__.py"
     st = target.stat()
     target.write_text(target.read_text() + "\nimport os  # planted\n")
@@ -347,7 +347,7 @@ def test_a_file_only_touched_in_the_unpacked_cache_still_installs(
         ).returncode
         == 0
     )
-    (folder,) = (cache / "pkgs").glob("dask-2024.8.0-*")
+    (folder,) = [p for p in (cache / "pkgs").glob("dask-2024.8.0-*") if p.is_dir()]
     os.utime(folder / "site-packages" / "dask" / "__init__.py")
     done = envcheck(
         "install", py39_env.world.lock, "--prefix", tmp_path / "b", "--cache-dir", cache
