@@ -307,7 +307,13 @@ def test_full_disk_while_linking_keeps_the_old_env_and_leaves_no_new_one(
         assert _beside(prefix) == []
     assert _listing(old) == before and _stamp(old) == stamp
     assert not new.exists()
-    assert shutil.disk_usage(small_disk).free == free  # nothing of the staging tree is left
+    # nothing of the staging trees is left: only the new prefix's lock file (one page)
+    assert free - shutil.disk_usage(small_disk).free <= 4096
+    assert sorted(p.name for p in small_disk.iterdir()) == [
+        ".new.envcheck-lock",
+        ".old.envcheck-lock",
+        "old",
+    ]
 
 
 # --- the unpacked cache is what is linked ---------------------------------------------------
@@ -450,3 +456,83 @@ def test_a_full_cache_disk_is_disk_full_at_once(tmp_path: Path, small_disk: Path
     assert "disk full writing the cache" in line and "tries" not in line
     assert time.monotonic() - start < 60
     assert not list(small_disk.glob("archives/*/.part-*"))
+
+
+# --- built beside, used in place: nothing names the staging tree ----------------------------
+
+
+def _script_wheel(dest: Path) -> Path:
+    """A wheel standing in for the lock's six 1.17.0 entry, with a console script."""
+    import base64
+    import hashlib
+    import zipfile
+
+    dist = "six-1.17.0.dist-info"
+    files = {
+        "six_hello.py": b"import sys\n\ndef main():\n    print(sys.prefix)\n",
+        f"{dist}/METADATA": b"Metadata-Version: 2.1\nName: six\nVersion: 1.17.0\n",
+        f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\n"
+        b"Tag: py3-none-any\n",
+        f"{dist}/entry_points.txt": b"[console_scripts]\nsix-hello = six_hello:main\n",
+    }
+
+    def row(name: str, data: bytes) -> str:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        return f"{name},sha256={digest},{len(data)}"
+
+    record = "\n".join([*(row(n, d) for n, d in files.items()), f"{dist}/RECORD,,"]) + "\n"
+    path = dest / "six-1.17.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+        z.writestr(f"{dist}/RECORD", record)
+    return path
+
+
+def test_the_env_names_its_final_path_not_the_staging_tree(
+    py39_env: Installed, tmp_path: Path
+) -> None:
+    import re
+
+    text = py39_env.world.lock.read_text()
+    wheel = _script_wheel(tmp_path)
+    url = re.search(r"url: (\S+/six-1\.17\.0-\S+\.whl)", text).group(1)
+    sha = re.search(rf"url: {re.escape(url)}\s+hash:\s+sha256: (\w+)", text).group(1)
+    lock = tmp_path / "script.conda-lock.yml"
+    lock.write_text(text.replace(url, wheel.as_uri()).replace(sha, _sha256(wheel)))
+    cache = tmp_path / "cache"
+    shutil.copytree(py39_env.cache / "archives", cache / "archives")
+    prefix = tmp_path / "env"
+    done = envcheck("install", lock, "--prefix", prefix, "--cache-dir", cache)
+    assert done.returncode == 0, done.stdout + done.stderr
+    script = prefix / "bin" / "six-hello"
+    assert script.read_bytes().startswith(f"#!{prefix}/bin/python".encode())
+    run = subprocess.run([script], capture_output=True, text=True, timeout=60, check=True)
+    assert run.stdout.strip() == str(prefix)
+    (record,) = prefix.glob("lib/python3.9/site-packages/six-1.17.0.dist-info/RECORD")
+    rows = {r.split(",")[0]: r for r in record.read_text().splitlines()}
+    (row,) = [r for k, r in rows.items() if k.endswith("bin/six-hello")]
+    import base64
+    import hashlib
+
+    data = script.read_bytes()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    assert row.endswith(f"sha256={digest},{len(data)}")
+    leaks = [
+        str(p)
+        for p in prefix.rglob("*")
+        if p.is_file() and not p.is_symlink() and b".envcheck-staging-" in p.read_bytes()
+    ]
+    assert leaks == []
+    sysconfig = subprocess.run(
+        [
+            prefix / "bin" / "python",
+            "-c",
+            "import sysconfig; print(sysconfig.get_config_var('prefix'))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert sysconfig.stdout.strip() == str(prefix)

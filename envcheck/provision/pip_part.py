@@ -54,7 +54,7 @@ def check_interpreter(env: Path, final: Path) -> Path:
         )
     try:
         done = subprocess.run(
-            [python, "-I", "-c", _PATHS], capture_output=True, text=True, timeout=120
+            [python, "-I", "-B", "-c", _PATHS], capture_output=True, text=True, timeout=120
         )
         paths = json.loads(done.stdout)
     except (OSError, ValueError, subprocess.TimeoutExpired) as e:
@@ -104,6 +104,8 @@ def install(plan: Plan, fetched: Sequence[Fetched], env: Path, final: Path) -> N
             capture_output=True,
             text=True,
             check=False,
+            # no bytecode from the staging tree: it would name the staging path
+            env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
         )
     finally:
         os.unlink(req.name)
