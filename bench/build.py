@@ -1,4 +1,4 @@
-"""Benchmark `envcheck build` against a bare rattler.solve, and the conflict diagnosis (issue 2).
+"""Benchmark `envcheck build` against a bare rattler.solve, and the conflict diagnosis.
 
     python bench/build.py [--records 50000] [--repeat 3] [--json FILE]
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from envcheck.resolve.command import exclusion_constraints  # noqa: E402
+from envcheck.resolve.build import exclusion_constraints  # noqa: E402
 from envcheck.resolve.conflicts import SolveOutcome, diagnose  # noqa: E402
 from envcheck.resolve.recipe import load_recipe  # noqa: E402
 from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages  # noqa: E402

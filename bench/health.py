@@ -1,4 +1,4 @@
-"""Benchmark: what the health facts (issue 12) cost, against the same code without them.
+"""Benchmark: what the health facts cost, against the same code without them.
 
 1. collect_node_facts() warm, health=False (the collection as it was) vs health=True,
    interleaved in one process; and each new host read on its own: rlimits, /dev/shm statvfs,

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from envcheck.resolve.command import exclusion_constraints  # noqa: E402
+from envcheck.resolve.build import exclusion_constraints  # noqa: E402
 from envcheck.resolve.recipe import load_recipe  # noqa: E402
 from envcheck.resolve.record.lint import lint  # noqa: E402
 from envcheck.resolve.record.new import Options, compose  # noqa: E402

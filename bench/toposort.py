@@ -1,4 +1,4 @@
-"""Benchmark the explicit lock's package order on a chain-shaped lock (issue 10).
+"""Benchmark the explicit lock's package order on a chain-shaped lock.
 
     python bench/toposort.py [--packages 10000] [--repeat 3]
 

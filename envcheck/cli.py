@@ -7,16 +7,31 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import os
-import stat
 import sys
-import traceback
 from pathlib import Path
 
-from envcheck import __version__, interrupts
-from envcheck.errors import BadInput, EnvcheckError, ExitCode
-from envcheck.report import Report, render_table, write_json, write_junit
+from envcheck import __version__
+from envcheck.errors import EnvcheckError, ExitCode
+
+TYPE_CHECKING = False  # typing itself is not imported: `envcheck --version` stays cheap
+if TYPE_CHECKING:
+    from envcheck.report import Report
+
+# imported only once a verb runs: --version and --help stay as cheap as Python's own start
+
+DESCRIPTION = (
+    "Provision and validate environments for multi-GPU, multi-node Dask / RAPIDS / PyTorch\n"
+    "clusters: solve a recipe into a lock that installs, then prove a node, a live cluster or\n"
+    "a launcher's ranks are right before the job lands on them."
+)
+EPILOG = (
+    "start here:\n"
+    "  envcheck verify node            check this machine (driver, GPUs, libraries, health)\n"
+    "  envcheck verify cluster [ADDR]  audit a Dask cluster (none given: start a local one)\n"
+    "  envcheck build RECIPE           lint and solve a recipe into conda-lock lockfiles\n"
+    "exit codes: 0 pass, 1 warn, 2 fail, 3 error, 4 bad input (README: Exit codes)"
+)
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
@@ -34,6 +49,10 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "envcheck.verify.cluster.command",
         "audit, smoke-test and measure a Dask cluster (default: start a local one)",
     ),
+    ("verify", "job"): (
+        "envcheck.verify.job.command",
+        "run as every rank of srun/torchrun/mpirun/horovodrun: check the job's ranks",
+    ),
     ("slurm", "script"): (
         "envcheck.slurm.command",
         "sbatch script: a Dask cluster that verifies itself before the work (--submit runs it)",
@@ -41,25 +60,8 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
 }
 
 
-# Verbs whose modules live here need the `build` extra (solver, conda-lock's models, uv); the
-# verify side needs only the core dependencies and runs on Python >= 3.8.
+# Verbs whose modules live here need the `build` extra (envcheck.extras)
 BUILD_PACKAGE = "envcheck.resolve"
-BUILD_MODULES = ("rattler", "conda_lock", "uv")
-
-
-def require_build_extra(verb: str) -> None:
-    """BadInput (one line) when this interpreter cannot run a build-side verb."""
-    if sys.version_info < (3, 10):
-        raise BadInput(
-            f"envcheck {verb} needs Python >= 3.10 (this is {sys.version.split()[0]}); "
-            "verify runs here, build on a newer Python"
-        )
-    missing = [m for m in BUILD_MODULES if importlib.util.find_spec(m) is None]
-    if missing:
-        raise BadInput(
-            f"envcheck {verb} needs the build extra (missing: {', '.join(missing)}): "
-            "pip install 'envcheck[build]'"
-        )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,6 +77,10 @@ def _add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, metavar="FILE", help="write the report as JSON")
     p.add_argument("--junit", type=Path, metavar="FILE", help="write the report as JUnit XML")
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
+    p.add_argument(
+        "--verbose", action="store_true",
+        help="show every skipped check as a row (by default skips fold into one line per reason)",
+    )
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -85,7 +91,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     values, so the first words that are not flags name the verb.
     """
     words = None if argv is None else tuple(a for a in argv if not a.startswith("-"))
-    parser = _Parser(prog="envcheck", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(prog="envcheck", description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
@@ -102,10 +109,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             sub = groups[path[0]].add_parser(path[1], help=help_)
         sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
         _add_report_arguments(sub)
-        sub.set_defaults(_module=module)
+        sub.set_defaults(_module=module, _title=f"envcheck {' '.join(path)}")
         if words is None or words[: len(path)] == path:
             if module.startswith(BUILD_PACKAGE + "."):
-                if words is None and not _build_extra_present():
+                from envcheck.extras import build_extra_present, require_build_extra
+
+                if words is None and not build_extra_present():
                     continue  # full parser (help): build verbs say what they need when run
                 if words is not None:
                     require_build_extra(" ".join(path))
@@ -113,78 +122,34 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def check_destinations(args: argparse.Namespace) -> None:
-    """Bad report destinations are bad input before any work (a solve, a lock written).
-
-    The same file for --json and --junit, a directory, a missing or unwritable directory, a
-    device that refuses writes (/dev/full): each is refused here, with stdout when it refuses
-    writes too. A zero-byte write reaches the device's write path without writing anything.
-    """
-    paths = [(flag, getattr(args, flag, None)) for flag in ("json", "junit")]
-    paths = [(flag, p) for flag, p in paths if p is not None]
-    if len(paths) == 2 and _same_file(paths[0][1], paths[1][1]):
-        raise BadInput(f"--json and --junit name the same file ({paths[0][1]}): give each its own")
-    for flag, path in paths:
-        _check_destination(flag, path)
-    try:
-        fd = sys.stdout.fileno()
-        os.write(fd, b"")
-    except (OSError, ValueError, AttributeError) as e:
-        if isinstance(e, OSError) and e.errno is not None:
-            raise BadInput(f"standard output cannot be written: {e.strerror}") from None
+REPORT_FLAGS = ("json", "junit")
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
+def _report_destinations(args: argparse.Namespace) -> list[tuple[str, Path | None]]:
+    return [
+        (f"--{flag} {getattr(args, flag, None)}", getattr(args, flag, None))
+        for flag in REPORT_FLAGS
+    ]
 
 
-def _check_destination(flag: str, path: Path) -> None:
-    where = f"--{flag} {path}"
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        parent = path.parent if str(path.parent) else Path(".")
-        if not parent.is_dir():
-            raise BadInput(f"{where}: directory {parent} does not exist") from None
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise BadInput(f"{where}: directory {parent} is not writable") from None
-        return
-    except OSError as e:
-        raise BadInput(f"{where}: {e.strerror}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise BadInput(f"{where} is a directory")
-    try:  # non-blocking: a FIFO without a reader fails at once instead of hanging
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-    except OSError as e:
-        raise BadInput(f"{where} cannot be written: {e.strerror}") from None
-    try:
-        os.write(fd, b"")
-    except OSError as e:
-        raise BadInput(f"{where} cannot be written: {e.strerror}") from None
-    finally:
-        os.close(fd)
+def write_reports(report: Report, args: argparse.Namespace) -> None:
+    """--json and --junit; a failure names the file (checked before the run, failed after)."""
+    from envcheck.report import write_json, write_junit
 
-
-def _build_extra_present() -> bool:
-    try:
-        require_build_extra("build")
-    except EnvcheckError:
-        return False
-    return True
-
-
-def render(report: Report, args: argparse.Namespace) -> None:
-    """Write the report files and the table; an OSError names the file it is about."""
     for flag, write in (("json", write_json), ("junit", write_junit)):
         path = getattr(args, flag, None)
         if path:
             try:
                 write(report, path)
+            except EnvcheckError as e:
+                raise _ReportNotWritten(e.message) from None
             except OSError as e:
                 raise _ReportNotWritten(f"--{flag} {path}: {e.strerror or e}") from None
+
+
+def render(report: Report, args: argparse.Namespace) -> None:
+    """Write the report files, then print the verb's product or the table."""
+    write_reports(report, args)
     try:
         _print(report, args)
         sys.stdout.flush()
@@ -201,52 +166,41 @@ class _ReportNotWritten(Exception):
 
 
 def _print(report: Report, args: argparse.Namespace) -> None:
-    if args.quiet:
-        from rich.console import Console
+    from envcheck.report import Status, render_table
 
+    if report.output:  # a recipe, a script: the product itself, never mixed with a table
+        sys.stdout.write(report.output)
+        for r in report.results:  # what went wrong goes beside it, one line each
+            if r.status not in (Status.PASS, Status.SKIP):
+                print(f"envcheck: {r.message}", file=sys.stderr)
+    elif args.quiet:
         c = report.counts()
-        Console().print(
-            f"{report.status.value.upper()}: "
-            + ", ".join(f"{n} {s}" for s, n in c.items() if n)
-        )
+        print(f"{report.status.value.upper()}: " + ", ".join(f"{n} {s}" for s, n in c.items() if n))
     else:
-        render_table(report)
+        render_table(report, verbose=getattr(args, "verbose", False))
 
 
 def main(argv: list[str] | None = None) -> int:
     program = argv is None  # the process is envcheck (console script, python -m envcheck)
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:  # what argparse would print, without building the parser
+        print(f"envcheck {__version__}")
+        return 0
+    from envcheck import interrupts
+
     debug = "--debug" in argv
     restore = interrupts.install()
     try:
         return _main(argv)
     except KeyboardInterrupt as e:  # also Terminated (SIGTERM): every finally has run
         if debug:
+            import traceback
+
             traceback.print_exc()
-        if isinstance(e, interrupts.Terminated):
-            print("envcheck: terminated (SIGTERM)", file=sys.stderr)
-            code = ExitCode.TERMINATED
-        else:
-            print("envcheck: interrupted", file=sys.stderr)
-            code = ExitCode.INTERRUPTED
-        if program and not debug:
-            _quiet_exit()
-        return int(code)
+        return interrupts.exit_for(e, quiet=program and not debug)
     finally:
         interrupts.commit()  # the outcome is decided: a late Ctrl-C changes nothing
         restore()
-
-
-def _quiet_exit() -> None:
-    """After the one line: stderr to /dev/null for the rest of the process.
-
-    Libraries clean up at exit (distributed's atexit closes a cluster an interrupt left half
-    started) and print tracebacks about the interrupt itself; the user was told already.
-    """
-    sys.stderr.flush()
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    os.close(devnull)
 
 
 def _main(argv: list[str]) -> int:
@@ -256,27 +210,52 @@ def _main(argv: list[str]) -> int:
         print(f"envcheck: {e.message}", file=sys.stderr)
         return int(e.exit_code)
     args = parser.parse_args(argv)
-    debug = getattr(args, "debug", False)
+    from envcheck import destinations
+
+    try:  # nothing is written anywhere when a destination is bad
+        destinations.check_destinations(_report_destinations(args))
+        destinations.check_stdout()
+    except EnvcheckError as e:
+        print(f"envcheck: {e.message}", file=sys.stderr)
+        return int(e.exit_code)
     try:
-        check_destinations(args)
-        outcome = importlib.import_module(args._module).run(args)
-        if isinstance(outcome, Report):
-            render(outcome, args)
-            return int(outcome.exit_code())
-        return int(outcome)
+        outcome = _call(args)
+        if isinstance(outcome, int):
+            return outcome
+        render(outcome, args)
+        return int(outcome.exit_code())
     except _ReportNotWritten as e:
+        from envcheck import interrupts
+
         written = " (the locks were written)" if interrupts.committed() else ""
         print(f"envcheck: the report cannot be written: {e}{written}", file=sys.stderr)
         return int(ExitCode.ERROR)
+
+
+def _call(args: argparse.Namespace) -> Report | int:
+    """The verb's Report; a failure is one line on stderr and an error report (--json/--junit
+    carry it too) with the failure's exit code."""
+    from envcheck.report import error_report
+
+    debug = getattr(args, "debug", False)
+    try:
+        return importlib.import_module(args._module).run(args)
     except EnvcheckError as e:
         if debug:
+            import traceback
+
             traceback.print_exc()
         print(f"envcheck: {e.message}", file=sys.stderr)
         if e.detail and (debug or getattr(args, "explain", False)):
             print(e.detail, file=sys.stderr)
-        return int(e.exit_code)
+        failed = error_report(args._title, e.message, e.exit_code)
     except OSError as e:  # an unwritable --save-facts path, and the like
         if debug:
+            import traceback
+
             traceback.print_exc()
-        print(f"envcheck: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
-        return int(ExitCode.BAD_INPUT)
+        message = f"{e.strerror or e}: {e.filename or ''}".rstrip(": ")
+        print(f"envcheck: {message}", file=sys.stderr)
+        failed = error_report(args._title, message, ExitCode.BAD_INPUT)
+    write_reports(failed, args)
+    return int(failed.exit_code())

@@ -9,10 +9,18 @@ signal arriving then is remembered and ignored, and the run ends with its normal
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import sys
 import threading
-from collections.abc import Callable
-from typing import Any
+
+from envcheck.errors import ExitCode
+
+TYPE_CHECKING = False  # typing is not imported at start-up (`envcheck --help`)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -71,16 +79,12 @@ def commit() -> None:
     """
     global _committed
     _committed = True
-    if threading.current_thread() is threading.main_thread() and hasattr(
-        signal, "pthread_sigmask"
-    ):
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_BLOCK, set(_SIGNALS))
 
 
 def _unblock() -> None:
-    if threading.current_thread() is threading.main_thread() and hasattr(
-        signal, "pthread_sigmask"
-    ):
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, set(_SIGNALS))
 
 
@@ -108,3 +112,36 @@ def pending() -> int | None:
         if held:
             return held[0]
     return None
+
+
+@contextlib.contextmanager
+def scope() -> Iterator[None]:
+    """One run's signal policy around a block (the API's calls, in a notebook or a script):
+    the caller's handlers and signal mask are back when the block ends."""
+    restore = install()
+    try:
+        yield
+    finally:
+        restore()
+
+
+def exit_for(e: KeyboardInterrupt, quiet: bool) -> int:
+    """The one line and the exit code of a run ended by Ctrl-C or SIGTERM.
+
+    ``quiet``: the process is envcheck itself; after the line, stderr goes to /dev/null for
+    the rest of the process. Libraries clean up at exit (distributed's atexit closes a cluster
+    an interrupt left half started) and print tracebacks about the interrupt itself; the user
+    was told already.
+    """
+    if isinstance(e, Terminated):
+        print("envcheck: terminated (SIGTERM)", file=sys.stderr)
+        code = ExitCode.TERMINATED
+    else:
+        print("envcheck: interrupted", file=sys.stderr)
+        code = ExitCode.INTERRUPTED
+    if quiet:
+        sys.stderr.flush()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    return int(code)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.errors import ExitCode
+from envcheck.text import printable
 
 SCHEMA = "envcheck.report/1"
 
@@ -33,6 +34,15 @@ class Result:
     node: str = ""
     fix: str = ""
     group: str = ""  # section in the table ("node", "cluster", "smoke", a plugin's name)
+
+    def __post_init__(self) -> None:
+        # a message quotes kernel logs, hostnames, file names: no control byte reaches a
+        # terminal, a Nagios line or an XML parser raw (envcheck.text)
+        for name in ("check", "message", "node", "fix", "group"):
+            value = getattr(self, name)
+            safe = printable(value)
+            if safe is not value:
+                object.__setattr__(self, name, safe)
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,10 @@ class Report:
     measurements: tuple[Measurement, ...] = ()
     tables: tuple[Table, ...] = ()
     environment: dict[str, str] = field(default_factory=dict)
+    # the exit code when the results alone do not say it (an error's own code, exit 8)
+    code: ExitCode | None = None
+    # the verb's product printed as is in place of the table (a recipe, a script, markdown)
+    output: str = ""
 
     @property
     def status(self) -> Status:
@@ -74,6 +88,8 @@ class Report:
         return Status.PASS
 
     def exit_code(self) -> ExitCode:
+        if self.code is not None:
+            return self.code
         return {
             Status.PASS: ExitCode.OK,
             Status.WARN: ExitCode.WARN,
@@ -109,11 +125,26 @@ class Report:
                 {"title": t.title, "columns": list(t.columns), "rows": [list(r) for r in t.rows]}
                 for t in self.tables
             ],
+            **({"output": self.output} if self.output else {}),
         }
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a Report as a table (``envcheck.verify_cluster(client)`` in a cell)."""
+        from envcheck.report_html import to_html
+
+        return to_html(self)
+
+
+def error_report(title: str, message: str, code: ExitCode, check: str = "") -> Report:
+    """The report of a run that failed as a whole: one error result, the failure's exit code."""
+    result = Result(check or title, Status.ERROR, message, group="error")
+    return Report(title, results=(result,), code=code)
 
 
 def write_json(report: Report, path: Path) -> None:
-    path.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    from envcheck.destinations import write_file
+
+    write_file(path, (json.dumps(report.to_json(), indent=2) + "\n").encode(), f"--json {path}")
 
 
 def to_junit(report: Report) -> ET.Element:
@@ -121,7 +152,7 @@ def to_junit(report: Report) -> ET.Element:
     counts = report.counts()
     suite = ET.Element(
         "testsuite",
-        name=report.title,
+        name=printable(report.title),
         tests=str(len(report.results)),
         failures=str(counts["fail"]),
         errors=str(counts["error"]),
@@ -145,7 +176,10 @@ def to_junit(report: Report) -> ET.Element:
             ET.SubElement(case, "system-out").text = text
     for m in report.measurements:
         ET.SubElement(
-            suite, "property", name=f"{m.name}[{m.node}]", value=f"{m.value:.6g} {m.unit}"
+            suite,
+            "property",
+            name=printable(f"{m.name}[{m.node}]"),
+            value=printable(f"{m.value:.6g} {m.unit}"),
         )
     root = ET.Element("testsuites")
     root.append(suite)
@@ -153,10 +187,13 @@ def to_junit(report: Report) -> ET.Element:
 
 
 def write_junit(report: Report, path: Path) -> None:
+    from envcheck.destinations import write_file
+
     tree = ET.ElementTree(to_junit(report))
     if hasattr(ET, "indent"):  # Python 3.9+; 3.8 writes the same XML unindented
         ET.indent(tree)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    data = ET.tostring(tree.getroot(), encoding="utf-8", xml_declaration=True)
+    write_file(path, data + b"\n", f"--junit {path}")
 
 
 _STYLE = {
@@ -168,48 +205,94 @@ _STYLE = {
 }
 
 
-def render_table(report: Report, console: Any = None) -> None:
-    """Print the report for people: results grouped, measurements, extra tables, a summary."""
+def render_table(report: Report, console: Any = None, verbose: bool = False) -> None:
+    """Print the report for people: results grouped, measurements, extra tables, a summary.
+
+    By default failures, warnings and errors are shown in full with their fix, passes take a
+    row each, and skips fold into one line per reason with a count (the JSON and JUnit reports
+    keep every row); ``verbose`` shows every skip as a row of its own.
+    """
     from rich.console import Console
-    from rich.table import Table as RichTable
 
     console = console or Console()
     groups: dict[str, list[Result]] = {}
     for r in report.results:
         groups.setdefault(r.group or "checks", []).append(r)
     for group, results in groups.items():
-        t = RichTable(title=f"{report.title}: {group}", title_justify="left", expand=False)
-        for col in ("status", "check", "node", "message", "fix"):
-            t.add_column(col, overflow="fold")
-        for r in results:
-            t.add_row(
-                f"[{_STYLE[r.status]}]{r.status.value}[/]", r.check, r.node, r.message, r.fix
-            )
-        console.print(t)
+        shown = results if verbose else [r for r in results if r.status is not Status.SKIP]
+        if shown:
+            console.print(_results_table(f"{report.title}: {group}", shown))
+        if not verbose:
+            for line in skip_lines([r for r in results if r.status is Status.SKIP]):
+                console.print(line, style=_STYLE[Status.SKIP], markup=False, highlight=False)
     for extra in report.tables:
-        t = RichTable(title=extra.title, title_justify="left")
-        for col in extra.columns:
-            t.add_column(col, overflow="fold")
-        for row in extra.rows:
-            t.add_row(*row)
-        console.print(t)
+        console.print(_extra_table(extra))
     if report.measurements:
-        t = RichTable(title=f"{report.title}: measurements", title_justify="left")
-        for col in ("name", "node", "value", "bare", "reference", "verdict"):
-            t.add_column(col, overflow="fold")
-        for m in report.measurements:
-            t.add_row(
-                m.name,
-                m.node,
-                f"{m.value:.4g} {m.unit}",
-                "" if m.baseline is None else f"{m.baseline:.4g} {m.unit}",
-                "" if m.reference is None else f"{m.reference:.4g} {m.unit}",
-                m.verdict,
-            )
-        console.print(t)
+        console.print(_measurement_table(report))
     c = report.counts()
     summary = ", ".join(f"{n} {s}" for s, n in c.items() if n)
     console.print(
         f"[{_STYLE[report.status]}]{report.status.value.upper()}[/]: {summary or 'no results'}"
         f" (exit {int(report.exit_code())})"
     )
+
+
+def skip_lines(skips: list[Result], limit: int = 6) -> list[str]:
+    """One line per skip reason, most frequent first: "20 skipped: no GPU (driver, gpus, ...)"."""
+    by_reason: dict[str, list[str]] = {}
+    for r in skips:
+        name = f"{r.check}[{r.node}]" if r.node and len({x.node for x in skips}) > 1 else r.check
+        by_reason.setdefault(r.message, []).append(name)
+    lines = []
+    for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+        unique = list(dict.fromkeys(names))
+        listed = ", ".join(unique[:limit]) + (", ..." if len(unique) > limit else "")
+        lines.append(f"  {len(names)} skipped: {reason} ({listed})")
+    return lines
+
+
+def _results_table(title: str, results: list[Result]) -> Any:
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    # Text, not markup: messages and fixes quote commands ("pip install 'envcheck[gpu]'")
+    # whose brackets rich would otherwise take for style tags and drop
+    t = RichTable(title=title, title_justify="left", expand=False)
+    with_fix = any(r.fix for r in results)
+    for col in ("status", "check", "node", "message", *(("fix",) if with_fix else ())):
+        t.add_column(col, overflow="fold")
+    for r in results:
+        cells = (r.check, r.node, r.message, *((r.fix,) if with_fix else ()))
+        t.add_row(Text(r.status.value, style=_STYLE[r.status]), *(Text(x) for x in cells))
+    return t
+
+
+def _extra_table(extra: Table) -> Any:
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    t = RichTable(title=extra.title, title_justify="left")
+    for col in extra.columns:
+        t.add_column(col, overflow="fold")
+    for row in extra.rows:
+        t.add_row(*(Text(str(x)) for x in row))
+    return t
+
+
+def _measurement_table(report: Report) -> Any:
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    t = RichTable(title=f"{report.title}: measurements", title_justify="left")
+    for col in ("name", "node", "value", "bare", "reference", "verdict"):
+        t.add_column(col, overflow="fold")
+    for m in report.measurements:
+        t.add_row(
+            m.name,
+            m.node,
+            f"{m.value:.4g} {m.unit}",
+            "" if m.baseline is None else f"{m.baseline:.4g} {m.unit}",
+            "" if m.reference is None else f"{m.reference:.4g} {m.unit}",
+            Text(m.verdict),
+        )
+    return t

@@ -2,7 +2,7 @@
 # Copy the real files the RAPIDS release record is built from into tests/data/rapids-record/.
 # Run once, where mirrors of the repositories below exist (git clones with the release
 # branches): MIRRORS=/path/with/<owner>+<name>/repo. The table is then rebuilt from the copies
-# with `python -m envcheck.resolve.record.gen` (no network, no mirrors needed).
+# with `python scripts/record/rapids_record.py` (no network, no mirrors needed).
 set -euo pipefail
 MIRRORS=${MIRRORS:-/work/.mirror}
 OUT=${OUT:-tests/data/rapids-record}
@@ -39,11 +39,6 @@ for v in 23.12 24.02 24.04; do copy rapidsai/rapids-dask-dependency "branch-$v" 
 # ucx-py: dask-cuda's CI (22.08-22.12) and dependencies.yaml (23.02 on)
 for v in 22.08 22.10 22.12; do copy rapidsai/dask-cuda "branch-$v" ci/gpu/build.sh; done
 for v in 23.02 23.04 23.06 23.08 23.10 23.12 24.02 24.04; do copy rapidsai/dask-cuda "branch-$v" dependencies.yaml; done
-# a release after the newest integration branch: PyPI wheel METADATA (tests/data/pypi, fetched
-# 2026-11-22 with `pip download --no-deps`; see tests/data/SOURCES.md)
-mkdir -p "$OUT/pypi"
-for f in tests/data/pypi/dask_cuda-26.10.0-*.METADATA tests/data/pypi/rapids_dask_dependency-26.10.0-*.METADATA; do
-  cp "$f" "$OUT/pypi/"
-  printf '%s\t%s\t%s\t%s\t%s\n' "pypi/$(basename "$f")" "pypi.org" "wheel" "$(sha256sum "$f" | cut -c1-40)" "METADATA" >> "$SOURCES.new"
-done
+# the PyPI part (pypi/: wheel METADATA of 24.06-26.10) is fetched by
+# `python scripts/record/rapids_record.py --refresh`, not copied here
 mv "$SOURCES.new" "$SOURCES"

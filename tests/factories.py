@@ -220,7 +220,7 @@ def expect(**kw: object) -> Expectations:
     return Expectations(**kw)  # type: ignore[arg-type]
 
 
-# ---- health facts (issue 12) -----------------------------------------------------------------
+# ---- health facts -----------------------------------------------------------------
 # Values as NVML reports them on healthy HGX boards: ECC on, no errors, PCIe at the slot's
 # maximum (A100: gen4 x16; H200: gen5 x16), every NVLink up with zero error counters,
 # persistence on, only the idle clocks-event reason, MIG off, compute mode Default.

@@ -170,9 +170,6 @@ def test_channel_data_flag_solves_against_a_snapshot(tmp_path: Path) -> None:
         ("malformed", r"demo.yaml:5:33: malformed YAML"),
         ("unknown key", r"demo.yaml:6:1: colour: unknown key"),
         ("invalid spec", r"demo.yaml:5:28: dependencies: 'dask >>=1' is not a conda match spec"),
-        # lenient parses accept these two; the solver would fail on them with exit 3
-        ("conda build form", r"demo.yaml:5:28: dependencies: 'ucx-proc=*=gpu' is not a conda"),
-        ("bare version", r"demo.yaml:5:28: dependencies: 'pytorch 2.0.0 cuda112*' is not a"),
         ("bad channel data", "channel https://exa mple.org/ch: could not parse url"),
         ("missing channel", "does not exist"),
         ("missing recipe", "recipe"),
@@ -190,10 +187,6 @@ def test_bad_input_is_one_line_exit_4(
         r = recipe(tmp_path, channel, "[python=3.9]", "colour: blue\n")
     elif case == "invalid spec":
         r = recipe(tmp_path, channel, "[python=3.9, 'dask >>=1']")
-    elif case == "conda build form":
-        r = recipe(tmp_path, channel, "[python=3.9, 'ucx-proc=*=gpu']")
-    elif case == "bare version":
-        r = recipe(tmp_path, channel, "[python=3.9, 'pytorch 2.0.0 cuda112*']")
     elif case == "missing channel":
         r = recipe(tmp_path, (tmp_path / "no-such-channel").as_uri(), "[python]")
     elif case == "missing recipe":
@@ -350,7 +343,7 @@ def test_build_imports_no_verify_module_and_help_still_covers_every_verb() -> No
     assert run.stdout.strip().splitlines()[-1] == "[]"
     for words, says in [
         ([], "{" + ",".join(dict.fromkeys(path[0] for path in COMMANDS)) + "}"),
-        (["verify"], "{node,cluster}"),
+        (["verify"], "{" + ",".join(p[1] for p in COMMANDS if p[0] == "verify") + "}"),
         (["verify", "node"], "usage: envcheck verify node"),
     ]:
         help_ = subprocess.run(

@@ -1,4 +1,4 @@
-"""The health checks (issue 12) on NodeFacts built here: healthy, and each failure."""
+"""The health checks on NodeFacts built here: healthy, and each failure."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The health collectors (issue 12) against the real sources this machine has: kernel log
+"""The health collectors against the real sources this machine has: kernel log
 files and /dev/kmsg, /sys/class/net and /sys/class/infiniband, rlimits, /dev/shm."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""envcheck verify under faults and hostile input (issue 10): bad locks and flags are one line
+"""envcheck verify under faults and hostile input: bad locks and flags are one line
 and exit 4 before anything is probed; a signal ends every probe child it started.
 """
 

@@ -1,4 +1,4 @@
-"""Fuzzing the loaders (issue 10): whatever a recipe or lock file holds, loading it returns a
+"""Fuzzing the loaders: whatever a recipe or lock file holds, loading it returns a
 value or raises BadInput with one line; never another exception, never a hang.
 
 Bounded for CI: derandomized (the same examples every run) and sized to about 20 s on a 2-core

@@ -11,7 +11,8 @@ from rattler import MatchSpec
 
 from envcheck.errors import BadInput
 from envcheck.resolve.conflicts import SolveOutcome, diagnose
-from envcheck.resolve.snapshot import (
+from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages
+from tests.support.snapshot import (
     depends_from_lock,
     inconsistencies,
     main,
@@ -19,7 +20,6 @@ from envcheck.resolve.snapshot import (
     split_url,
     write_snapshot,
 )
-from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages
 
 DATA = Path(__file__).parent / "data"
 # real conda-lock files of pangeo-data/pangeo-docker-images (copied from shared/data/real)

@@ -98,10 +98,11 @@ def test_channel_names_resolve_to_anaconda_org() -> None:
 @pytest.mark.parametrize(
     ("specs", "constraints", "vps", "says"),
     [
-        # conda accepts both; rattler.solve parses strictly and rejects them
-        (["ucx-proc=*=gpu"], [], {}, "InvalidMatchSpecError: the build string '=gpu'"),
-        (["python 3.9.18 h0*"], [], {}, "missing range specifier for '3.9.18'"),
-        (["python"], ["dask=*=py_0"], {}, "InvalidMatchSpecError"),
+        # conda's forms (ucx-proc=*=gpu, python 3.9.18 h0*) are read as conda reads them
+        # (tests/test_spec_forms.py); text no conda parser reads is bad input
+        (["dask >>=1"], [], {}, "'dask >>=1' is not a conda match spec"),
+        (["cudf=22.08=build=x"], [], {}, "which the solver reads as an error"),
+        (["python"], ["dask >>=1"], {}, "is not a conda match spec"),
         (["python"], [], {"__glibc": "2..17"}, "InvalidVersionError"),
         (["python"], [], {"__archspec": "x86 64"}, "invalid character ' ' in build string"),
     ],

@@ -106,7 +106,7 @@ RELEASES: dict[str, Release] = {
             xgboost="3.1.3",
             ucx="distributed-ucxx 0.52",  # P: dask-cuda 26.10.0 'distributed-ucxx-cu12==0.52.*'
             numpy=">=2.0,<3.0",  # P: dask-cuda 26.10.0
-            pandas=">=2.0",
+            pandas=">=3.0.0,<3.1.0",  # rapids-record/pypi: cudf-cu12 26.10.2
             cudas=("12.9", "13.0"),
             glibc="2.28",  # P: dask-cuda 26.10.0 wheel tag manylinux_2_28
             cusignal=False,
@@ -235,6 +235,7 @@ def base_packages() -> list[Record]:
         "2.0.3": ("3.9", "3.10", "3.11", ">=1.23.5"),
         "2.1.4": ("3.9", "3.10", "3.11", "3.12", ">=1.23.5"),
         "2.2.3": ("3.10", "3.11", "3.12", "3.13", ">=1.26.4"),
+        "3.0.0": ("3.11", "3.12", "3.13", ">=1.26.4"),  # cudf-cu12 26.10.2: pandas<3.1.0,>=3.0.0
     }
     for v, (*pys, np_min) in pandas.items():
         for py in pys:
@@ -281,6 +282,7 @@ def base_packages() -> list[Record]:
         "11.6.0": ("3.8", "3.9", "3.10", "3.11"),
         "12.2.0": ("3.9", "3.10", "3.11", "3.12"),
         "13.4.1": ("3.10", "3.11", "3.12", "3.13"),
+        "14.0.1": ("3.11", "3.12", "3.13"),  # cudf-cu12 26.10.2: cupy-cuda12x!=14.1.0,>=14.0.1
     }.items():
         for py in pys:
             add(_pybuild("cupy", v, py, ["numpy >=1.21.6", "fastrlock >=0.5", "__cuda"]))

@@ -5,10 +5,29 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from envcheck.errors import BadInput, ExitCode
+from envcheck.errors import BadInput
 from envcheck.flags import seconds
+from envcheck.report import Report, Result, Status
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    """What one install does; ``envcheck install``'s flags, typed."""
+
+    lock: Path
+    prefix: Path
+    platform: str | None = None  # default: this machine's
+    cache_dir: Path | None = None  # default: $ENVCHECK_CACHE, else ~/.cache/envcheck
+    force: bool = False  # install even when the prefix's stamp matches
+    progress: bool = False  # progress bars on stderr
+    lock_timeout: float = 600.0  # wait this long for another install into the prefix (0: none)
+    fetch_timeout: float = 900.0  # each package's download, all tries together
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,20 +93,33 @@ def require_install_extra() -> None:
         )
 
 
-def run(args: argparse.Namespace) -> int:
-    require_install_extra()
-    if args.fetch_timeout <= 0:
-        raise BadInput(f"--fetch-timeout must be positive (got {args.fetch_timeout:g})")
-    from rich.console import Console
+def options_from_args(args: argparse.Namespace) -> InstallOptions:
+    return InstallOptions(
+        lock=args.lock,
+        prefix=args.prefix,
+        platform=args.platform,
+        cache_dir=args.cache_dir,
+        force=args.force,
+        progress=not args.quiet and sys.stderr.isatty(),
+        lock_timeout=args.lock_timeout,
+        fetch_timeout=args.fetch_timeout,
+    )
 
-    from envcheck.provision.install import default_cache, install
-    from envcheck.provision.plan import read_plan
 
-    console = Console(stderr=True)
-    plan = read_plan(args.lock, args.platform)
-    show = not args.quiet and sys.stderr.isatty()
-    fetch_bar = link_bar = None
-    if show:
+def run(args: argparse.Namespace) -> Report:
+    return install_lock(options_from_args(args))
+
+
+class _Bars:
+    """The fetch bar, then the link bar, on stderr; every method a no-op when hidden."""
+
+    def __init__(self, files: int, links: int, show: bool) -> None:
+        self.fetch: Any = None
+        self.link: Any = None
+        self.reporter: Any = None
+        if not show:
+            return
+        from rich.console import Console
         from rich.progress import (
             BarColumn,
             DownloadColumn,
@@ -97,63 +129,72 @@ def run(args: argparse.Namespace) -> int:
             TimeElapsedColumn,
         )
 
-        files = len(plan.conda) + len(plan.pip)
-        fetch_bar = Progress(
-            TextColumn(f"fetch + check {files} files"),
-            BarColumn(),
-            DownloadColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
-        fetch_task = fetch_bar.add_task("fetch", total=None)
-        link_bar = Progress(
-            TextColumn("link"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
-        link_task = link_bar.add_task("link", total=len(plan.conda))
+        console = Console(stderr=True)
+        self.fetch = Progress(
+            TextColumn(f"fetch + check {files} files"), BarColumn(), DownloadColumn(),
+            TimeElapsedColumn(), console=console, transient=True,
+        )  # fmt: skip
+        self.fetch_task = self.fetch.add_task("fetch", total=None)
+        self.link = Progress(
+            TextColumn("link"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=console, transient=True,
+        )  # fmt: skip
+        self.reporter = _LinkReporter(self.link, self.link.add_task("link", total=links))
 
-    def on_fetch(n: int) -> None:
-        if fetch_bar is not None:
-            fetch_bar.advance(fetch_task, n)
+    def on_fetch(self, n: int) -> None:
+        if self.fetch is not None:
+            self.fetch.advance(self.fetch_task, n)
 
-    def before_link() -> None:
-        if fetch_bar is not None and link_bar is not None:
-            fetch_bar.stop()
-            link_bar.start()
+    def before_link(self) -> None:
+        if self.fetch is not None:
+            self.fetch.stop()
+            self.link.start()
 
-    if fetch_bar is not None:
-        fetch_bar.start()
-    try:
+    @contextmanager
+    def shown(self) -> Iterator[None]:
+        if self.fetch is not None:
+            self.fetch.start()
+        try:
+            yield
+        finally:
+            for bar in (self.fetch, self.link):
+                if bar is not None:
+                    bar.stop()
+
+
+def install_lock(opts: InstallOptions) -> Report:
+    """Create ``opts.prefix`` from the lock, every package's hash checked before it links."""
+    require_install_extra()
+    if opts.fetch_timeout <= 0:
+        raise BadInput(f"--fetch-timeout must be positive (got {opts.fetch_timeout:g})")
+    from envcheck.provision.install import default_cache, install
+    from envcheck.provision.plan import read_plan
+
+    plan = read_plan(opts.lock, opts.platform)
+    bars = _Bars(len(plan.conda) + len(plan.pip), len(plan.conda), opts.progress)
+    with bars.shown():
         outcome = install(
             plan,
-            args.prefix,
-            args.cache_dir or default_cache(),
-            force=args.force,
-            on_fetch=on_fetch,
-            reporter=_LinkReporter(link_bar, link_task) if link_bar is not None else None,
-            before_link=before_link,
-            lock_timeout=args.lock_timeout,
-            fetch_timeout=args.fetch_timeout,
+            opts.prefix,
+            opts.cache_dir or default_cache(),
+            force=opts.force,
+            on_fetch=bars.on_fetch,
+            reporter=bars.reporter,
+            before_link=bars.before_link,
+            lock_timeout=opts.lock_timeout,
+            fetch_timeout=opts.fetch_timeout,
         )
-    finally:
-        for bar in (fetch_bar, link_bar):
-            if bar is not None:
-                bar.stop()
+    lock = f"lock sha256 {plan.lock_sha256[:12]}, {plan.platform}"
     if outcome.noop:
-        print(
-            f"{outcome.prefix} is already installed from {plan.lock} "
-            f"(lock sha256 {plan.lock_sha256[:12]}, {plan.platform}): nothing to do",
+        message = f"{outcome.prefix} is already installed from {plan.lock} ({lock}): nothing to do"
+    else:
+        pip = f" + {outcome.pip} pip" if outcome.pip else ""
+        message = (
+            f"installed {outcome.conda} conda{pip} packages into {outcome.prefix} "
+            f"({_mb(outcome.bytes_total)}, {_mb(outcome.bytes_fetched)} downloaded, "
+            f"{outcome.seconds:.1f} s; {lock})"
         )
-        return int(ExitCode.OK)
-    pip = f" + {outcome.pip} pip" if outcome.pip else ""
-    print(
-        f"installed {outcome.conda} conda{pip} packages into {outcome.prefix} "
-        f"({_mb(outcome.bytes_total)}, {_mb(outcome.bytes_fetched)} downloaded, "
-        f"{outcome.seconds:.1f} s; lock sha256 {plan.lock_sha256[:12]}, {plan.platform})",
-    )
-    return int(ExitCode.OK)
+    result = Result("install", Status.PASS, message, node=plan.platform, group="install")
+    env = {"lock": str(plan.lock), "lock sha256": plan.lock_sha256, "prefix": str(outcome.prefix)}
+    # the one line is what a person or a script reads; the result carries it to --json/--junit
+    return Report("envcheck install", results=(result,), environment=env, output=message + "\n")

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from envcheck import interrupts
+from envcheck.destinations import check_destination
 from envcheck.errors import BadInput
 
 
@@ -36,14 +37,18 @@ def write_files_atomically(files: Mapping[Path, bytes]) -> None:
     targets. A rename that fails (an immutable file, a vanished directory) rolls back the ones
     already done, so a reader never sees half a lock pair. The renames are the run's commit
     point (``interrupts.commit``): a Ctrl-C before it leaves every file as it was, one after it
-    lets the run finish.
+    lets the run finish. A target that is not a regular file (a device node, a FIFO, a
+    directory) is refused before anything is written, and again just before the renames.
     """
+    for target in files:
+        check_destination(target, str(target), replace=True)
     temps: dict[Path, str] = {}
     backups: dict[Path, str] = {}
     try:
         for target, data in files.items():
             _write_temp(target, data, temps)
         for target in files:
+            check_destination(target, str(target), replace=True)
             if os.path.lexists(target):
                 backups[target] = _backup(target)
         interrupts.commit()

@@ -29,13 +29,12 @@ def lock_diff(old: Path, new: Path, environment: str | None = None) -> list[Chan
     return compare(_versions(read_graph(old, environment)), _versions(read_graph(new, environment)))
 
 
-def run(args: argparse.Namespace) -> Report | int:
+def run(args: argparse.Namespace) -> Report:
     changes = lock_diff(args.old, args.new, args.environment)
-    if args.markdown:
-        print(markdown(changes, str(args.old), str(args.new)), end="")
-        return 0
     counts = {k: sum(1 for c in changes if c.kind == k) for k in ("added", "removed", "changed")}
     summary = ", ".join(f"{n} {k}" for k, n in counts.items())
     result = Result("diff", Status.PASS, f"{args.old} -> {args.new}: {summary}", group="build")
     tables = (changes_table(((args.new.name, c) for c in changes), "changes"),) if changes else ()
-    return Report("envcheck diff", results=(result,), tables=tables)
+    # --markdown: the table for a review is the output, the same result goes to --json/--junit
+    output = markdown(changes, str(args.old), str(args.new)) if args.markdown else ""
+    return Report("envcheck diff", results=(result,), tables=tables, output=output)

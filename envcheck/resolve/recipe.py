@@ -12,11 +12,12 @@ from pathlib import Path
 from types import MappingProxyType
 
 import yaml
-from rattler import MatchSpec, Version
-from rattler.exceptions import InvalidMatchSpecError, InvalidVersionError
+from rattler import Version
+from rattler.exceptions import InvalidVersionError
 
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.resolve.solve import resolve_channel
+from envcheck.resolve.spec import conda_spec
 
 PLATFORMS = frozenset(
     {"linux-64", "linux-aarch64", "linux-ppc64le", "osx-64", "osx-arm64", "win-64"}
@@ -90,26 +91,6 @@ class Recipe:
     @property
     def excluded_names(self) -> frozenset[str]:
         return frozenset(e.name for e in self.exclude)
-
-
-def strict_match_spec(spec: str) -> MatchSpec:
-    """Parse ``spec`` exactly as the solver does (rattler.solve: strict, exact names only).
-
-    A lenient parse accepts conda's ``name=version=build`` and bare-version forms that the
-    solver then rejects: validating leniently would let a recipe pass and its build fail.
-    Raises ValueError, one line naming the spec.
-    """
-    try:
-        return MatchSpec(spec, strict=True, exact_names_only=True)
-    except InvalidMatchSpecError as e:
-        problem = f"{spec!r} is not a conda match spec: {str(e).splitlines()[0]}"
-        try:
-            lenient = str(MatchSpec(spec))
-        except InvalidMatchSpecError:
-            raise ValueError(problem) from None
-        raise ValueError(
-            f"{problem} (the solver parses specs strictly; a lenient reading is {lenient!r})"
-        ) from None
 
 
 class _Errors:
@@ -206,8 +187,7 @@ def parse_recipe(text: str, path: Path) -> Recipe:
         raise BadInput(f"{path}: nesting too deep (a recipe is a few levels deep)") from None
 
 
-def _parse_recipe(text: str, path: Path) -> Recipe:
-    err = _Errors(path)
+def _compose(text: str, path: Path) -> yaml.Node:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as e:
@@ -219,6 +199,12 @@ def _parse_recipe(text: str, path: Path) -> Recipe:
         raise BadInput(f"{path}: malformed YAML: {first}") from None
     if root is None:
         raise BadInput(f"{path}: the recipe is empty")
+    return root
+
+
+def _parse_recipe(text: str, path: Path) -> Recipe:
+    err = _Errors(path)
+    root = _compose(text, path)
     top = _mapping(err, root, "")
     _check_keys(err, top, _KEYS, "", root)
 
@@ -229,123 +215,151 @@ def _parse_recipe(text: str, path: Path) -> Recipe:
     name = _scalar(err, name_node, "name")
     if not _NAME.match(name):
         raise err.at(name_node, "name", f"{name!r} must be lower-case letters, digits, . _ -")
-
-    channels: list[str] = []
-    for node, ch in _list(err, top["channels"][1], "channels"):
-        try:
-            resolve_channel(ch)
-        except EnvcheckError as e:
-            raise err.at(node, "channels", e.message) from None
-        channels.append(ch)
-    if not channels:
-        raise err.at(top["channels"][1], "channels", "needs at least one channel")
-
-    platforms: list[str] = []
-    for node, p in _list(err, top["platforms"][1], "platforms"):
-        if p not in PLATFORMS:
-            raise err.at(
-                node, "platforms", f"unknown platform {p!r} ({', '.join(sorted(PLATFORMS))})"
-            )
-        if p in platforms:
-            raise err.at(node, "platforms", f"{p} appears twice")
-        platforms.append(p)
-    if not platforms:
-        raise err.at(top["platforms"][1], "platforms", "needs at least one platform")
-
-    system: dict[str, str] = {}
-    if (snode := value("system")) is not None:
-        items = _mapping(err, snode, "system")
-        _check_keys(err, items, dict.fromkeys(SYSTEM_KEYS, False), "system", snode)
-        for k, (_, vnode) in items.items():
-            v = _scalar(err, vnode, f"system.{k}")
-            if k == "archspec":
-                if not _ARCH.match(v):
-                    raise err.at(vnode, "system.archspec", f"{v!r} is not a microarchitecture name")
-            else:
-                try:
-                    Version(v)
-                    ok = bool(_SYSTEM_VERSION.match(v))
-                except InvalidVersionError:
-                    ok = False
-                if not ok:
-                    raise err.at(
-                        vnode, f"system.{k}", f"{v!r} is not a version (numbers: e.g. 11.8, 2.17)"
-                    )
-            system[k] = v
-
-    deps: list[str] = []
-    seen: dict[str, str] = {}
-    for node, spec in _list(err, top["dependencies"][1], "dependencies"):
-        try:
-            ms = strict_match_spec(spec)
-        except ValueError as e:
-            raise err.at(node, "dependencies", str(e)) from None
-        pname = ms.name.normalized if ms.name else None
-        if not pname:
-            raise err.at(node, "dependencies", f"{spec!r} names no package")
-        if pname in seen:
-            raise err.at(
-                node, "dependencies", f"{pname} is listed twice ({seen[pname]!r}, {spec!r})"
-            )
-        seen[pname] = spec
-        deps.append(spec)
-    if not deps:
-        raise err.at(top["dependencies"][1], "dependencies", "needs at least one package")
-
-    pip: list[str] = []
-    if (pnode := value("pip")) is not None:
-        # imported here: packaging's parser costs 30 ms, and most recipes have no pip entries
-        from packaging.requirements import InvalidRequirement, Requirement
-
-        for node, req in _list(err, pnode, "pip"):
-            try:
-                Requirement(req)
-            except InvalidRequirement as e:
-                raise err.at(
-                    node, "pip", f"{req!r} is not a PEP 508 requirement: {str(e).splitlines()[0]}"
-                ) from None
-            pip.append(req)
-
-    exclude: list[Exclusion] = []
-    if (xnode := value("exclude")) is not None:
-        if not isinstance(xnode, yaml.SequenceNode):
-            if not (isinstance(xnode, yaml.ScalarNode) and xnode.tag.endswith(":null")):
-                raise err.at(xnode, "exclude", "expected a list of {name, reason}")
-        else:
-            if len(xnode.value) > MAX_ENTRIES:
-                raise err.at(xnode, "exclude", f"more than {MAX_ENTRIES:,} entries")
-            for i, item in enumerate(xnode.value):
-                where = f"exclude[{i}]"
-                fields = _mapping(err, item, where)
-                _check_keys(err, fields, {"name": True, "reason": True}, where, item)
-                xname = _scalar(err, fields["name"][1], f"{where}.name")
-                reason = _scalar(err, fields["reason"][1], f"{where}.reason")
-                if not _NAME.match(xname.lower()):
-                    raise err.at(
-                        fields["name"][1], f"{where}.name", f"{xname!r} is not a package name"
-                    )
-                if not reason:
-                    raise err.at(fields["reason"][1], f"{where}.reason", "say why it is excluded")
-                if xname.lower() in seen:
-                    raise err.at(
-                        fields["name"][1],
-                        f"{where}.name",
-                        f"{xname} is excluded but also a dependency ({seen[xname.lower()]!r})",
-                    )
-                exclude.append(Exclusion(xname.lower(), reason))
-
+    # read in the recipe's order, so the first problem reported is the first in the file
+    channels = _channels(err, top["channels"][1])
+    platforms = _platforms(err, top["platforms"][1])
+    system = _system(err, value("system"))
+    deps, seen = _dependencies(err, top["dependencies"][1])
+    pip = _pip(err, value("pip"))
+    exclude = _exclusions(err, value("exclude"), seen)
     targets = [t for _, t in _list(err, value("targets"), "targets")] if value("targets") else []
     text_of = {k: _scalar(err, top[k][1], k) for k in ("description", "notes") if k in top}
     return Recipe(
         name=name,
-        channels=tuple(channels),
-        platforms=tuple(platforms),
-        dependencies=tuple(deps),
+        channels=channels,
+        platforms=platforms,
+        dependencies=deps,
         system=system,
-        pip=tuple(pip),
-        exclude=tuple(exclude),
+        pip=pip,
+        exclude=exclude,
         description=text_of.get("description", ""),
         targets=tuple(targets),
         notes=text_of.get("notes", ""),
         path=path,
     )
+
+
+def _channels(err: _Errors, node: yaml.Node) -> tuple[str, ...]:
+    channels: list[str] = []
+    for item, ch in _list(err, node, "channels"):
+        try:
+            resolve_channel(ch)
+        except EnvcheckError as e:
+            raise err.at(item, "channels", e.message) from None
+        channels.append(ch)
+    if not channels:
+        raise err.at(node, "channels", "needs at least one channel")
+    return tuple(channels)
+
+
+def _platforms(err: _Errors, node: yaml.Node) -> tuple[str, ...]:
+    platforms: list[str] = []
+    for item, p in _list(err, node, "platforms"):
+        if p not in PLATFORMS:
+            raise err.at(
+                item, "platforms", f"unknown platform {p!r} ({', '.join(sorted(PLATFORMS))})"
+            )
+        if p in platforms:
+            raise err.at(item, "platforms", f"{p} appears twice")
+        platforms.append(p)
+    if not platforms:
+        raise err.at(node, "platforms", "needs at least one platform")
+    return tuple(platforms)
+
+
+def _system(err: _Errors, snode: yaml.Node | None) -> dict[str, str]:
+    system: dict[str, str] = {}
+    if snode is None:
+        return system
+    items = _mapping(err, snode, "system")
+    _check_keys(err, items, dict.fromkeys(SYSTEM_KEYS, False), "system", snode)
+    for k, (_, vnode) in items.items():
+        v = _scalar(err, vnode, f"system.{k}")
+        if k == "archspec":
+            if not _ARCH.match(v):
+                raise err.at(vnode, "system.archspec", f"{v!r} is not a microarchitecture name")
+        else:
+            try:
+                Version(v)
+                ok = bool(_SYSTEM_VERSION.match(v))
+            except InvalidVersionError:
+                ok = False
+            if not ok:
+                raise err.at(
+                    vnode, f"system.{k}", f"{v!r} is not a version (numbers: e.g. 11.8, 2.17)"
+                )
+        system[k] = v
+    return system
+
+
+def _dependencies(err: _Errors, node: yaml.Node) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The conda entries, and normalised name -> entry (for duplicates and exclusions)."""
+    deps: list[str] = []
+    seen: dict[str, str] = {}
+    for item, spec in _list(err, node, "dependencies"):
+        try:
+            ms = conda_spec(spec)  # every form conda's command line accepts
+        except ValueError as e:
+            raise err.at(item, "dependencies", str(e)) from None
+        pname = ms.name.normalized if ms.name else None
+        if not pname:
+            raise err.at(item, "dependencies", f"{spec!r} names no package")
+        if pname in seen:
+            raise err.at(
+                item, "dependencies", f"{pname} is listed twice ({seen[pname]!r}, {spec!r})"
+            )
+        seen[pname] = spec
+        deps.append(spec)
+    if not deps:
+        raise err.at(node, "dependencies", "needs at least one package")
+    return tuple(deps), seen
+
+
+def _pip(err: _Errors, pnode: yaml.Node | None) -> tuple[str, ...]:
+    if pnode is None:
+        return ()
+    # imported here: packaging's parser costs 30 ms, and most recipes have no pip entries
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    pip: list[str] = []
+    for item, req in _list(err, pnode, "pip"):
+        try:
+            Requirement(req)
+        except InvalidRequirement as e:
+            raise err.at(
+                item, "pip", f"{req!r} is not a PEP 508 requirement: {str(e).splitlines()[0]}"
+            ) from None
+        pip.append(req)
+    return tuple(pip)
+
+
+def _exclusions(
+    err: _Errors, xnode: yaml.Node | None, seen: dict[str, str]
+) -> tuple[Exclusion, ...]:
+    if xnode is None:
+        return ()
+    if not isinstance(xnode, yaml.SequenceNode):
+        if not (isinstance(xnode, yaml.ScalarNode) and xnode.tag.endswith(":null")):
+            raise err.at(xnode, "exclude", "expected a list of {name, reason}")
+        return ()
+    if len(xnode.value) > MAX_ENTRIES:
+        raise err.at(xnode, "exclude", f"more than {MAX_ENTRIES:,} entries")
+    return tuple(_exclusion(err, item, f"exclude[{i}]", seen) for i, item in enumerate(xnode.value))
+
+
+def _exclusion(err: _Errors, item: yaml.Node, where: str, seen: dict[str, str]) -> Exclusion:
+    fields = _mapping(err, item, where)
+    _check_keys(err, fields, {"name": True, "reason": True}, where, item)
+    xname = _scalar(err, fields["name"][1], f"{where}.name")
+    reason = _scalar(err, fields["reason"][1], f"{where}.reason")
+    if not _NAME.match(xname.lower()):
+        raise err.at(fields["name"][1], f"{where}.name", f"{xname!r} is not a package name")
+    if not reason:
+        raise err.at(fields["reason"][1], f"{where}.reason", "say why it is excluded")
+    if xname.lower() in seen:
+        raise err.at(
+            fields["name"][1],
+            f"{where}.name",
+            f"{xname} is excluded but also a dependency ({seen[xname.lower()]!r})",
+        )
+    return Exclusion(xname.lower(), reason)

@@ -321,81 +321,104 @@ def solve_specs(
     exist or for channel data that is not repodata, Unreachable for a remote channel whose
     repodata cannot be fetched (within ``fetch_timeout`` seconds).
     """
-    global _child
+    from envcheck.resolve.spec import solver_spec  # rattler, only when something is solved
+
     urls = [resolve_channel(c) for c in channels]
+    try:  # conda's reading of each spec, in the text the solver's strict parser reads alike
+        solver_specs = [solver_spec(s) for s in specs]
+        solver_constraints = [solver_spec(s) for s in constraints]
+    except ValueError as e:
+        raise BadInput(f"the solver cannot parse its input: {e}") from None
     request = {
-        "specs": list(specs),
+        "specs": solver_specs,
         "channels": urls,
         "platform": platform,
         "virtual_packages": _vp_triples(virtual_packages),
-        "constraints": list(constraints),
+        "constraints": solver_constraints,
         "timeout": timeout,
         "fingerprint": _fingerprint(urls, platform),
     }
     remote = [u for u in urls if not is_local(u)]
-    wanted = {*specs, *constraints}
+    reply = _ask_child(request, (tuple(urls), platform), remote, {*specs, *constraints},
+                       fetch_timeout, timeout)
+    if reply["ok"]:
+        return [_to_solved(r) for r in reply["records"]]
+    raise _failure(reply, remote)
+
+
+def _drop_child(child: Any) -> None:
+    """End the solver child; the next solve starts a fresh one."""
+    global _child
+    child.kill()
+    child.close()
+    _child = None
+
+
+def _ask_child(
+    request: dict[str, Any],
+    key: tuple[tuple[str, ...], str],
+    remote: list[str],
+    wanted: set[str],
+    fetch_timeout: float,
+    timeout: float,
+) -> dict[str, Any]:
+    """The solver child's reply; a child that dies mid-solve gets one fresh successor."""
+    global _child
     reply = None
     with _lock:
-        for _attempt in range(2):  # a child that dies mid-solve gets one fresh successor
+        for _attempt in range(2):
             child = _get_child()
-            key = (tuple(urls), platform)
             # remote repodata is fetched in its own, bounded phase (once per set of specs)
             request["prefetch"] = bool(remote) and not wanted <= child.fetched.get(key, set())
             try:
                 reply = child.ask(request, fetch_timeout, timeout)
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM (envcheck.interrupts)
-                # the child would finish a solve nobody waits for: end it now
-                child.kill()
-                child.close()
-                _child = None
+                _drop_child(child)  # it would finish a solve nobody waits for
                 raise
             except _FetchTimeout:
-                child.kill()
-                child.close()
-                _child = None
+                _drop_child(child)
                 raise Unreachable(
                     f"channel data from {', '.join(remote)} did not arrive within "
                     f"{fetch_timeout:g} s (the server does not answer; --fetch-timeout "
                     "sets the limit)"
                 ) from None
             except TimeoutError:
-                child.kill()
-                child.close()
-                _child = None
+                _drop_child(child)
                 raise EnvcheckError(f"the solver did not finish within {timeout:.0f} s") from None
             if reply is not None:
                 if request["prefetch"] and (reply["ok"] or reply["kind"] == "solve"):
                     child.fetched.setdefault(key, set()).update(wanted)
-                break
+                return reply
             how, tail = child.death(), child.stderr_tail()
             child.close()
             _child = None
-        if reply is None:
-            raise EnvcheckError(f"the solver process died ({how})", detail=tail or None)
-    if reply["ok"]:
-        return [_to_solved(r) for r in reply["records"]]
+    raise EnvcheckError(f"the solver process died ({how})", detail=tail or None)
+
+
+def _failure(reply: dict[str, Any], remote: list[str]) -> Exception:
+    """The error a failed reply stands for: unsolvable, bad or unreachable channel, bad input."""
     if reply["kind"] == "solve":
-        raise SolveFailed(reply["message"])
+        return SolveFailed(reply["message"])
     if reply["kind"] == "channel":
         first = reply["message"].splitlines()[0]
         if remote and bad_channel_data(reply["message"]):
             # the server answered: with a 4xx or with something that is not repodata
-            raise BadInput(
+            return BadInput(
                 f"bad channel data from {', '.join(remote)}: {one_line(reply['message'])}",
                 detail=reply["message"],
             )
         if remote:
-            raise Unreachable(
+            return Unreachable(
                 f"channel data cannot be fetched from here ({first}); build this lock on a "
                 "machine that reaches " + ", ".join(remote) + " (see docs/build.md)",
                 detail=reply["message"],
             )
-        raise BadInput(f"bad channel: {first}", detail=reply["message"])
+        return BadInput(f"bad channel: {first}", detail=reply["message"])
     if reply["kind"] == "input":
         # a spec, constraint, channel or virtual package the solver cannot parse: the input
         # is at fault (recipes are validated the same way, so this is for other callers)
-        raise BadInput(f"the solver cannot parse its input: {one_line(reply['message'])}")
-    raise EnvcheckError(
+        return BadInput(f"the solver cannot parse its input: {one_line(reply['message'])}")
+    return EnvcheckError(
         f"the solver failed: {reply['message'].splitlines()[0]}", detail=reply["message"]
     )
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from envcheck.errors import BadInput
-from envcheck.report import Report
+from envcheck.report import Report, Result, Status
 from envcheck.slurm.script import DEFAULT_WAIT, VERDICTS, ScriptOptions, render
 
 
@@ -90,14 +90,20 @@ def options_from_args(args: argparse.Namespace, shared_dir: str = "") -> ScriptO
     )
 
 
-def run(args: argparse.Namespace) -> Report | int:
+def run(args: argparse.Namespace) -> Report:
     if not args.submit:
         if args.submit_timeout is not None:
             raise BadInput("--submit-timeout needs --submit")
-        print(render(options_from_args(args)), end="")
-        return 0
+        return script_report(options_from_args(args))
     from envcheck.slurm.submit import submit
 
     shared = Path(os.path.abspath(args.shared_dir or ".envcheck"))
     script = render(options_from_args(args, str(shared)))
     return submit(script, shared, args.submit_timeout)
+
+
+def script_report(opts: ScriptOptions) -> Report:
+    """The sbatch script as the report's output (printed as is, nothing else on stdout)."""
+    shape = f"{opts.nodes} node(s) x {opts.gpus_per_node} GPU(s), {opts.protocol}"
+    result = Result("slurm script", Status.PASS, f"sbatch script: {shape}", group="slurm")
+    return Report("envcheck slurm script", results=(result,), output=render(opts))

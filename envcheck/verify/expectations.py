@@ -36,7 +36,7 @@ class Expectations:
     # pids that are not foreign on a GPU although they are not this process's descendants:
     # verify cluster puts every worker and nanny of the cluster here.
     known_pids: frozenset[int] = frozenset()
-    # health checks (issue 12)
+    # health checks
     xid_since_seconds: float | None = None  # only Xid events this recent count (--since)
     ecc_corrected_threshold: int = 100  # volatile correctable ECC errors before a warning
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from envcheck.resolve.record.table import Record, Release, Value, release_key
 
@@ -27,9 +28,9 @@ META_RANGES = ("numpy", "cupy", "numba", "nccl", "ucx")
 ADVICE_RANGES = ("pandas", "pytorch", "ucx-py", "distributed-ucxx")
 EXACT = ("dask", "distributed", "dask-expr")
 TOOLKITS = ("cudatoolkit", "cuda-version")
-# rattler prints '=22.08' as '22.8.*'
-_PINNED_RELEASE = re.compile(r"^(?:==?)?(\d{2})\.(\d{1,2})(?:\.\*|\.0+)?$")
 _NUMBER = re.compile(r"\d+(?:\.\d+)*")
+# stands for every release after those the record covers and the recipe names
+LATER = "99.12"
 
 
 @dataclass(frozen=True)
@@ -49,16 +50,19 @@ class Finding:
 class Entry:
     text: str  # as written in the recipe
     name: str
-    version: str | None  # the match spec's version part; None = any
+    version: str | None  # the match spec's version part, as conda reads it; None = any
+    build: str | None = None  # the build-string part (a glob), None = any
 
 
 def parse_entries(specs: Iterable[str]) -> list[Entry]:
-    from rattler import MatchSpec
+    from envcheck.resolve.spec import conda_spec
 
     out = []
     for s in specs:
-        m = MatchSpec(s)
-        out.append(Entry(s, m.name.normalized, None if m.version in (None, "*") else m.version))
+        m = conda_spec(s)
+        version = None if m.version in (None, "*") else m.version
+        build = None if m.build in (None, "*") else m.build
+        out.append(Entry(s, m.name.normalized, version, build))
     return out
 
 
@@ -72,14 +76,13 @@ def _probes(*specs: str) -> list[str]:
     return out
 
 
+@cache
 def overlaps(a: str, b: str) -> bool:
     """Whether some version satisfies both version specs (conda syntax)."""
-    from rattler import Version, VersionSpec
-
-    sa, sb = VersionSpec(a), VersionSpec(b)
+    sa, sb = _vspec(a), _vspec(b)
     for p in _probes(a, b):
         try:
-            v = Version(p)
+            v = _version(p)
         except Exception:  # noqa: BLE001 - a bound rattler cannot read is no probe
             continue
         if sa.matches(v) and sb.matches(v):
@@ -88,17 +91,62 @@ def overlaps(a: str, b: str) -> bool:
 
 
 def matches(spec: str, version: str) -> bool:
-    from rattler import Version, VersionSpec
-
-    return VersionSpec(spec).matches(Version(version))
+    return bool(_vspec(spec).matches(_version(version)))
 
 
-def pinned_release(entry: Entry, names: frozenset[str]) -> str | None:
-    """'cudf=22.08' -> '22.08' for packages versioned by the RAPIDS release."""
-    if entry.name not in names or entry.version is None:
-        return None
-    m = _PINNED_RELEASE.match(entry.version.replace(" ", ""))
-    return f"{m.group(1)}.{int(m.group(2)):02d}" if m else None
+@cache
+def _vspec(text: str):  # type: ignore[no-untyped-def]
+    from rattler import VersionSpec
+
+    return VersionSpec(text)
+
+
+@cache
+def _version(text: str):  # type: ignore[no-untyped-def]
+    from rattler import Version
+
+    return Version(text)
+
+
+def release_universe(record: Record) -> frozenset[str]:
+    """Every RAPIDS release a spec could mean: the calendar releases since 21.06 (even months,
+    through the year after the newest the record covers) and LATER, which stands for the rest."""
+    top = max(int(r.split(".")[0]) for r in record.releases) + 1
+    out = {f"{y}.{m:02d}" for y in range(21, top + 1) for m in range(2, 13, 2) if (y, m) >= (21, 6)}
+    return frozenset({*out, LATER})
+
+
+def _probes_in(rel: str, spec: str) -> list[str]:
+    """Versions of release ``rel`` to try a spec on: its patch releases and every bound the
+    spec names inside it (a range can begin or end within a release: '>=22.8.2')."""
+    yy, mm = (int(x) for x in rel.split("."))
+    out = [f"{rel}.00", f"{rel}.01", f"{rel}.02", f"{rel}.99"]
+    for n in _NUMBER.findall(spec):
+        parts = n.split(".")
+        if len(parts) >= 2 and int(parts[0]) == yy and int(parts[1]) == mm:
+            out += [n, f"{n}.0.1", f"{n}.1"]
+    return out
+
+
+def admitted_releases(entry: Entry, universe: frozenset[str]) -> frozenset[str]:
+    """The releases of ``universe`` of which some version satisfies the entry's version."""
+    if entry.version is None:
+        return universe
+    spec = _vspec(entry.version)
+    return frozenset(
+        r for r in universe if any(spec.matches(_version(v)) for v in _probes_in(r, entry.version))
+    )
+
+
+def describe(releases: Iterable[str]) -> str:
+    """'22.08' / '23.08, 23.10 and later releases'."""
+    rels = sorted(releases, key=release_key)
+    later = LATER in rels
+    named = [r for r in rels if r != LATER]
+    text = ", ".join(named[:6]) + (f" ... {named[-1]}" if len(named) > 6 else "")
+    if later:
+        text = f"{text} and later releases" if named else "releases after the record's newest"
+    return text
 
 
 def _admits(spec: str, pin: str) -> bool:
@@ -114,42 +162,54 @@ def _minors(spec: str, versions: Sequence[str]) -> list[str]:
 
 
 def lint(dependencies: Sequence[str], system: Mapping[str, str], record: Record) -> list[Finding]:
+    """Every rule, for every spec form: the release is what the RAPIDS entries admit together.
+
+    One release admitted: its rules apply. Several: a finding stands when every admitted
+    release gives it (`cudf>=23.08,<24.04` with `pandas>=2`). None: two releases are mixed.
+    """
     entries = parse_entries(dependencies)
     names = record.release_versioned_names()
-    by_release: dict[str, list[Entry]] = {}
-    for e in entries:
-        rel = pinned_release(e, names)
-        if rel:
-            by_release.setdefault(rel, []).append(e)
-    findings: list[Finding] = []
-    if len(by_release) > 1:
-        parts = [
-            f"{', '.join(repr(e.text) for e in es)} ({rel})"
-            for rel, es in sorted(by_release.items(), key=lambda kv: release_key(kv[0]))
-        ]
-        findings.append(
-            Finding(
-                "rapids.one-release",
-                ERROR,
-                "two RAPIDS releases in one environment: "
-                + " vs ".join(parts)
-                + "; every RAPIDS package of an environment comes from one release (the "
-                "`rapids` meta-package pins each to its own version)",
-                tuple(e.text for es in by_release.values() for e in es),
-                tuple(_member_sources(record, by_release)),
-            )
+    rapids = [e for e in entries if e.name in names and e.version is not None]
+    if not rapids:
+        return []
+    universe = release_universe(record)
+    admits = {e.text: admitted_releases(e, universe) for e in rapids}
+    strays = [e for e in rapids if not admits[e.text]]  # 'cudf=0.19': before calendar versions
+    rapids = [e for e in rapids if admits[e.text]]
+    if strays:
+        return [_stray(strays)] + (
+            lint_admitted(entries, rapids, admits, system, record) if rapids else []
         )
-        return findings
-    if not by_release:
-        return findings
-    ((rel, anchors),) = by_release.items()
-    anchor = anchors[0].text
-    release = record.release(rel)
-    if release is None:
-        findings += _uncovered(rel, anchor, system, record)
-        return findings
-    findings += _release_rules(release, anchor, entries, system)
+    return lint_admitted(entries, rapids, admits, system, record)
+
+
+def _stray(strays: Sequence[Entry]) -> Finding:
+    return Finding(
+        "rapids.unknown-release",
+        WARN,
+        f"{', '.join(repr(e.text) for e in strays)} admit no RAPIDS release since 21.06 (YY.MM, "
+        "even months): the record has nothing to check them against",
+        tuple(e.text for e in strays),
+    )
+
+
+def lint_admitted(
+    entries: Sequence[Entry],
+    rapids: Sequence[Entry],
+    admits: Mapping[str, frozenset[str]],
+    system: Mapping[str, str],
+    record: Record,
+) -> list[Finding]:
+    names = record.release_versioned_names()
+    common = frozenset.intersection(*admits.values())
+    if not common:
+        return [_mixed(record, rapids, admits)]
+    anchor = min(rapids, key=lambda e: len(admits[e.text])).text
+    ordered = sorted(common, key=release_key)  # messages name the oldest admitted release
+    per_release = [_one_release(rel, anchor, entries, system, record) for rel in ordered]
+    findings = _shared(per_release, common)
     told = {"python", *EXACT, "xgboost", *META_RANGES, *ADVICE_RANGES, *TOOLKITS, *names}
+    told |= {k.split(":", 1)[1] for r in record.releases.values() for k in r.facts if ":" in k}
     silent = sorted({e.name for e in entries} - told)
     if silent:
         findings.append(
@@ -157,11 +217,67 @@ def lint(dependencies: Sequence[str], system: Mapping[str, str], record: Record)
                 "rapids.not-in-record",
                 INFO,
                 f"the record has no rule for {', '.join(silent)}: the solve decides whether "
-                f"they take RAPIDS {rel}'s pins",
+                f"they take RAPIDS {describe(common)}'s pins",
                 tuple(e.text for e in entries if e.name in silent),
             )
         )
     return findings
+
+
+def _one_release(
+    rel: str, anchor: str, entries: Sequence[Entry], system: Mapping[str, str], record: Record
+) -> list[Finding]:
+    release = record.release(rel)
+    if release is None:
+        return _uncovered(rel, anchor, system, record)
+    return _release_rules(release, anchor, entries, system)
+
+
+def _shared(per_release: Sequence[list[Finding]], releases: frozenset[str]) -> list[Finding]:
+    """The findings every release gives (by rule, severity and entries), merged into one."""
+    if len(per_release) == 1:
+        return list(per_release[0])
+    key = lambda f: (f.rule, f.severity, f.entries)  # noqa: E731
+    common = set.intersection(*({key(f) for f in fs} for fs in per_release))
+    out = []
+    for f in per_release[0]:
+        if key(f) in common:
+            sources = dict.fromkeys(
+                s for fs in per_release for g in fs if key(g) == key(f) for s in g.sources
+            )
+            out.append(
+                Finding(
+                    f.rule,
+                    f.severity,
+                    f"{f.message} (and so does every release the recipe admits: "
+                    f"{describe(releases)})",
+                    f.entries,
+                    tuple(sources),
+                )
+            )
+            common.discard(key(f))
+    return out
+
+
+def _mixed(
+    record: Record, rapids: Sequence[Entry], admits: Mapping[str, frozenset[str]]
+) -> Finding:
+    parts = [f"{e.text!r} ({describe(admits[e.text]) or 'no release'})" for e in rapids]
+    pinned = {e.text: next(iter(admits[e.text])) for e in rapids if len(admits[e.text]) == 1}
+    by_release: dict[str, list[Entry]] = {}
+    for e in rapids:
+        if e.text in pinned:
+            by_release.setdefault(pinned[e.text], []).append(e)
+    return Finding(
+        "rapids.one-release",
+        ERROR,
+        "two RAPIDS releases in one environment: no release satisfies "
+        + " and ".join(parts)
+        + "; every RAPIDS package of an environment comes from one release (the "
+        "`rapids` meta-package pins each to its own version)",
+        tuple(e.text for e in rapids),
+        tuple(_member_sources(record, by_release)),
+    )
 
 
 def _member_sources(record: Record, by_release: Mapping[str, list[Entry]]) -> list[str]:
@@ -243,10 +359,17 @@ def _release_rules(
             if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
                 where = "requires" if sev == ERROR else "was built and tested with"
                 clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
+    for field, fact in release.facts.items():
+        name = field.split(":", 1)[1] if field.startswith("run:") else None
+        e = by_name.get(name) if name else None
+        if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
+            what = f"{fact.note or 'a package'} of the release requires {name} {fact.value}"
+            clash("rapids.range", ERROR, e, fact, what)
     py, e = release.get("python"), by_name.get("python")
     if e and e.version and py.known and not _minors(e.version, py.value):
         clash("rapids.python", ERROR, e, py, f"it was built for Python {', '.join(py.value)}")
     out += _cuda_rules(release, anchor, by_name, system, clash)
+    out += _build_rules(release, entries, by_name)
     glibc, floor = system.get("glibc"), release.get("glibc")
     if glibc and floor.known and matches(f"<{floor.value}", glibc):
         out.append(
@@ -306,6 +429,63 @@ def _cuda_rules(release, anchor, by_name, system, clash) -> list[Finding]:  # ty
             )
         )
     return out
+
+
+_PY_TAG = re.compile(r"(?<![a-z])py(\d)(\d{1,2})(?!\d)")
+_CUDA_TAG = re.compile(r"cuda_?(\d{2})(?!\d)")
+
+
+def _build_rules(
+    release: Release, entries: Sequence[Entry], by_name: Mapping[str, Entry]
+) -> list[Finding]:
+    """A RAPIDS entry's build string names its Python and CUDA ('py39', 'cuda_11'): it must
+    agree with the release and with the recipe's python / toolkit entries."""
+    members = release.get("members")
+    names = {"rapids", *(members.value if members.known else ())}
+    py, majors = release.get("python"), release.get("cuda_majors")
+    out: list[Finding] = []
+    for e in entries:
+        if e.name not in names or not e.build:
+            continue
+        tag = _PY_TAG.search(e.build)
+        if tag:
+            want = f"{tag.group(1)}.{tag.group(2)}"
+            pe = by_name.get("python")
+            if pe and pe.version and not _minors(pe.version, [want]):
+                out.append(_build_clash(e, pe, f"Python {want}", release, ()))
+            elif py.known and want not in py.value:
+                out.append(_build_clash(e, None, f"Python {want}", release, py.sources))
+        tag = _CUDA_TAG.search(e.build)
+        if tag:
+            major = tag.group(1)
+            for name in TOOLKITS:
+                te = by_name.get(name)
+                if (
+                    te
+                    and te.version
+                    and not _minors(te.version, [f"{major}.{n}" for n in range(10)])
+                ):
+                    out.append(_build_clash(e, te, f"CUDA {major}", release, ()))
+            if majors.known and major not in majors.value:
+                out.append(_build_clash(e, None, f"CUDA {major}", release, majors.sources))
+    return out
+
+
+def _build_clash(
+    e: Entry, other: Entry | None, what: str, release: Release, sources: tuple[str, ...]
+) -> Finding:
+    against = (
+        f"the recipe's {other.text!r}"
+        if other
+        else f"RAPIDS {release.version}, which was not built for {what}"
+    )
+    return Finding(
+        "rapids.build",
+        ERROR,
+        f"recipe entry {e.text!r} asks for a build for {what}: it contradicts {against}",
+        (e.text, *((other.text,) if other else ())),
+        sources,
+    )
 
 
 def _cuda_python(release: Release) -> str:

@@ -11,10 +11,14 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, Unsolvable
 from envcheck.resolve.record.lint import ERROR, lint
 from envcheck.resolve.record.table import Record, Release, Value, is_release, load_record
+
+if TYPE_CHECKING:
+    from envcheck.report import Report
 
 # target OS -> (glibc it ships, words for the header)
 OSES = {
@@ -156,10 +160,14 @@ def _toolkit(release: Release, opts: Options, lines: _Lines) -> None:
     elif rule.known:
         lines.add(f"cuda-version={toolkit}", f"rule {rule.value} ({cite(rule)}){built}")
     else:
+        ships = (
+            f"the release ships CUDA {', '.join(majors.value)} ({cite(majors)})"
+            if majors.known
+            else f"which CUDA majors the release ships is not in the data ({majors.note})"
+        )
         lines.add(
             f"cuda-version>={major}.0,<{int(major) + 1}",
-            f"CUDA {major}: the release ships CUDA {', '.join(majors.value)} ({cite(majors)}); "
-            "how its conda packages pin CUDA is not in the data",
+            f"CUDA {major}: {ships}; how its conda packages pin CUDA is not in the data",
         )
 
 
@@ -345,13 +353,23 @@ def command_in(text: str) -> list[str]:
     return shlex.split(" ".join(words))
 
 
-def run(args: argparse.Namespace) -> int:
-    text = compose(options(args))
-    if args.out is None:
-        print(text, end="")
-        return 0
+def run(args: argparse.Namespace) -> Report:
+    return recipe_new(options(args), args.out)
+
+
+def recipe_new(opts: Options, out: Path | None = None) -> Report:
+    """The recipe as the report's output, or written to ``out`` (a regular file or absent)."""
+    from envcheck.destinations import check_destination
+    from envcheck.report import Report, Result, Status
+
+    if out is not None:
+        check_destination(out, f"--out {out}")
+    text = compose(opts)
+    where = "printed" if out is None else f"written to {out}"
+    result = Result("recipe new", Status.PASS, f"RAPIDS {opts.rapids}, {opts.os}: {where}")
+    if out is None:
+        return Report("envcheck recipe new", results=(result,), output=text)
     from envcheck.resolve.atomic import write_files_atomically
 
-    write_files_atomically({args.out: text.encode()})
-    print(f"wrote {args.out}")
-    return 0
+    write_files_atomically({out: text.encode()})
+    return Report("envcheck recipe new", results=(result,), output=f"wrote {out}\n")

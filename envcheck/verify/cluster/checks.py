@@ -92,6 +92,7 @@ def node_checks_per_worker(
     exp: Expectations,
     run_checks: NodeChecks,
     own_pids: Mapping[str, frozenset[int]] = {},  # noqa: B006 - read only
+    noun: str = "worker",
 ) -> list[Result]:
     """run_checks on each worker (node = its address), then fold what a host shares."""
     per_worker: dict[str, list[Result]] = {}
@@ -99,7 +100,7 @@ def node_checks_per_worker(
         known = own_pids.get(facts.host, frozenset()) | exp.known_pids
         wexp = dataclasses.replace(exp, known_pids=known)
         per_worker[address] = run_checks(facts, wexp, address)
-    return fold_per_host(per_worker, {a: f.host for a, f in workers.items()})
+    return fold_per_host(per_worker, {a: f.host for a, f in workers.items()}, noun)
 
 
 def _key(r: Result) -> tuple[str, str, str, str, str]:
@@ -107,7 +108,7 @@ def _key(r: Result) -> tuple[str, str, str, str, str]:
 
 
 def fold_per_host(
-    per_worker: Mapping[str, list[Result]], host_of: Mapping[str, str]
+    per_worker: Mapping[str, list[Result]], host_of: Mapping[str, str], noun: str = "worker"
 ) -> list[Result]:
     """Results every worker of a host reports alike become one result with node=host.
 
@@ -129,7 +130,7 @@ def fold_per_host(
             k = _key(r)
             if k in shared and k not in emitted:
                 emitted.add(k)
-                out.append(dataclasses.replace(r, node=f"{host} ({len(addresses)} workers)"))
+                out.append(dataclasses.replace(r, node=f"{host} ({len(addresses)} {noun}s)"))
         for a in addresses:
             out.extend(r for r in per_worker[a] if _key(r) not in shared)
     return out

@@ -33,6 +33,8 @@ from envcheck.verify.cluster.connect import (
     check_address,
     connect,
     embedded_cluster,
+    embedded_gap_results,
+    embedded_gpu_gap,
     embedded_kind,
     gpu_count,
     security_from_files,
@@ -182,7 +184,7 @@ def _cluster(args: argparse.Namespace, security: object) -> Iterator[tuple[Clien
             yield got
         return
     gpus = gpu_count()
-    kind, why = embedded_kind(gpus)
+    kind, why = embedded_kind(gpus, embedded_gpu_gap() if not gpus else None)
     with contextlib.ExitStack() as stack:
         # its worker processes keep their stderr in a log, off the terminal (a Ctrl-C there
         # reaches them too: one line from envcheck, not their tracebacks)
@@ -217,6 +219,9 @@ def run(args: argparse.Namespace) -> Report:
         lost = scheduler_lost(client, client.scheduler.address or described)
         if lost:
             report = dataclasses.replace(report, results=(*lost, *report.results))
+        if described.startswith("embedded "):  # GPUs NVML cannot read: say so, do not pass
+            gap = embedded_gap_results()
+            report = dataclasses.replace(report, results=(*gap, *report.results))
         return report
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, Unreachable
+from envcheck.report import Result, Status
 from envcheck.verify.cluster.probe import PeerVersions, first_line, probe_scheduler, with_workers
 
 if TYPE_CHECKING:
@@ -216,9 +217,39 @@ def gpu_count() -> int:
     return len(collect_node_facts("client").gpus)
 
 
-def embedded_kind(gpus: int) -> tuple[str, str]:
-    """("LocalCUDACluster" | "LocalCluster", why): what the embedded default starts here."""
+def embedded_gpu_gap() -> tuple[str, str] | None:
+    """(what, fix) when this machine's kernel driver lists GPUs that NVML cannot read (no
+    pynvml, no libnvidia-ml.so, NVML failing): no worker can be pinned to a GPU. Else None."""
+    from envcheck.verify.facts import collect_node_facts
+    from envcheck.verify.node.checks.gpu.nvml_gap import nvml_gap
+
+    return nvml_gap(collect_node_facts("client"))
+
+
+def embedded_gap_results() -> list[Result]:
+    """A failure for the embedded default on such a machine: its CPU LocalCluster checks the
+    rest, but a GPU job would not get the GPUs this machine has."""
+    gap = embedded_gpu_gap()
+    if gap is None:
+        return []
+    return [
+        Result(
+            "embedded-cluster",
+            Status.FAIL,
+            "the embedded default cannot pin workers to GPUs (dask-cuda needs NVML), so it "
+            f"started a CPU LocalCluster: {gap[0]}",
+            fix=gap[1],
+            group="cluster",
+        )
+    ]
+
+
+def embedded_kind(gpus: int, gap: tuple[str, str] | None = None) -> tuple[str, str]:
+    """("LocalCUDACluster" | "LocalCluster", why): what the embedded default starts here.
+    gap: embedded_gpu_gap()'s answer when NVML sees no GPU."""
     if gpus == 0:
+        if gap is not None:
+            return "LocalCluster", "GPUs present but NVML cannot read them: CPU workers only"
         return "LocalCluster", "no GPU on this machine"
     if importlib.util.find_spec("dask_cuda") is None:
         return "LocalCluster", f"{gpus} GPUs but dask-cuda is not installed"

@@ -94,26 +94,26 @@ class Column:
     labels: tuple[str, ...]  # process labels it stands for ("client", a worker address)
 
 
-def _label_title(label: str) -> str:
-    return label if label in ("client", "scheduler") else f"worker {label}"
+def _label_title(label: str, noun: str = "worker") -> str:
+    return label if label in ("client", "scheduler") else f"{noun} {label}"
 
 
-def _group_title(labels: list[str]) -> str:
+def _group_title(labels: list[str], noun: str = "worker") -> str:
     if len(labels) == 1:
-        return _label_title(labels[0])
+        return _label_title(labels[0], noun)
     shown = ", ".join(labels[:3]) + (f", +{len(labels) - 3} more" if len(labels) > 3 else "")
-    return f"{len(labels)} workers: {shown}"
+    return f"{len(labels)} {noun}s: {shown}"
 
 
-def _describe(labels: Iterable[str]) -> str:
-    """'client, scheduler and 2 workers' style, naming workers when they are few."""
+def _describe(labels: Iterable[str], noun: str = "worker") -> str:
+    """'client, scheduler and 2 workers' style, naming workers (ranks) when they are few."""
     labels = list(labels)
     named = [lab for lab in labels if lab in ("client", "scheduler")]
     workers = [lab for lab in labels if lab not in ("client", "scheduler")]
     if len(workers) <= 3:
-        named += [f"worker {w}" for w in workers]
+        named += [f"{noun} {w}" for w in workers]
     else:
-        named.append(f"{len(workers)} workers ({', '.join(workers[:3])}, ...)")
+        named.append(f"{len(workers)} {noun}s ({', '.join(workers[:3])}, ...)")
     if len(named) == 1:
         return named[0]
     return ", ".join(named[:-1]) + " and " + named[-1]
@@ -127,7 +127,10 @@ def _has(labels: list[str], version: str | None) -> str:
 
 
 def compare_package(
-    package: str, versions: Mapping[str, str | None]
+    package: str,
+    versions: Mapping[str, str | None],
+    noun: str = "worker",
+    critical: frozenset[str] = CRITICAL,
 ) -> tuple[Status, str, tuple[str, ...], str]:
     """Judge one package across processes: (status, message, odd labels, reference version).
 
@@ -147,27 +150,33 @@ def compare_package(
     ordered = sorted(groups.items(), key=rank, reverse=True)
     ref_version, ref_labels = ordered[0]
     odd = tuple(lab for _, labels in ordered[1:] for lab in labels)
-    parts = [f"{_describe(labels)} {_has(labels, v)}" for v, labels in ordered[1:]]
+    parts = [f"{_describe(labels, noun)} {_has(labels, v)}" for v, labels in ordered[1:]]
     message = (
         f"{package} differs: {'; '.join(parts)}; "
-        f"{_describe(ref_labels)} {_has(ref_labels, ref_version)}"
+        f"{_describe(ref_labels, noun)} {_has(ref_labels, ref_version)}"
     )
     if package == "python":
         minors = {_python_minor(v) for v in groups if v is not None}
         status = Status.FAIL if len(minors) > 1 else Status.WARN
     else:
-        status = Status.FAIL if package in CRITICAL else Status.WARN
+        status = Status.FAIL if package in critical else Status.WARN
     return status, message, odd, ref_version or ""
 
 
 def skew_report(
-    processes: Mapping[str, NodeFacts], extra_packages: Iterable[str] = ()
+    processes: Mapping[str, NodeFacts],
+    extra_packages: Iterable[str] = (),
+    *,
+    noun: str = "worker",
+    critical: frozenset[str] = CRITICAL,
+    group: str = "cluster",
 ) -> tuple[Table, list[Result]]:
     """The skew table (tracked rows present anywhere, plus extra rows that differ) and verdicts.
 
     `processes` maps a label ("client", "scheduler", a worker address) to its facts, in the
     order the columns should appear. `extra_packages` are a lock's packages: compared too,
-    but shown only where they differ (a lock has hundreds).
+    but shown only where they differ (a lock has hundreds). `noun` names the processes that
+    are not client or scheduler ("worker", "rank"); a difference in a `critical` package fails.
     """
     labels = list(processes)
     versions = {label: process_versions(f) for label, f in processes.items()}
@@ -180,27 +189,30 @@ def skew_report(
         per = {label: versions[label].get(name) for label in labels}
         if all(v is None for v in per.values()):
             continue
-        verdict = compare_package(name, per)
+        verdict = compare_package(name, per, noun, critical)
         verdicts[name] = verdict
         if name in TRACKED or verdict[0] is not Status.PASS:
             rows_wanted.append(name)
 
-    columns = _columns(labels, versions, rows_wanted)
+    columns = _columns(labels, versions, rows_wanted, noun)
     rows = []
     for name in rows_wanted:
         cells = [versions[col.labels[0]].get(name) or ABSENT for col in columns]
         state = verdicts[name][0]
         rows.append((name, *cells, "ok" if state is Status.PASS else state.value))
     table = Table(
-        title="version skew (one column per process; identical workers grouped)",
+        title=f"version skew (one column per process; identical {noun}s grouped)",
         columns=("package", *(c.title for c in columns), "verdict"),
         rows=tuple(rows),
     )
-    return table, _results(verdicts, labels, len(names))
+    return table, _results(verdicts, labels, len(names), noun, group)
 
 
 def _columns(
-    labels: list[str], versions: Mapping[str, Mapping[str, str]], rows: list[str]
+    labels: list[str],
+    versions: Mapping[str, Mapping[str, str]],
+    rows: list[str],
+    noun: str = "worker",
 ) -> list[Column]:
     cols: list[Column] = []
     worker_groups: dict[tuple[str | None, ...], list[str]] = {}
@@ -210,7 +222,7 @@ def _columns(
         else:
             key = tuple(versions[label].get(name) for name in rows)
             worker_groups.setdefault(key, []).append(label)
-    cols += [Column(_group_title(group), tuple(group)) for group in worker_groups.values()]
+    cols += [Column(_group_title(g, noun), tuple(g)) for g in worker_groups.values()]
     return cols
 
 
@@ -218,6 +230,8 @@ def _results(
     verdicts: Mapping[str, tuple[Status, str, tuple[str, ...], str]],
     labels: list[str],
     compared: int,
+    noun: str = "worker",
+    group: str = "cluster",
 ) -> list[Result]:
     out: list[Result] = []
     for name, (status, message, odd, ref) in verdicts.items():
@@ -229,11 +243,11 @@ def _results(
             else ""
         )
         if not ref:  # most processes lack it
-            action = f"uninstall {name} from {_describe(odd)} or install it everywhere"
+            action = f"uninstall {name} from {_describe(odd, noun)} or install it everywhere"
         elif name == "python":
-            action = f"run python {ref} on {_describe(odd)}"
+            action = f"run python {ref} on {_describe(odd, noun)}"
         else:
-            action = f"install {name}=={ref} on {_describe(odd)}"
+            action = f"install {name}=={ref} on {_describe(odd, noun)}"
         out.append(
             Result(
                 check=f"skew.{name}",
@@ -241,7 +255,7 @@ def _results(
                 message=message,
                 node=", ".join(odd),
                 fix=f"{why}{action}, or build every environment from one lock (envcheck build)",
-                group="cluster",
+                group=group,
             )
         )
     if not out:
@@ -251,8 +265,8 @@ def _results(
                 check="skew",
                 status=Status.PASS,
                 message=f"{present} of {compared} tracked packages installed somewhere, "
-                f"all identical on {_describe(labels)}",
-                group="cluster",
+                f"all identical on {_describe(labels, noun)}",
+                group=group,
             )
         )
     return out

@@ -13,7 +13,9 @@ packages     conda-meta and dist-info readers
 nvml         GPUs and their health through pynvml; this process's tree of pids
 visible      CUDA_VISIBLE_DEVICES as CUDA reads it
 ucx, nccl    UCX binding, version and transports; NCCL's version
+archs        the GPU architectures torch / CuPy / xgboost builds carry (child probe)
 probes       import and shared-library probes in child interpreters
+procfs       the NVIDIA kernel driver, its GPUs and /dev nodes from /proc and /dev (no NVML)
 host         rlimits, /dev/shm, interfaces, rtnetlink, InfiniBand ports, kernel modules
 kernel_log   Xid events from /dev/kmsg, dmesg, journalctl -k or a file
 """
@@ -41,17 +43,29 @@ from .host import (
 )
 from .kernel_log import parse_xid_line, read_kernel_log
 from .model import (
+    NVML_INIT_FAILED,
+    NVML_MISMATCH,
+    NVML_NO_DRIVER,
+    NVML_NO_GPU,
+    NVML_NO_LIBRARY,
+    NVML_NO_MODULE,
+    NVML_OK,
+    NVML_READ_FAILED,
     AddressLink,
+    CompiledArchs,
+    GemmRun,
     Gpu,
     GpuHealth,
     GpuProcess,
     HostHealth,
     IbPort,
     ImportProbe,
+    KernelDriver,
     LibraryProbe,
     NetInterface,
     NodeFacts,
     NvLink,
+    ProcGpu,
     UcxFacts,
     XidEvent,
     facts_from_dict,
@@ -61,16 +75,33 @@ from .nccl import decode_nccl_version
 from .nvml import collect_gpu_health, gpu_health
 from .packages import normalize_name
 from .probes import SONAMES, probe_imports, probe_libraries
+from .procfs import ROOT_VARIABLE, nvidia_roots, parse_information, read_kernel_driver
 from .ucx import parse_ucx_info
 from .visible import resolve_visible_devices
 
 __all__ = [
+    "NVML_INIT_FAILED",
+    "NVML_MISMATCH",
+    "NVML_NO_DRIVER",
+    "NVML_NO_GPU",
+    "NVML_NO_LIBRARY",
+    "NVML_NO_MODULE",
+    "NVML_OK",
+    "NVML_READ_FAILED",
+    "ROOT_VARIABLE",
+    "KernelDriver",
+    "ProcGpu",
+    "nvidia_roots",
+    "parse_information",
+    "read_kernel_driver",
     "ENV_NAMES",
     "ENV_PREFIXES",
     "KERNEL_MODULES",
     "NET_VARIABLES",
     "SONAMES",
     "AddressLink",
+    "CompiledArchs",
+    "GemmRun",
     "Gpu",
     "GpuHealth",
     "GpuProcess",

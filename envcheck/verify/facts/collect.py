@@ -12,7 +12,16 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
+from .archs import (
+    cache_path,
+    cached_archs,
+    finish_arch_probe,
+    keep_archs,
+    start_arch_probe,
+    wanted_frameworks,
+)
 from .caches import _STAT_MEMO, _cached, _process_constant, dirs_key
 from .host import address_link, collect_host_health
 from .model import AddressLink, Gpu, GpuHealth, HostHealth, NodeFacts
@@ -20,6 +29,7 @@ from .nccl import _nccl_version
 from .nvml import _nvml_facts, _own_pids, collect_gpu_health
 from .packages import _conda_meta_packages, _dist_info_packages
 from .probes import probe_imports, probe_libraries
+from .procfs import nvidia_roots, read_kernel_driver
 from .ucx import _ucx_facts
 from .visible import resolve_visible_devices
 
@@ -42,6 +52,7 @@ def collect_node_facts(
     ucx_info_timeout: float = 10.0,
     health: bool | None = None,
     kernel_log: str = "",
+    arch_probe: bool | None = None,
 ) -> NodeFacts:
     """Gather this process's view of its machine; never raises for missing hardware.
 
@@ -50,31 +61,35 @@ def collect_node_facts(
     the processes that run jobs and whose health is judged, "local" (verify node) and
     "worker"; not for a cluster's client and scheduler, which share the busy event loop of
     the caller. kernel_log: a file to read Xid lines from instead of the kernel's own log.
+    arch_probe: read the GPU architectures torch / CuPy / xgboost carry, in a child that runs
+    while the rest is read. None (the default): for "local" and "worker" on a machine whose
+    kernel driver is loaded.
     """
     t0 = time.perf_counter()
     # One stat per directory per collection: every stat releases the GIL, and taking it back
     # behind a busy event loop thread (a client's, a scheduler's) costs tens of microseconds.
     _STAT_MEMO[threading.get_ident()] = {}
+    archs_child = None
     try:
         env = _interesting_env(extra_env)
         python_packages, packages, builds, source = _installed()
-        nvml_error, driver, cuda_driver, gpus = _nvml_facts()
+        kernel_driver = read_kernel_driver(*nvidia_roots())
+        frameworks, arch_cache, compiled, archs_child = _start_archs(
+            {**packages, **python_packages}, role, arch_probe, kernel_driver.version
+        )
+        nvml_state, nvml_error, driver, cuda_driver, gpus = _nvml_facts()
         visible, problem = resolve_visible_devices(env.get("CUDA_VISIBLE_DEVICES"), gpus)
-        own: tuple[int, ...] = (os.getpid(),)
-        if any(g.processes for g in gpus):  # walking /proc costs ms: only when it can matter
-            own = _own_pids(os.getpid())
+        # walking /proc costs ms: only when another process on a GPU makes it matter
+        own = _own_pids(os.getpid()) if any(g.processes for g in gpus) else (os.getpid(),)
         nccl_version, nccl_source = _nccl_version()
         gpu_health, host_health = _health(role, health, gpus, visible, kernel_log)
+        if compiled is None:
+            compiled = finish_arch_probe(archs_child, frameworks, probe_timeout)
+            keep_archs(arch_cache, compiled)
         facts = NodeFacts(
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            user=_current_user(),
+            **_identity(),
             role=role,
             address=address,
-            python=_process_constant("python", platform.python_version),
-            python_executable=sys.executable,
-            platform=_process_constant("platform", conda_platform),
-            glibc=_process_constant("glibc", glibc_version),
             packages=packages,
             package_builds=builds,
             package_source=source,
@@ -90,17 +105,56 @@ def collect_node_facts(
             visible_devices_problem=problem,
             own_pids=own,
             python_packages=python_packages,
-            imports=probe_imports(import_modules, probe_timeout) if import_modules else (),
-            libraries=probe_libraries(libraries, probe_timeout) if libraries else (),
+            **_probes(import_modules, libraries, probe_timeout),
             nccl_source=nccl_source,
             gpu_health=gpu_health,
             host_health=host_health,
             slurm=slurm_env(),
             address_link=address_link(address) if role == "worker" else AddressLink(),
+            kernel_driver=kernel_driver,
+            nvml_state=nvml_state,
+            compiled_archs=compiled,
         )
         return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
         _STAT_MEMO.pop(threading.get_ident(), None)
+        if archs_child is not None and archs_child.poll() is None:  # an exception on the way
+            archs_child.kill()
+            archs_child.wait()
+
+
+def _start_archs(
+    installed: dict[str, str], role: str, arch_probe: bool | None, driver_version: str
+) -> tuple[tuple[str, ...], str, Any, Any]:
+    """(frameworks, cache file, their archs when cached else None, the probe child or None)."""
+    if arch_probe is None:
+        arch_probe = role in ("local", "worker") and bool(driver_version)
+    frameworks = wanted_frameworks(installed) if arch_probe else ()
+    arch_cache = cache_path(frameworks) if frameworks else ""
+    compiled = cached_archs(arch_cache, frameworks) if frameworks else ()
+    child = start_arch_probe(frameworks) if compiled is None else None
+    return frameworks, arch_cache, compiled, child
+
+
+def _probes(modules: Any, libraries: Any, timeout: float) -> dict[str, Any]:
+    """Import and library probes in child processes, only when asked for."""
+    return {
+        "imports": probe_imports(modules, timeout) if modules else (),
+        "libraries": probe_libraries(libraries, timeout) if libraries else (),
+    }
+
+
+def _identity() -> dict[str, Any]:
+    """Who and what this process is: host, pid, user, Python, platform, glibc."""
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "user": _current_user(),
+        "python": _process_constant("python", platform.python_version),
+        "python_executable": sys.executable,
+        "platform": _process_constant("platform", conda_platform),
+        "glibc": _process_constant("glibc", glibc_version),
+    }
 
 
 def _installed() -> tuple[dict[str, str], dict[str, str], dict[str, str], str]:

@@ -59,7 +59,7 @@ class LibraryProbe:
     error: str = ""
 
 
-# ---- health facts (issue 12): what DCGM level 1, gcm and NHC read, as plain data ------------
+# ---- health facts: what DCGM level 1, gcm and NHC read, as plain data ------------
 # Every NVML value is Optional: None means "not read"; the field's name is then in
 # GpuHealth.unsupported (NVML said NotSupported: no ECC on a GeForce, no NVLink on PCIe cards)
 # or in GpuHealth.errors with NVML's message.
@@ -103,6 +103,8 @@ class GpuHealth:
     mig_mode: int | None = None  # current: 1 enabled, 0 disabled
     mig_mode_pending: int | None = None
     compute_mode: int | None = None  # NVML_COMPUTEMODE_*: 0 default, 2 prohibited, 3 excl.
+    sm_clock_mhz: int | None = None  # current SM clock
+    temperature_c: int | None = None  # GPU core temperature
     unsupported: tuple[str, ...] = ()  # fields NVML answered NotSupported / not in this driver
     errors: tuple[str, ...] = ()  # "field: NVML error" for any other failure
 
@@ -166,6 +168,79 @@ class HostHealth:
 
 
 @dataclass(frozen=True)
+class ProcGpu:
+    """One GPU as the kernel driver lists it (/proc/driver/nvidia/gpus/<pci>/information)."""
+
+    pci_bus_id: str  # "0000:00:06.0"
+    model: str = ""  # "NVIDIA H100 80GB HBM3"
+    uuid: str = ""  # "GPU-5c83b59a-..."
+    minor: int = -1  # Device Minor: N of /dev/nvidiaN
+    bus_type: str = ""  # "PCIe", "SXM"
+    video_bios: str = ""
+    excluded: bool = False  # "GPU Excluded: Yes": the driver keeps it from every client
+
+
+@dataclass(frozen=True)
+class KernelDriver:
+    """The NVIDIA kernel module, its GPUs and device nodes, read without NVML."""
+
+    version: str = ""  # "580.159.04"; "" when the module is not loaded
+    version_line: str = ""  # the first line of /proc/driver/nvidia/version
+    gpus: tuple[ProcGpu, ...] = ()
+    device_nodes: tuple[str, ...] = ()  # "/dev/nvidia0", ... (character devices)
+    control_node: bool = False  # /dev/nvidiactl is a character device
+    error: str = ""  # what could not be read and why
+
+
+@dataclass(frozen=True)
+class CompiledArchs:
+    """The GPU architectures a framework's build carries, as a child interpreter read them.
+
+    archs: "sm_90" (SASS, runs as is), "compute_90" (PTX, compiled by the driver at start-up);
+    for CuPy, which compiles its kernels at run time through NVRTC, the "sm_XY" NVRTC can build.
+    """
+
+    framework: str  # "torch", "cupy", "xgboost"
+    version: str = ""
+    cuda: str = ""  # the CUDA the build is for ("12.8"); "" for a CPU-only build
+    archs: tuple[str, ...] = ()
+    runtime_compiled: bool = False  # CuPy: kernels built at run time for the GPU found
+    error: str = ""  # why the architectures are unknown (import failed, not exposed)
+
+
+@dataclass(frozen=True)
+class GemmRun:
+    """One matrix multiply timed on one GPU by verify node --level 2, and what NVML read of
+    that GPU while the load ran (the lowest SM clock, the highest temperature, the clocks event
+    reasons seen)."""
+
+    index: int  # NVML index
+    name: str
+    dtype: str  # "float32", "bfloat16", "float16"
+    n: int = 0  # n x n times n x n
+    tflops: float = 0.0
+    max_rel_error: float = -1.0  # max |C - C_fp64| / max |C_fp64| over a block of rows
+    tolerance: float = 0.0
+    tf32: bool = False  # float32 through TF32 tensor cores (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE)
+    framework: str = ""
+    error: str = ""  # why it did not run
+    sm_clock_min_mhz: int | None = None
+    temperature_max_c: int | None = None
+    clocks_event_reasons: int = 0  # OR of every sample's bitmask
+
+
+# NodeFacts.nvml_state: why NVML facts are missing, one word a check can branch on
+NVML_OK = "ok"
+NVML_NO_MODULE = "no-module"  # pynvml (nvidia-ml-py) does not import
+NVML_NO_LIBRARY = "no-library"  # pynvml imports, libnvidia-ml.so does not load
+NVML_NO_DRIVER = "no-driver"  # NVML loaded, the kernel driver is not there
+NVML_MISMATCH = "mismatch"  # libnvidia-ml.so and the kernel module are different versions
+NVML_INIT_FAILED = "init-failed"  # nvmlInit failed otherwise (permissions, a lost GPU...)
+NVML_READ_FAILED = "read-failed"  # NVML started, reading the GPUs failed
+NVML_NO_GPU = "no-gpu"  # NVML answered and lists no GPU
+
+
+@dataclass(frozen=True)
 class NodeFacts:
     host: str
     pid: int
@@ -197,7 +272,7 @@ class NodeFacts:
     imports: tuple[ImportProbe, ...] = ()  # only the modules asked for
     libraries: tuple[LibraryProbe, ...] = ()  # only the libraries asked for
     nccl_source: str = ""  # path of the libnccl that answered, or "torch"
-    # Health facts (issue 12): NVML per GPU and the host's limits, links and kernel log.
+    # Health facts: NVML per GPU and the host's limits, links and kernel log.
     gpu_health: tuple[GpuHealth, ...] = ()
     host_health: HostHealth = field(default_factory=HostHealth)
     # The same GPU reads again after verify node --level 2's load (PCIe link as trained under
@@ -208,6 +283,14 @@ class NodeFacts:
     # The interface under a worker's Dask address and its link speed (--bench references
     # between hosts): empty for other roles.
     address_link: AddressLink = field(default_factory=AddressLink)
+    # The kernel driver as /proc and /dev show it (no NVML needed), and why NVML facts are
+    # missing as one word (NVML_* above; "" from a collector older than this field).
+    kernel_driver: KernelDriver = field(default_factory=KernelDriver)
+    nvml_state: str = ""
+    # The architectures torch / CuPy / xgboost builds carry (child probe); () when not probed.
+    compiled_archs: tuple[CompiledArchs, ...] = ()
+    # verify node --level 2's matrix multiplies: () when no load ran
+    gemm: tuple[GemmRun, ...] = ()
 
 
 # ---- plain data, for shipping facts between processes ---------------------------------------
@@ -245,6 +328,10 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
         **{k: tuple(_shallow(x) for x in getattr(hh, k)) for k in _HOST_HEALTH_LISTS},
     }
     out["address_link"] = _shallow(facts.address_link)
+    out["compiled_archs"] = tuple(_shallow(c) for c in facts.compiled_archs)
+    out["gemm"] = tuple(_shallow(g) for g in facts.gemm)
+    kd = facts.kernel_driver
+    out["kernel_driver"] = {**_shallow(kd), "gpus": tuple(_shallow(g) for g in kd.gpus)}
     return out
 
 
@@ -282,7 +369,19 @@ def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
     hh["modules"] = tuple(hh.get("modules", ()))
     d["host_health"] = HostHealth(**hh)
     d["address_link"] = AddressLink(**_known(AddressLink, d.get("address_link") or {}))
+    kd = _known(KernelDriver, d.get("kernel_driver") or {})
+    kd["gpus"] = tuple(ProcGpu(**_known(ProcGpu, g)) for g in kd.get("gpus", ()))
+    kd["device_nodes"] = tuple(kd.get("device_nodes", ()))
+    d["kernel_driver"] = KernelDriver(**kd)
+    d["compiled_archs"] = tuple(_compiled_from_dict(c) for c in d.get("compiled_archs", ()))
+    d["gemm"] = tuple(GemmRun(**_known(GemmRun, g)) for g in d.get("gemm", ()))
     return NodeFacts(**d)
+
+
+def _compiled_from_dict(c: dict[str, Any]) -> CompiledArchs:
+    d = _known(CompiledArchs, c)
+    d["archs"] = tuple(d.get("archs", ()))
+    return CompiledArchs(**d)
 
 
 def _gpu_health_from_dict(h: dict[str, Any]) -> GpuHealth:

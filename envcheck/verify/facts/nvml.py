@@ -9,7 +9,20 @@ import warnings
 from typing import Any
 
 from .caches import _cached, dirs_key
-from .model import Gpu, GpuHealth, GpuProcess, NvLink
+from .model import (
+    NVML_INIT_FAILED,
+    NVML_MISMATCH,
+    NVML_NO_DRIVER,
+    NVML_NO_GPU,
+    NVML_NO_LIBRARY,
+    NVML_NO_MODULE,
+    NVML_OK,
+    NVML_READ_FAILED,
+    Gpu,
+    GpuHealth,
+    GpuProcess,
+    NvLink,
+)
 
 # ---- NVML -----------------------------------------------------------------------------------
 
@@ -35,13 +48,21 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _nvml_facts() -> tuple[str, str, str, tuple[Gpu, ...]]:
-    """(nvml_error, driver version, CUDA driver version, GPUs)."""
+# nvmlInit's error codes (nvml.h) that name what is missing
+_INIT_STATES = {
+    12: (NVML_NO_LIBRARY, "libnvidia-ml.so.1 (the driver's NVML library) could not be loaded"),
+    9: (NVML_NO_DRIVER, "the NVIDIA kernel driver is not loaded"),
+    18: (NVML_MISMATCH, "libnvidia-ml.so and the loaded kernel module are different versions"),
+}
+
+
+def _nvml_facts() -> tuple[str, str, str, str, tuple[Gpu, ...]]:
+    """(nvml_state, nvml_error, driver version, CUDA driver version, GPUs)."""
     # The import (with its warnings filter) costs more than the rest of a GPU-less collection;
     # its outcome changes only when sys.path's directories do (pynvml installed or removed).
     nv = _cached("pynvml", dirs_key(sys.path), _try_pynvml)
     if isinstance(nv, str):
-        return (nv, "", "", ())
+        return (NVML_NO_MODULE, nv, "", "", ())
     try:
         # NVML stays initialised for the life of the process (it is reference counted and
         # released at exit): re-initialising costs far more than the rest of a collection.
@@ -50,9 +71,11 @@ def _nvml_facts() -> tuple[str, str, str, tuple[Gpu, ...]]:
         try:
             nv.nvmlInit()
         except nv.NVMLError as e:
-            return (f"NVML did not start: {e}", "", "", ())
+            state, what = _INIT_STATES.get(getattr(e, "value", None), (NVML_INIT_FAILED, ""))
+            why = f"{what} ({e})" if what else str(e)
+            return (state, f"NVML did not start: {why}", "", "", ())
     except nv.NVMLError as e:
-        return (f"NVML did not answer: {e}", "", "", ())
+        return (NVML_INIT_FAILED, f"NVML did not answer: {e}", "", "", ())
     global _NVML_STATIC
     try:
         count = nv.nvmlDeviceGetCount()
@@ -70,10 +93,10 @@ def _nvml_facts() -> tuple[str, str, str, tuple[Gpu, ...]]:
         driver, cuda_text = static["driver"], static["cuda"]
         gpus = tuple(_gpu_facts(nv, i, static) for i in range(count))
     except nv.NVMLError as e:
-        return (f"NVML failed while reading GPUs: {e}", "", "", ())
+        return (NVML_READ_FAILED, f"NVML failed while reading GPUs: {e}", "", "", ())
     if not gpus:
-        return ("NVML answered but found no GPU", driver, cuda_text, ())
-    return ("", driver, cuda_text, gpus)
+        return (NVML_NO_GPU, "NVML answered but found no GPU", driver, cuda_text, ())
+    return (NVML_OK, "", driver, cuda_text, gpus)
 
 
 # What NVML says that cannot change while the driver is loaded (it is kept initialised): the
@@ -268,9 +291,20 @@ def gpu_health(nv: Any, index: int) -> GpuHealth:
         d["mig_mode"], d["mig_mode_pending"] = int(mig[0]), int(mig[1])
     compute = read("compute_mode", fn("nvmlDeviceGetComputeMode"))
     d["compute_mode"] = int(compute) if compute is not None else None
+    d.update(_clock_and_temperature(read, fn))
     d["unsupported"] = tuple(unsupported)
     d["errors"] = tuple(errors)
     return GpuHealth(**d)
+
+
+def _clock_and_temperature(read: Any, fn: Any) -> dict[str, Any]:
+    # NVML_CLOCK_SM = 1, NVML_TEMPERATURE_GPU = 0 (nvml.h)
+    clock = read("sm_clock_mhz", fn("nvmlDeviceGetClockInfo"), 1)
+    temperature = read("temperature_c", fn("nvmlDeviceGetTemperature"), 0)
+    return {
+        "sm_clock_mhz": int(clock) if clock is not None else None,
+        "temperature_c": int(temperature) if temperature is not None else None,
+    }
 
 
 def _ecc_reads(nv: Any, read: Any, fn: Any) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 A child interpreter (this one) runs, through torch or else CuPy, per visible GPU: a write/read
 pass over a device buffer (a pattern written on the GPU, read back and compared), then
 host->device and device->host copies of pinned memory for about `seconds` (the PCIe link
-under load). Meanwhile this process reads the GPUs' health through NVML; the link as trained
+under load); then the matrix multiplies of gemm.py (NodeFacts.gemm, judged by the gemm
+check). Meanwhile this process reads the GPUs' health through NVML; the link as trained
 under the load and the error counters after it become NodeFacts.gpu_health_after, which the
 pcie and nvlink checks compare with the idle reads.
 """
@@ -14,10 +15,13 @@ import dataclasses
 import json
 import subprocess
 import sys
+import threading
 import time
 
 from envcheck.report import Measurement, Result, Status
 from envcheck.verify.facts import GpuHealth, NodeFacts, collect_gpu_health
+from envcheck.verify.node.checks.gpu.nvml_gap import gap_results
+from envcheck.verify.node.gemm import GEMM_CHILD, gemm_runs
 
 CHECK = "gpu-load"
 BUFFER_MIB = 256
@@ -100,7 +104,9 @@ def run_load(
     gpu_health_after, the load's results, GB/s."""
     if not facts.gpus:
         why = facts.nvml_error or "NVML lists no GPU"
-        return facts, [Result(CHECK, Status.SKIP, f"level 2 load skipped: no GPU ({why})")], []
+        gap = gap_results(facts, CHECK, "level 2 load")
+        skip = [Result(CHECK, Status.SKIP, f"level 2 load skipped: no GPU ({why})")]
+        return facts, gap or skip, []
     if not facts.visible_gpu_uuids:
         return facts, [Result(CHECK, Status.SKIP, "level 2 load skipped: CUDA_VISIBLE_DEVICES "
                                                   "leaves this process no GPU")], []
@@ -115,23 +121,51 @@ def run_load(
     order = [by_uuid.get(u) for u in facts.visible_gpu_uuids]  # CUDA device d -> NVML index
     indices = [i for i in order if i is not None]
     proc = subprocess.Popen(
-        [python or sys.executable, "-c", LOAD_CHILD, framework, str(seconds)],
+        [python or sys.executable, "-c", LOAD_CHILD + GEMM_CHILD, framework, str(seconds)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    lines: list[str] = []  # the child's stdout, as it comes (a thread appends)
+    pump = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")),
+                            daemon=True)  # type: ignore[union-attr]
+    pump.start()
     samples: list[tuple[GpuHealth, ...]] = []
-    deadline = time.monotonic() + seconds * 3 + 120
+    during: dict[int, list[GpuHealth]] = {}  # NVML index -> reads while its GEMM ran
+    deadline = time.monotonic() + seconds * 3 + 120 + 10 * len(indices)
     while proc.poll() is None and time.monotonic() < deadline:
-        samples.append(collect_gpu_health(indices))
+        sample = collect_gpu_health(indices)
+        samples.append(sample)
+        gemm_on = _gemm_device(lines, order)
+        for h in sample:
+            if h.index == gemm_on:
+                during.setdefault(h.index, []).append(h)
         time.sleep(0.25)
     if proc.poll() is None:
         proc.kill()
-    stdout, stderr = proc.communicate()
+    stderr = proc.communicate()[1]
+    pump.join(timeout=5)
     final = collect_gpu_health(indices)
     after = merge_under_load(samples, final)
+    stdout = "".join(lines)
     results, measurements = judge_load(stdout, stderr, proc.returncode, order, framework)
-    return dataclasses.replace(facts, gpu_health_after=after), results, measurements
+    names = {g.index: g.name for g in facts.gpus}
+    gemm = gemm_runs(lines, order, names, during, framework)
+    return dataclasses.replace(facts, gpu_health_after=after, gemm=gemm), results, measurements
+
+
+def _gemm_device(lines: list[str], order: list[int | None]) -> int | None:
+    """The NVML index whose GEMM the child runs now (its last phase line), or None."""
+    for line in reversed(lines[-8:]):
+        if '"phase"' in line:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                return None
+            d = msg.get("device")
+            return order[d] if msg.get("phase") == "gemm" and d is not None and \
+                d < len(order) else None
+    return None
 
 
 def merge_under_load(
@@ -168,6 +202,8 @@ def judge_load(
             continue
         if "devices" in msg:
             devices = int(msg["devices"])
+            continue
+        if "device" not in msg or "phase" in msg:  # the GEMM's lines: gemm.py reads them
             continue
         d = int(msg["device"])
         seen.add(d)

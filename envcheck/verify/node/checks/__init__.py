@@ -17,10 +17,12 @@ from envcheck.verify.facts import NodeFacts
 from .env.imports import check_imports
 from .env.libraries import check_libraries
 from .env.packages import check_packages
+from .gpu.archs import check_compiled_arch
 from .gpu.busy import check_busy
 from .gpu.clocks import check_clocks
 from .gpu.driver import check_driver
 from .gpu.ecc import check_ecc
+from .gpu.gemm import check_gemm
 from .gpu.gpu_modes import check_compute_mode, check_mig, check_persistence
 from .gpu.gpus import check_compute_capability, check_gpus
 from .gpu.nvlink import check_nvlink
@@ -42,12 +44,14 @@ BUILTIN_CHECKS: dict[str, Check] = {
     "cuda-visible-devices": check_visible,
     "busy-gpus": check_busy,
     "compute-capability": check_compute_capability,
+    "compiled-arch": check_compiled_arch,
+    "gemm": check_gemm,
     "glibc": check_glibc,
     "packages": check_packages,
     "imports": check_imports,
     "libraries": check_libraries,
     "ucx": check_ucx,
-    # health (issue 12): what dcgmi diag -r 1, gcm and NHC look at
+    # health: what dcgmi diag -r 1, gcm and NHC look at
     "ecc": check_ecc,
     "xid": check_xid,
     "pcie": check_pcie,

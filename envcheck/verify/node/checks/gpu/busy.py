@@ -7,6 +7,7 @@ from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
 from .gpus import visible_gpus
+from .nvml_gap import gap_results
 
 # An idle GPU reports a few hundred MiB used at most (driver reservations); more than this
 # with no process listed means processes NVML cannot show us (another container's pid space).
@@ -20,7 +21,8 @@ def check_busy(facts: NodeFacts, exp: Expectations) -> list[Result]:
     gpus = visible_gpus(facts)
     if not gpus:
         why = facts.nvml_error or "no GPU visible to this process"
-        return [Result(CHECK, Status.SKIP, f"no GPU to check ({why})")]
+        skip = [Result(CHECK, Status.SKIP, f"no GPU to check ({why})")]
+        return gap_results(facts, CHECK, "other processes on the GPUs") or skip
     ours = {facts.pid, *facts.own_pids, *exp.known_pids}
     foreign: list[str] = []
     unseen: list[str] = []

@@ -6,6 +6,8 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations, version_tuple
 from envcheck.verify.facts import NodeFacts
 
+from .nvml_gap import nvml_gap
+
 # Minimum Linux x86_64 driver per CUDA toolkit release (the GA release of each minor version).
 # Source: NVIDIA CUDA Toolkit Release Notes, Table 3 "CUDA Toolkit and Corresponding Driver
 # Versions" (https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html).
@@ -44,6 +46,9 @@ CHECK = "driver"
 
 def check_driver(facts: NodeFacts, exp: Expectations) -> list[Result]:
     """NVIDIA driver present and new enough for the CUDA version the environment needs."""
+    gap = nvml_gap(facts)
+    if gap is not None:
+        return [Result(CHECK, Status.FAIL, gap[0], fix=gap[1])]
     if facts.nvml_error and not facts.driver_version:
         if exp.cuda or exp.expects_gpus:
             need = f"the environment needs CUDA {exp.cuda}" if exp.cuda else "GPUs are expected"

@@ -8,6 +8,8 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations, version_tuple
 from envcheck.verify.facts import Gpu, NodeFacts, resolve_visible_devices
 
+from .nvml_gap import gap_results, nvml_gap
+
 # Oldest compute capability each CUDA major release still builds for. CUDA 12.0 dropped
 # Kepler (sm_35/37); CUDA 13.0 dropped Maxwell, Pascal and Volta (sm_50 to sm_70).
 # Source: CUDA Toolkit Release Notes 12.0 and 13.0, "Deprecated or Dropped Architectures".
@@ -29,6 +31,9 @@ def _describe(gpus: list[Gpu]) -> str:
 def check_gpus(facts: NodeFacts, exp: Expectations) -> list[Result]:
     """GPU count, model and memory as expected (--expect-gpus, --expect-gpu-model, ...)."""
     check = "gpus"
+    gap = nvml_gap(facts)
+    if gap is not None:
+        return [_gpus_without_nvml(facts, exp, gap[1])]
     if facts.nvml_error and not facts.gpus:
         if exp.expects_gpus:
             want = f"{exp.expect_gpus} GPU(s)" if exp.expect_gpus else "GPUs"
@@ -100,6 +105,32 @@ def check_gpus(facts: NodeFacts, exp: Expectations) -> list[Result]:
     return [Result(check, Status.PASS, f"{where}: {_describe(seen) or 'none'}")]
 
 
+def _gpus_without_nvml(facts: NodeFacts, exp: Expectations, fix: str) -> Result:
+    """The GPUs the kernel driver lists, against the expectations, when NVML gives none."""
+    listed = facts.kernel_driver.gpus
+    kinds = Counter(g.model or "unknown model" for g in listed)
+    seen = ", ".join(f"{n}x {m}" for m, n in kinds.items()) or "none"
+    problems = []
+    if exp.expect_gpus is not None and len(listed) != exp.expect_gpus:
+        problems.append(f"expected {exp.expect_gpus} GPUs, the driver lists {len(listed)}")
+    if exp.expect_gpu_model:
+        wrong = [g for g in listed if exp.expect_gpu_model.lower() not in g.model.lower()]
+        if wrong:
+            problems.append(f"expected model {exp.expect_gpu_model!r}, found "
+                            + ", ".join(f"{g.pci_bus_id} {g.model}" for g in wrong))
+    excluded = [g.pci_bus_id for g in listed if g.excluded]
+    if excluded:
+        problems.append("excluded by the driver: " + ", ".join(excluded))
+    extra = ("; " + "; ".join(problems)) if problems else ""
+    return Result(
+        "gpus",
+        Status.FAIL,
+        f"{len(listed)} GPU(s) in /proc/driver/nvidia/gpus ({seen}) but NVML cannot read "
+        f"them ({facts.nvml_error}): memory, processes and compute capability unknown{extra}",
+        fix=fix,
+    )
+
+
 def check_compute_capability(facts: NodeFacts, exp: Expectations) -> list[Result]:
     """Every visible GPU is at least the architecture the CUDA build and --min-compute-... need."""
     check = "compute-capability"
@@ -112,7 +143,9 @@ def check_compute_capability(facts: NodeFacts, exp: Expectations) -> list[Result
             need, reason = floor, f"CUDA {exp.cuda} builds for sm_{floor[0]}{floor[1]} and newer"
     seen = visible_gpus(facts)
     if not seen:
-        return [Result(check, Status.SKIP, "no visible GPU")]
+        return gap_results(facts, check, "compute capability") or [
+            Result(check, Status.SKIP, "no visible GPU")
+        ]
     if need is None:
         return [Result(check, Status.SKIP, "no minimum given (--min-compute-capability, --cuda)")]
     old = [g for g in seen if g.compute_capability < need]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from envcheck.report import Result, Status
 from envcheck.verify.facts import GpuHealth, NodeFacts
 
+from .nvml_gap import gap_results
+
 
 def gpu_health_or_skip(facts: NodeFacts, check: str) -> tuple[list[GpuHealth], list[Result]]:
     """(the GPU health facts collected, []) or ([], [a skip saying why there are none]).
@@ -14,7 +16,8 @@ def gpu_health_or_skip(facts: NodeFacts, check: str) -> tuple[list[GpuHealth], l
     """
     if not facts.gpus:
         why = facts.nvml_error or "NVML lists no GPU"
-        return [], [Result(check, Status.SKIP, f"no GPU to check ({why})")]
+        skip = [Result(check, Status.SKIP, f"no GPU to check ({why})")]
+        return [], gap_results(facts, check, f"GPU health ({check})") or skip
     if not facts.gpu_health:
         if facts.host_health.collected and facts.role == "worker":
             why = "CUDA_VISIBLE_DEVICES leaves this worker no GPU"

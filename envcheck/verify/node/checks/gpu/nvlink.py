@@ -6,7 +6,7 @@ from collections import Counter
 
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
-from envcheck.verify.facts import NodeFacts, NvLink
+from envcheck.verify.facts import GpuHealth, NodeFacts, NvLink
 
 from .health_common import gpu_health_or_skip, gpu_name, read_errors
 
@@ -23,32 +23,8 @@ def check_nvlink(facts: NodeFacts, exp: Expectations) -> list[Result]:
     with_links = [h for h in healths if h.nvlinks]
     if not with_links:
         return [Result(CHECK, Status.SKIP, f"no NVLink on the {len(healths)} GPUs (PCIe only)")]
-    model = {g.index: g.name for g in facts.gpus}
     out = read_errors(healths, ("nvlink",), CHECK)
-    # The topology says a link exists when a GPU of the same model has it up: NVML lists the
-    # links a GPU *could* have; a PCIe card with a bridge uses only some of them. Peers are
-    # every GPU NVML sees (Gpu.nvlinks_active), also those whose health was not read (a
-    # cluster worker reads only its own GPUs').
-    up_by_model: dict[str, Counter] = {}
-    most_up: dict[str, int] = {}
-    for g in facts.gpus:
-        most_up[g.name] = max(most_up.get(g.name, 0), g.nvlinks_active)
-    for h in with_links:
-        up_by_model.setdefault(model.get(h.index, ""), Counter()).update(
-            n.link for n in h.nvlinks if n.up
-        )
-    missing: list[str] = []
-    unused: set[int] = set()
-    for h in with_links:
-        name = model.get(h.index, "")
-        peers = up_by_model[name]
-        down = [n.link for n in h.nvlinks if not n.up]
-        lost = [link for link in down if peers[link] > 0]
-        if not lost and sum(n.up for n in h.nvlinks) < most_up.get(name, 0):
-            lost = down  # fewer links up than another GPU of its model has: any may be it
-        unused.update(link for link in down if link not in lost)
-        if lost:
-            missing.append(f"{gpu_name(h)}: link {', '.join(map(str, lost))} down")
+    missing, unused = _links_down(facts, with_links)
     if missing:
         out.append(
             Result(
@@ -60,20 +36,7 @@ def check_nvlink(facts: NodeFacts, exp: Expectations) -> list[Result]:
                 "nvidia-fabricmanager is running; if the link stays down, service the board",
             )
         )
-    after = {h.index: h for h in facts.gpu_health_after}
-    grown: list[str] = []
-    counted: list[str] = []
-    for h in with_links:
-        later = {n.link: n for n in after[h.index].nvlinks} if h.index in after else {}
-        for n in h.nvlinks:
-            now = _counts(n)
-            if now:
-                counted.append(f"{gpu_name(h)} link {n.link} " + _fmt(now))
-            if n.link in later:
-                then = _counts(later[n.link])
-                diff = {k: v - now.get(k, 0) for k, v in then.items() if v > now.get(k, 0)}
-                if diff:
-                    grown.append(f"{gpu_name(h)} link {n.link} +" + _fmt(diff))
+    grown, counted = _error_counters(facts, with_links)
     if grown:
         out.append(
             Result(
@@ -95,16 +58,71 @@ def check_nvlink(facts: NodeFacts, exp: Expectations) -> list[Result]:
             )
         )
     if not missing and not grown and not counted:
-        up = Counter(sum(n.up for n in h.nvlinks) for h in with_links)
-        summary = ", ".join(f"{n} GPUs with {k} links up" for k, n in sorted(up.items()))
-        if unused:
-            summary += f"; link {', '.join(map(str, sorted(unused)))} down on every GPU " \
-                       "of its model (not wired)"
-        unsupported = [h.index for h in with_links if "nvlink_error_counters" in h.unsupported]
-        if unsupported:
-            summary += "; error counters unsupported by NVML on this GPU/driver"
-        out.append(Result(CHECK, Status.PASS, summary))
+        out.append(Result(CHECK, Status.PASS, _summary(with_links, unused)))
     return out
+
+
+def _links_down(facts: NodeFacts, with_links: list[GpuHealth]) -> tuple[list[str], set[int]]:
+    """("GPU: link N down" for links a same-model GPU has up, links down on every such GPU).
+
+    The topology says a link exists when a GPU of the same model has it up: NVML lists the
+    links a GPU *could* have; a PCIe card with a bridge uses only some of them. Peers are
+    every GPU NVML sees (Gpu.nvlinks_active), also those whose health was not read (a
+    cluster worker reads only its own GPUs').
+    """
+    model = {g.index: g.name for g in facts.gpus}
+    up_by_model: dict[str, Counter] = {}
+    most_up: dict[str, int] = {}
+    for g in facts.gpus:
+        most_up[g.name] = max(most_up.get(g.name, 0), g.nvlinks_active)
+    for h in with_links:
+        up_by_model.setdefault(model.get(h.index, ""), Counter()).update(
+            n.link for n in h.nvlinks if n.up
+        )
+    missing: list[str] = []
+    unused: set[int] = set()
+    for h in with_links:
+        name = model.get(h.index, "")
+        down = [n.link for n in h.nvlinks if not n.up]
+        lost = [link for link in down if up_by_model[name][link] > 0]
+        if not lost and sum(n.up for n in h.nvlinks) < most_up.get(name, 0):
+            lost = down  # fewer links up than another GPU of its model has: any may be it
+        unused.update(link for link in down if link not in lost)
+        if lost:
+            missing.append(f"{gpu_name(h)}: link {', '.join(map(str, lost))} down")
+    return missing, unused
+
+
+def _error_counters(
+    facts: NodeFacts, with_links: list[GpuHealth]
+) -> tuple[list[str], list[str]]:
+    """(counters that grew between the two health reads, counters non-zero at the first)."""
+    after = {h.index: h for h in facts.gpu_health_after}
+    grown: list[str] = []
+    counted: list[str] = []
+    for h in with_links:
+        later = {n.link: n for n in after[h.index].nvlinks} if h.index in after else {}
+        for n in h.nvlinks:
+            now = _counts(n)
+            if now:
+                counted.append(f"{gpu_name(h)} link {n.link} " + _fmt(now))
+            if n.link in later:
+                then = _counts(later[n.link])
+                diff = {k: v - now.get(k, 0) for k, v in then.items() if v > now.get(k, 0)}
+                if diff:
+                    grown.append(f"{gpu_name(h)} link {n.link} +" + _fmt(diff))
+    return grown, counted
+
+
+def _summary(with_links: list[GpuHealth], unused: set[int]) -> str:
+    up = Counter(sum(n.up for n in h.nvlinks) for h in with_links)
+    summary = ", ".join(f"{n} GPUs with {k} links up" for k, n in sorted(up.items()))
+    if unused:
+        summary += f"; link {', '.join(map(str, sorted(unused)))} down on every GPU " \
+                   "of its model (not wired)"
+    if any("nvlink_error_counters" in h.unsupported for h in with_links):
+        summary += "; error counters unsupported by NVML on this GPU/driver"
+    return summary
 
 
 def _counts(n: NvLink) -> dict[str, int]:

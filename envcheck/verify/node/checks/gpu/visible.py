@@ -6,6 +6,8 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts, resolve_visible_devices
 
+from .nvml_gap import gap_results
+
 CHECK = "cuda-visible-devices"
 
 
@@ -13,6 +15,10 @@ def check_visible(facts: NodeFacts, exp: Expectations) -> list[Result]:
     """CUDA_VISIBLE_DEVICES names existing GPUs, no duplicates, not empty when GPUs are expected."""
     value = facts.env.get("CUDA_VISIBLE_DEVICES")
     if not facts.gpus:
+        gap = gap_results(facts, CHECK, f"CUDA_VISIBLE_DEVICES={value!r}" if value is not None
+                          else "CUDA_VISIBLE_DEVICES (unset)")
+        if gap:
+            return gap
         if value is None:
             return [Result(CHECK, Status.SKIP, "unset, and no GPU to check against")]
         return [

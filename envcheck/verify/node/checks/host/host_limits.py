@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
-from envcheck.verify.facts import NodeFacts
+from envcheck.verify.facts import HostHealth, NodeFacts
 
 # NCCL's shared-memory transport and CUDA IPC staging put buffers in /dev/shm per pair of
 # ranks on a node; Docker's default 64 MiB makes NCCL fail ("Error while creating shared
@@ -61,40 +61,7 @@ def check_host_limits(facts: NodeFacts, exp: Expectations) -> list[Result]:
             )
         )
     n_gpus = len(facts.gpus)
-    if hh.shm_bytes is None:
-        out.append(
-            Result(
-                check,
-                Status.WARN,
-                f"/dev/shm unreadable: {hh.shm_error}",
-                fix="mount a tmpfs on /dev/shm (NCCL and Python multiprocessing need it)",
-            )
-        )
-    elif n_gpus:
-        need = SHM_PER_GPU * n_gpus
-        if hh.shm_bytes < need:
-            out.append(
-                Result(
-                    check,
-                    Status.FAIL,
-                    f"/dev/shm is {_size(hh.shm_bytes)} for {n_gpus} GPUs (< {_size(need)}): "
-                    "NCCL's shared-memory transport fails with 'Error while creating shared "
-                    "memory segment' (Docker's default is 64 MiB)",
-                    fix=f"give it at least {_size(need)}: docker/podman --shm-size="
-                    f"{max(1, need // 2**30)}g or --ipc=host; mount -o remount,size=... /dev/shm",
-                )
-            )
-        elif hh.shm_free_bytes is not None and hh.shm_free_bytes < need // 2:
-            out.append(
-                Result(
-                    check,
-                    Status.WARN,
-                    f"/dev/shm has {_size(hh.shm_free_bytes)} free of {_size(hh.shm_bytes)}: "
-                    "leftover segments of earlier jobs fill it",
-                    fix="remove the files in /dev/shm (ls -la /dev/shm) of jobs no longer "
-                    "running",
-                )
-            )
+    out.extend(_shm(check, hh, n_gpus))
     if not out:
         shm = _size(hh.shm_bytes) if hh.shm_bytes is not None else "?"
         out.append(
@@ -108,6 +75,43 @@ def check_host_limits(facts: NodeFacts, exp: Expectations) -> list[Result]:
             )
         )
     return out
+
+
+def _shm(check: str, hh: HostHealth, n_gpus: int) -> list[Result]:
+    """/dev/shm readable, >= SHM_PER_GPU per GPU, and not mostly full of leftovers."""
+    if hh.shm_bytes is None:
+        return [
+            Result(
+                check,
+                Status.WARN,
+                f"/dev/shm unreadable: {hh.shm_error}",
+                fix="mount a tmpfs on /dev/shm (NCCL and Python multiprocessing need it)",
+            )
+        ]
+    need = SHM_PER_GPU * n_gpus
+    if n_gpus and hh.shm_bytes < need:
+        return [
+            Result(
+                check,
+                Status.FAIL,
+                f"/dev/shm is {_size(hh.shm_bytes)} for {n_gpus} GPUs (< {_size(need)}): "
+                "NCCL's shared-memory transport fails with 'Error while creating shared "
+                "memory segment' (Docker's default is 64 MiB)",
+                fix=f"give it at least {_size(need)}: docker/podman --shm-size="
+                f"{max(1, need // 2**30)}g or --ipc=host; mount -o remount,size=... /dev/shm",
+            )
+        ]
+    if n_gpus and hh.shm_free_bytes is not None and hh.shm_free_bytes < need // 2:
+        return [
+            Result(
+                check,
+                Status.WARN,
+                f"/dev/shm has {_size(hh.shm_free_bytes)} free of {_size(hh.shm_bytes)}: "
+                "leftover segments of earlier jobs fill it",
+                fix="remove the files in /dev/shm (ls -la /dev/shm) of jobs no longer running",
+            )
+        ]
+    return []
 
 
 def _limit_n(n: int | None) -> str:

@@ -13,7 +13,7 @@ puts it. A lock may record depends that its own packages do not satisfy (conda-l
 a package's depends as built, while the solver saw the channel's later repodata patches);
 ``inconsistencies`` lists them, and they stay as recorded.
 
-    python -m envcheck.resolve.snapshot LOCKFILE OUTDIR   # prints one file:// URL per channel
+    python -m tests.support.snapshot LOCKFILE OUTDIR   # prints one file:// URL per channel
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def write_snapshot(
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
-        print("usage: python -m envcheck.resolve.snapshot LOCKFILE OUTDIR", file=sys.stderr)
+        print("usage: python -m tests.support.snapshot LOCKFILE OUTDIR", file=sys.stderr)
         return 4
     try:
         for url in write_snapshot(Path(args[0]), Path(args[1])):

@@ -1,6 +1,6 @@
 """Build the RAPIDS release record (rapids.json) from the real files in tests/data/rapids-record.
 
-    python -m envcheck.resolve.record.gen [--data DIR] [--out FILE] [--check]
+    python scripts/record/rapids_record.py [--data DIR] [--out FILE] [--check] [--refresh]
 
 Every value carries the file and line it was read from ("from": ["path:line", ...], paths
 relative to the data folder, whose SOURCES.tsv names repository, branch and commit of each
@@ -23,9 +23,9 @@ RELEASES = (
     "22.08", "22.10", "22.12", "23.02", "23.04", "23.06",
     "23.08", "23.10", "23.12", "24.02", "24.04",
 )  # fmt: skip
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "rapids-record"
-OUT = Path(__file__).with_name("rapids.json")
+OUT = ROOT / "envcheck" / "resolve" / "record" / "rapids.json"
 
 
 def TABLE_TEXT() -> str:  # noqa: N802 - reads like the constant it stands for
@@ -313,82 +313,40 @@ def release_entry(data: Path, rel: str) -> dict[str, Any]:
     entry["glibc"] = _glibc(data, rel, versions)
     entry["xgboost"] = _xgboost(versions, xgb_meta, rel)
     entry["members"] = _members(meta)
+    entry.update(_run_requirements(data, rel))
     return entry
 
 
-# releases newer than the newest integration branch in the data, known from PyPI wheels only
-PYPI_RELEASES = {"26.10": ("dask_cuda-26.10.0-", "rapids_dask_dependency-26.10.0-")}
-
-
-def _pypi_file(data: Path, prefix: str) -> Source:
-    (path,) = sorted((data / "pypi").glob(f"{prefix}*.METADATA"))
-    return Source(data, f"pypi/{path.name}")
-
-
-def pypi_release_entry(data: Path, rel: str) -> dict[str, Any]:
-    """What the wheel METADATA of dask-cuda and rapids-dask-dependency say about a release."""
-    cuda, rdd = (_pypi_file(data, p) for p in PYPI_RELEASES[rel])
-    note = "from PyPI wheel METADATA: the conda packages of this release are not in the data"
-    entry: dict[str, Any] = {}
-    pys = [(m[0].group(1), m[1]) for m in _all(cuda, r"^Classifier: .*Python :: (3\.\d+)$")]
-    entry["python"] = known([v for v, _ in pys], *[p for _, p in pys], note=note)
-    extras = [(m[0].group(1), m[1]) for m in _all(cuda, r"^Provides-Extra: cu(\d+)$")]
-    entry["cuda_majors"] = (
-        known([v for v, _ in extras], *[p for _, p in extras], note="dask-cuda's cuNN extras")
-        if extras
-        else unknown("no CUDA extras in the METADATA")
-    )
-    for field in ("cuda_builds", "cuda_rule", "members", "xgboost", "cupy", "numba", "nccl"):
-        entry[field] = unknown(f"{note}; they do not say")
-    for field, src in (("dask", rdd), ("distributed", rdd), ("numpy", cuda), ("pandas", cuda)):
-        hit = src.find(rf"^Requires-Dist: {field}\s*([<>=!,.\d]+)\s*$")
-        entry[field] = known(hit[0].group(1), hit[1], note=note) if hit else unknown(note)
-    rdd_req = cuda.find(r"^Requires-Dist: rapids-dask-dependency==")
-    for field in ("dask", "distributed"):
-        if entry[field]["value"] != UNKNOWN and rdd_req:
-            entry[field]["from"].insert(0, rdd_req[1])
-    ucxx = cuda.find(r"^Requires-Dist: distributed-ucxx-cu\d+==([\d.]+)\.\*;")
-    entry["distributed-ucxx"] = (
-        known(f"{ucxx[0].group(1)}.*", ucxx[1], note="dask-cuda's test extra")
-        if ucxx
-        else unknown(note)
-    )
-    tag = re.search(r"manylinux_(\d+)_(\d+)_x86_64", cuda.rel)
-    entry["glibc"] = (
-        known(f"{tag.group(1)}.{tag.group(2)}", f"{cuda.rel}:name", note="the wheel's platform tag")
-        if tag
-        else unknown("no manylinux tag")
-    )
-    for field in ("ucx", "ucx-py", "ucx-proc", "pytorch", "cuda-python"):
-        entry[field] = unknown(f"{note}; they do not say")
-    return entry
-
-
-def _all(src: Source, pattern: str) -> list[tuple[re.Match[str], str]]:
-    rx = re.compile(pattern)
-    return [(m, f"{src.rel}:{i}") for i, line in enumerate(src.lines, 1) if (m := rx.search(line))]
+def _run_requirements(data: Path, rel: str) -> dict[str, dict[str, Any]]:
+    """Ranges a package of the release requires to install ("run:NAME"), unlike versions.yaml's
+    advice: dask-cuda 23.08-24.02 pins pandas in its pyproject (the conda package runs it too)."""
+    out: dict[str, dict[str, Any]] = {}
+    pyproject = Source(data, f"dask-cuda/{rel}/pyproject.toml")
+    hit = pyproject.find(r'^\s+"pandas\s*([<>=!,.\w]+)",')
+    if hit and "<" in hit[0].group(1):  # an upper bound: 24.04's plain ">=1.3" says nothing new
+        out["run:pandas"] = known(hit[0].group(1), hit[1], note="dask-cuda")
+    return out
 
 
 def _sources(data: Path) -> dict[str, str]:
     out = {}
     for line in (data / "SOURCES.tsv").read_text().splitlines():
         rel, repo, branch, commit, path = line.split("\t")
-        if repo == "pypi.org":
-            out[rel] = f"PyPI wheel METADATA {rel.split('/', 1)[1]} (sha256 {commit}...)"
-        else:
-            out[rel] = f"{repo}@{commit} ({branch}) {path}"
+        out[rel] = f"{repo}@{commit} ({branch}) {path}"
     return out
 
 
 def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[str, Any]:
-    sources = _sources(data)
+    from rapids_wheels import pypi_releases, pypi_sources  # it imports this module
+
+    sources = {**_sources(data), **pypi_sources(data)}
     return {
         "schema": SCHEMA,
-        "generated_by": "python -m envcheck.resolve.record.gen",
+        "generated_by": "python scripts/record/rapids_record.py",
         "data": "tests/data/rapids-record (SOURCES.tsv: repository, branch, commit per file)",
         "releases": {
             **{rel: release_entry(data, rel) for rel in releases},
-            **{rel: pypi_release_entry(data, rel) for rel in PYPI_RELEASES},
+            **pypi_releases(data),
         },
         # releases the data does not cover: what is known about them comes from these notices
         "after": {
@@ -399,8 +357,8 @@ def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[
                 "2.28",
                 "RAPIDS support notice RSN 37 (https://docs.rapids.ai/notices/rsn0037/)",
                 note="not in the copied files: cudf's conda_build_config still names "
-                "c_stdlib_version 2.17 at branch-24.06..24.12; RAPIDS wheels of 26.10 are "
-                "manylinux_2_28 (tests/data/pypi)",
+                "c_stdlib_version 2.17 at branch-24.06..24.12; the PyPI wheels of 24.12-26.10 "
+                "are manylinux_2_24 to manylinux_2_28 (tests/data/rapids-record/pypi)",
             ),
         },
         "sources": sources,
@@ -412,11 +370,18 @@ def render(record: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m envcheck.resolve.record.gen", description=__doc__)
+    p = argparse.ArgumentParser(prog="python scripts/record/rapids_record.py", description=__doc__)
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--check", action="store_true", help="exit 1 if --out differs from a rebuild")
+    p.add_argument("--refresh", action="store_true",
+                   help="first fetch the PyPI file lists and wheel METADATA of RAPIDS "
+                   "24.06-26.10 into DATA/pypi (network; METADATA, never a wheel)")  # fmt: skip
     args = p.parse_args(argv)
+    if args.refresh:
+        from rapids_pypi import refresh
+
+        print(f"fetched {len(refresh(args.data))} METADATA files into {args.data / 'pypi'}")
     text = render(build_record(args.data))
     if args.check:
         same = args.out.exists() and args.out.read_text() == text

@@ -1,0 +1,63 @@
+"""Start-up cost of `envcheck --version` and `envcheck --help` against `python -c pass`.
+
+Whole processes, run in turn (A B A B ...) so a drift of the machine's speed hits both; the
+ratio is taken pair by pair and the median reported. The target: --version at most 1.5x a bare
+interpreter start. Also lists which modules the CLI imports for --version that a bare start
+does not (report, rich, xml, importlib.metadata must not be among them).
+
+    python bench/startup.py [RUNS]
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ENVCHECK = str(Path(sys.executable).with_name("envcheck"))
+FORBIDDEN = ("envcheck.report", "rich", "xml", "importlib.metadata", "json")
+
+
+def _wall(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t
+
+
+def _paired(a: list[str], b: list[str], runs: int) -> tuple[float, float, float]:
+    _wall(a), _wall(b)  # warm the page cache
+    ta, tb, ratios = [], [], []
+    for _ in range(runs):
+        x, y = _wall(a), _wall(b)
+        ta.append(x)
+        tb.append(y)
+        ratios.append(x / y)
+    return statistics.median(ta), statistics.median(tb), statistics.median(ratios)
+
+
+def _extra_modules(argv: list[str]) -> list[str]:
+    code = (
+        "import sys; base = set(sys.modules); from envcheck.cli import main\n"
+        f"try: main({argv!r})\nexcept SystemExit: pass\n"
+        "print('\\n'.join(sorted(set(sys.modules) - base)), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return done.stderr.split()
+
+
+def main() -> None:
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+    bare = [sys.executable, "-c", "pass"]
+    for argv in (["--version"], ["--help"]):
+        a, b, ratio = _paired([ENVCHECK, *argv], bare, runs)
+        print(f"envcheck {argv[0]}: {a * 1e3:.1f} ms, python -c pass: {b * 1e3:.1f} ms, "
+              f"ratio {ratio:.2f} (median of {runs} pairs)")  # fmt: skip
+        mods = _extra_modules(argv)
+        bad = [m for m in mods if m.startswith(FORBIDDEN)]
+        print(f"  modules beyond a bare start: {len(mods)}; forbidden among them: {bad or 'none'}")
+
+
+if __name__ == "__main__":
+    main()

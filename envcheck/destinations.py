@@ -1,0 +1,115 @@
+"""Every path envcheck writes is a regular file or absent; anything else is refused first.
+
+As root, replacing a device node with a regular file is one ``os.replace`` away (a recipe
+written "to" a copy of /dev/null), and writing into a FIFO blocks until a reader comes. Every
+writer (report files, locks, recipes) asks ``check_destination`` before any work and writes
+through ``write_file`` or ``resolve.atomic``, which ask again at the moment of writing.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from envcheck.errors import BadInput
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_destination(path: Path, what: str, *, replace: bool = False) -> None:
+    """BadInput (one line) unless ``path`` is absent in a writable directory or a writable
+    regular file (a symbolic link is judged by what it points at). ``what`` names the path in
+    the message, e.g. ``--json out.json``. ``replace``: the file is renamed over, not written
+    into, so its own permission bits do not matter."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        target = Path(os.path.realpath(path))  # a dangling link is written through
+        parent = target.parent if os.path.islink(path) else path.parent
+        parent = parent if str(parent) else Path(".")
+        if not parent.is_dir():
+            raise BadInput(f"{what}: directory {parent} does not exist") from None
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise BadInput(f"{what}: directory {parent} is not writable") from None
+        return
+    except OSError as e:
+        raise BadInput(f"{what}: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        link = f" (through a symbolic link to {os.readlink(path)})" if os.path.islink(path) else ""
+        raise BadInput(f"{what} is {_kind(st.st_mode)}{link}: envcheck writes only regular files")
+    if not replace and not os.access(path, os.W_OK):
+        raise BadInput(f"{what} is not writable")
+
+
+def check_destinations(named: Iterable[tuple[str, Path | None]]) -> None:
+    """``check_destination`` for each (what, path) given, and no path twice."""
+    seen: dict[str, str] = {}
+    for what, path in named:
+        if path is None:
+            continue
+        check_destination(path, what)
+        key = _identity(path)
+        if key in seen:
+            raise BadInput(f"{seen[key]} and {what} name the same file: give each its own")
+        seen[key] = what
+
+
+def _identity(path: Path) -> str:
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return os.path.abspath(path)
+
+
+def check_stdout() -> None:
+    """BadInput when standard output refuses writes (a closed descriptor, /dev/full)."""
+    try:
+        fd = sys.stdout.fileno()
+        os.write(fd, b"")  # reaches the device's write path without writing anything
+    except (OSError, ValueError, AttributeError) as e:
+        if isinstance(e, OSError) and e.errno is not None:
+            raise BadInput(f"standard output cannot be written: {e.strerror}") from None
+
+
+def write_file(path: Path, data: bytes, what: str | None = None) -> None:
+    """Write ``data`` to ``path``, a regular file or absent, checked again as it is opened.
+
+    The check before the work can be raced (a FIFO or a device put there since): the file is
+    opened without blocking and without truncating, and truncated only once its descriptor is
+    known to be a regular file.
+    """
+    what = what or str(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as e:
+        raise BadInput(f"{what}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadInput(f"{what} is {_kind(st.st_mode)}: envcheck writes only regular files")
+        os.set_blocking(fd, True)
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as e:
+        raise BadInput(f"{what}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)

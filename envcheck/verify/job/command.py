@@ -1,0 +1,58 @@
+"""`envcheck verify job`: run as every task of a parallel launch (srun, torchrun, mpirun,
+horovodrun); rank 0 judges every rank's facts and prints the report; every rank exits with
+rank 0's verdict, so `srun envcheck verify job && srun python main.py` means what it says.
+
+Steps, each bounded by --timeout: the roll call on the rendezvous store (who arrived), the gloo
+group, every rank's facts (all_gather_object), the known-answer all-reduces (gloo; NCCL when
+every rank has a GPU). A rank that never arrives, dies or hangs
+is named by rank 0 (its host, its pid), and the others still exit in time. This module and
+its imports never import dask or distributed: jobs without Dask run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from envcheck.errors import BadInput, ExitCode
+from envcheck.flags import seconds
+from envcheck.report import Report
+from envcheck.verify.expectations import add_expectation_arguments, expectations_from_args
+from envcheck.verify.job import group as grp
+from envcheck.verify.job.launch import launch_info
+from envcheck.verify.job.run import JobRun
+
+DEFAULT_TIMEOUT = 60.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+        help="limit for each step: every rank arriving, the group forming, each collective; "
+        f"a rank missing that long is named and every other rank exits (default "
+        f"{DEFAULT_TIMEOUT:g})",
+    )
+    add_expectation_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> Report | int:
+    if args.timeout <= 0:
+        raise BadInput(f"--timeout must be positive, not {args.timeout:g}")
+    launch = launch_info(os.environ)
+    exp = expectations_from_args(args)
+    debug = bool(getattr(args, "debug", False))
+    if not debug:  # c10d's own warnings about the broken group: the report says it once
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    try:
+        import torch.distributed  # noqa: F401 - the group needs it; say so in one line
+    except ImportError as e:
+        raise BadInput(f"verify job needs torch in this environment ({e})") from None
+    job = JobRun(launch, exp, args.timeout, debug=debug)
+    outcome = job.run()
+    if isinstance(outcome, Report):
+        return outcome
+    code, line = outcome
+    if debug or (line and code == ExitCode.ERROR and not job.heard_rank0):
+        grp.debug_line(launch, line or f"exit {code}")
+    return code
+

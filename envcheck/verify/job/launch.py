@@ -1,0 +1,246 @@
+"""Which rank this process is, read from the launcher's environment: a pure function of env.
+
+Launchers tell their ranks who they are through environment variables, each its own way:
+
+torchrun / env   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR/PORT
+                 (torchrun also TORCHELASTIC_RUN_ID and an agent store on MASTER_PORT)
+horovodrun       HOROVOD_RANK, HOROVOD_SIZE, HOROVOD_LOCAL_RANK/SIZE, HOROVOD_CROSS_RANK
+Open MPI         OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE/NODE_RANK
+MPICH / Hydra    PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS; PMIx: PMIX_RANK
+srun             SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID, SLURM_NODEID,
+                 SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE
+
+The first that applies, in that order, wins: torchrun inside srun, or mpirun inside an sbatch
+allocation, name the ranks the inner launcher made. SLURM_PROCID alone (the batch script sets
+it too) is not a parallel launch: only an srun step (SLURM_STEP_ID) is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from envcheck.errors import BadInput
+from envcheck.verify.cluster.hostlist import expand_hostlist
+
+DEFAULT_PORT = 29500  # torch.distributed's own default
+_PORT_RANGE = (20000, 30000)  # derived ports (no MASTER_PORT): one per job step
+
+
+@dataclass(frozen=True)
+class LaunchInfo:
+    """Who this rank is and where the group meets, as the launcher said."""
+
+    launcher: str  # "torchrun", "env", "horovod", "openmpi", "pmi", "slurm"
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int = -1  # -1: the launcher does not say
+    node_rank: int = -1
+    master_addr: str = ""  # "": unknown (several hosts and no MASTER_ADDR)
+    master_port: int = DEFAULT_PORT
+    port_source: str = ""  # "MASTER_PORT", or how it was derived
+    agent_store: bool = False  # torchrun's agent serves a store on MASTER_PORT: join it
+    run_id: str = ""  # one launch's identity: store keys are under it
+    hosts: tuple[str, ...] = ()  # srun: the step's nodes, in order
+    tasks_per_node: tuple[int, ...] = ()  # srun: tasks on each of those nodes
+    cyclic: bool = False  # srun --distribution=cyclic: rank r on node r % nodes
+
+    def host_of(self, rank: int) -> str:
+        """The host `rank` was launched on, where the launcher says it ("" otherwise)."""
+        if not self.hosts or len(self.tasks_per_node) != len(self.hosts):
+            return ""
+        if self.cyclic:
+            order = [i for t in range(max(self.tasks_per_node))
+                     for i, n in enumerate(self.tasks_per_node) if t < n]
+            return self.hosts[order[rank]] if 0 <= rank < len(order) else ""
+        first = 0
+        for host, n in zip(self.hosts, self.tasks_per_node):
+            if first <= rank < first + n:
+                return host
+            first += n
+        return ""
+
+
+def _int(env: Mapping[str, str], name: str, default: int | None = None) -> int:
+    text = env.get(name)
+    if text is None or text.strip() == "":
+        if default is None:
+            raise BadInput(f"{name} is not set")
+        return default
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise BadInput(f"{name}={text!r} is not a number") from None
+
+
+def tasks_per_node(text: str) -> tuple[int, ...]:
+    """Slurm's "2(x3),1" -> (2, 2, 2, 1)."""
+    out: list[int] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        m = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part)
+        if not m:
+            raise BadInput(f"SLURM_STEP_TASKS_PER_NODE={text!r} is not Slurm's n(xk) list")
+        out += [int(m.group(1))] * int(m.group(2) or 1)
+    return tuple(out)
+
+
+def _derived_port(*ids: str) -> int:
+    """A port every rank of one launch computes alike from the launch's ids."""
+    digest = hashlib.sha256("/".join(ids).encode()).digest()
+    low, high = _PORT_RANGE
+    return low + int.from_bytes(digest[:4], "big") % (high - low)
+
+
+def _port(env: Mapping[str, str], *ids: str) -> tuple[int, str]:
+    if env.get("MASTER_PORT", "").strip():
+        port = _int(env, "MASTER_PORT")
+        if not 0 < port < 65536:
+            raise BadInput(f"MASTER_PORT={port} is not a TCP port")
+        return port, "MASTER_PORT"
+    known = [i for i in ids if i]
+    if known:
+        return _derived_port(*known), "derived from the launch's ids (MASTER_PORT unset)"
+    return DEFAULT_PORT, f"default {DEFAULT_PORT} (MASTER_PORT unset)"
+
+
+def _torchrun(env: Mapping[str, str]) -> LaunchInfo:
+    agent = env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+    run = env.get("TORCHELASTIC_RUN_ID", "")
+    port, source = _port(env)
+    return LaunchInfo(
+        launcher="torchrun" if run else "env",
+        rank=_int(env, "RANK"),
+        world_size=_int(env, "WORLD_SIZE"),
+        local_rank=_int(env, "LOCAL_RANK", 0 if not run else None),
+        local_world_size=_int(env, "LOCAL_WORLD_SIZE", -1),
+        node_rank=_int(env, "GROUP_RANK", -1),
+        master_addr=env.get("MASTER_ADDR", "").strip(),
+        master_port=port,
+        port_source=source,
+        agent_store=agent,
+        run_id=f"{run}.{env.get('TORCHELASTIC_RESTART_COUNT', '0')}" if run else "",
+    )
+
+
+def _horovod(env: Mapping[str, str]) -> LaunchInfo:
+    port, source = _port(env, env.get("HOROVOD_GLOO_RENDEZVOUS_PORT", ""))
+    return LaunchInfo(
+        launcher="horovod",
+        rank=_int(env, "HOROVOD_RANK"),
+        world_size=_int(env, "HOROVOD_SIZE"),
+        local_rank=_int(env, "HOROVOD_LOCAL_RANK"),
+        local_world_size=_int(env, "HOROVOD_LOCAL_SIZE", -1),
+        node_rank=_int(env, "HOROVOD_CROSS_RANK", -1),
+        master_addr=env.get("MASTER_ADDR", "").strip(),
+        master_port=port,
+        port_source=source,
+        run_id=env.get("HOROVOD_GLOO_RENDEZVOUS_PORT", ""),
+    )
+
+
+def _openmpi(env: Mapping[str, str]) -> LaunchInfo:
+    job = env.get("OMPI_MCA_ess_base_jobid", "") or env.get("OMPI_MCA_orte_ess_jobid", "")
+    port, source = _port(env, job)
+    return LaunchInfo(
+        launcher="openmpi",
+        rank=_int(env, "OMPI_COMM_WORLD_RANK"),
+        world_size=_int(env, "OMPI_COMM_WORLD_SIZE"),
+        local_rank=_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0),
+        local_world_size=_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", -1),
+        # OMPI_COMM_WORLD_NODE_RANK is the rank among the node's processes, not the node
+        master_addr=env.get("MASTER_ADDR", "").strip(),
+        master_port=port,
+        port_source=source,
+        run_id=job,
+    )
+
+
+def _pmi(env: Mapping[str, str]) -> LaunchInfo:
+    name = "PMI_RANK" if "PMI_RANK" in env else "PMIX_RANK"
+    if "PMI_SIZE" not in env:
+        raise BadInput(f"{name} is set but not PMI_SIZE: the world size is unknown")
+    port, source = _port(env, env.get("PMI_FD", ""), env.get("PMIX_NAMESPACE", ""))
+    return LaunchInfo(
+        launcher="pmi",
+        rank=_int(env, name),
+        world_size=_int(env, "PMI_SIZE"),
+        local_rank=_int(env, "MPI_LOCALRANKID", 0),
+        local_world_size=_int(env, "MPI_LOCALNRANKS", -1),
+        master_addr=env.get("MASTER_ADDR", "").strip(),
+        master_port=port,
+        port_source=source,
+        run_id=env.get("PMIX_NAMESPACE", ""),
+    )
+
+
+def _slurm(env: Mapping[str, str]) -> LaunchInfo:
+    nodelist = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or ""
+    try:
+        hosts = tuple(expand_hostlist(nodelist))
+    except ValueError as e:
+        raise BadInput(f"SLURM_STEP_NODELIST={nodelist!r}: {e}") from None
+    per_node = tasks_per_node(env.get("SLURM_STEP_TASKS_PER_NODE")
+                              or env.get("SLURM_TASKS_PER_NODE", ""))
+    job, step = env.get("SLURM_JOB_ID", ""), env.get("SLURM_STEP_ID", "")
+    port, source = _port(env, job, step)
+    node_id = _int(env, "SLURM_NODEID", -1)
+    return LaunchInfo(
+        launcher="slurm",
+        rank=_int(env, "SLURM_PROCID"),
+        world_size=_int(env, "SLURM_STEP_NUM_TASKS", _int(env, "SLURM_NTASKS", 1)),
+        local_rank=_int(env, "SLURM_LOCALID", 0),
+        local_world_size=per_node[node_id] if 0 <= node_id < len(per_node) else -1,
+        node_rank=node_id,
+        # the step's first node runs rank 0 under every distribution Slurm has
+        master_addr=env.get("MASTER_ADDR", "").strip() or (hosts[0] if hosts else ""),
+        master_port=port,
+        port_source=source,
+        run_id=f"{job}.{step}",
+        hosts=hosts,
+        tasks_per_node=per_node,
+        cyclic=env.get("SLURM_DISTRIBUTION", "").startswith("cyclic"),
+    )
+
+
+# (a variable that says this launcher started the process, the reader), first match wins
+LAUNCHERS = (
+    ("RANK", _torchrun),
+    ("HOROVOD_RANK", _horovod),
+    ("OMPI_COMM_WORLD_RANK", _openmpi),
+    ("PMI_RANK", _pmi),
+    ("PMIX_RANK", _pmi),
+    ("SLURM_STEP_ID", _slurm),
+)
+
+NOT_LAUNCHED = (
+    "not started by a parallel launcher (none of RANK, HOROVOD_RANK, OMPI_COMM_WORLD_RANK, "
+    "PMI_RANK, PMIX_RANK, an srun step's SLURM_PROCID is set): run it as every task of the "
+    "launch, e.g. `srun envcheck verify job`, `torchrun --nproc-per-node 4 -m envcheck verify "
+    "job`, `mpirun -np 8 envcheck verify job`"
+)
+
+
+def launch_info(env: Mapping[str, str]) -> LaunchInfo:
+    """This process's rank, world and rendezvous from its environment; BadInput if none."""
+    for marker, read in LAUNCHERS:
+        if marker in env and not (marker == "SLURM_STEP_ID" and "SLURM_PROCID" not in env):
+            info = read(env)
+            break
+    else:
+        raise BadInput(NOT_LAUNCHED)
+    if info.world_size < 1:
+        raise BadInput(f"{info.launcher}: world size {info.world_size} is not 1 or more")
+    if not 0 <= info.rank < info.world_size:
+        raise BadInput(
+            f"{info.launcher}: rank {info.rank} is outside the world of {info.world_size}"
+        )
+    if info.local_rank < 0:
+        raise BadInput(f"{info.launcher}: local rank {info.local_rank} is negative")
+    if not info.master_addr and info.local_world_size == info.world_size:
+        # every rank on this host: rank 0 is here
+        return dataclasses.replace(info, master_addr="127.0.0.1")
+    return info

@@ -1,0 +1,270 @@
+"""One rank's run of verify job, step by step, every step bounded; rank 0 builds the Report.
+
+A step that fails on rank 0 (a collective raised or timed out) is diagnosed from the store:
+ranks whose heartbeat stopped are dead or hung, ranks that never reached the step are behind.
+A step that fails on another rank leaves the diagnosis to rank 0 and waits for its verdict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from envcheck.errors import ExitCode
+from envcheck.report import Measurement, Report, Result, Status
+from envcheck.verify.expectations import Expectations
+from envcheck.verify.facts import collect_node_facts, facts_from_dict, facts_to_dict
+from envcheck.verify.job import group as grp
+from envcheck.verify.job.checks import Collective, JobFacts, run_job_checks, skew_table
+from envcheck.verify.job.launch import LaunchInfo
+from envcheck.verify.job.rank import (
+    collect_rank_facts,
+    first_line,
+    rank_facts_from_dict,
+    rank_facts_to_dict,
+)
+
+GRACE = 10.0  # the watchdog fires this long after a step's own timeout should have
+COLLECT_LIMIT = 120.0  # the facts of one rank (probes have their own --probe-timeout)
+
+
+class StepFailed(Exception):
+    def __init__(self, step: str, cause: BaseException) -> None:
+        super().__init__(f"{step}: {first_line(cause)}")
+        self.step, self.cause = step, cause
+
+
+class JobRun:
+    def __init__(self, launch: LaunchInfo, exp: Expectations, timeout: float, *,
+                 debug: bool = False) -> None:
+        self.launch, self.exp, self.timeout = launch, exp, timeout
+        # a collective gives up a little before --timeout: a rank that hangs is then named
+        # (its heartbeat long stale) and every rank out before --timeout runs out
+        self.collective_timeout = max(timeout / 2, timeout - grp.STALE)
+        self.debug = debug
+        self.rv: grp.Rendezvous | None = None
+        self.heard_rank0 = False
+        self.t0 = time.monotonic()
+        self.watchdog = grp.Watchdog(self._fired)
+
+    # --- the steps --------------------------------------------------------------------------
+
+    def run(self) -> Report | tuple[int, str]:
+        """Rank 0: the Report. Other ranks: (exit code, one line) from rank 0's verdict."""
+        try:
+            return self._run()
+        finally:
+            self.watchdog.stop()
+            if self.rv is not None:
+                self.rv.stop()
+
+    def _run(self) -> Report | tuple[int, str]:
+        launch, rank0 = self.launch, self.launch.rank == 0
+        self.watchdog.arm(self.timeout + GRACE, "reaching rank 0's rendezvous")
+        try:
+            self.rv = rv = grp.connect(launch, self.timeout)
+        except grp.GroupError as e:
+            if rank0:
+                return self._report([_err("job.rendezvous", str(e))])
+            return int(ExitCode.ERROR), str(e)
+        self.heard_rank0 = True
+        grp.arrive(rv)
+        self.watchdog.arm(self.timeout + GRACE, "the roll call")
+        if rank0:
+            missing = grp.roll_call(rv, self.timeout)
+            rv.set_json("roll", missing)
+            if missing:
+                return self._missing(missing)
+            grp.watch_beats(rv)
+        else:
+            missing = self._await_roll()
+            if missing:
+                return self._verdict_or_error("roll call")
+        try:
+            return self._steps()
+        except StepFailed as e:
+            if rank0:
+                return self._report(self._diagnose(e))
+            return self._verdict_or_error(e.step)
+
+    def _steps(self) -> Report | tuple[int, str]:
+        rv = self.rv
+        assert rv is not None
+        dist = self._step("forming the gloo group",
+                          lambda: grp.init_group(rv, self.collective_timeout))
+        self.watchdog.arm(COLLECT_LIMIT, "collecting this rank's facts")
+        mine = self._collect()
+        rv.reached("gather")
+        gathered = self._step("gathering every rank's facts", lambda: _gather(dist, mine))
+        ranks = tuple(rank_facts_from_dict(g["rank"]) for g in gathered)
+        facts = tuple(facts_from_dict(g["facts"]) for g in gathered)
+        rv.reached("allreduce")
+        collectives = [self._allreduce(dist, "gloo", None)]
+        if all(r.device >= 0 and not r.kernel_error for r in ranks):
+            nccl = self._step("forming the NCCL group", lambda: dist.new_group(
+                backend="nccl", timeout=grp._td(self.collective_timeout)))
+            collectives.append(self._allreduce(dist, "nccl", nccl))
+        measurements: list[Measurement] = []
+        self.watchdog.disarm()
+        if self.launch.rank != 0:
+            return self._verdict_or_error("the verdict")
+        job = JobFacts(self.launch, ranks, facts, collectives=tuple(collectives),
+                       lock_packages=tuple(p.name for p in self.exp.lock_packages))
+        return self._report(run_job_checks(job, self.exp), job, measurements)
+
+    def _step(self, what: str, fn: Any) -> Any:
+        self.watchdog.arm(self.timeout + GRACE, what)
+        try:
+            return fn()
+        except Exception as e:
+            raise StepFailed(what, e) from e
+
+    def _collect(self) -> dict[str, Any]:
+        launch = self.launch
+        ip = grp.route_ip(launch.master_addr) if launch.rank else _own_ip(launch.master_addr)
+        facts = collect_node_facts(
+            "worker", f"tcp://{ip}:0" if ip else "", health=True,
+            import_modules=self.exp.import_modules, libraries=self.exp.libraries,
+            probe_timeout=self.exp.probe_timeout,
+        )
+        rank = collect_rank_facts(launch, ip, facts.address_link.interface)
+        return {"rank": rank_facts_to_dict(rank), "facts": facts_to_dict(facts)}
+
+    def _allreduce(self, dist: Any, backend: str, group: Any) -> Collective:
+        import torch
+
+        world = self.launch.world_size
+        expected = world * (world + 1) / 2
+
+        def reduce() -> tuple[float, float]:
+            device = "cuda" if backend == "nccl" else "cpu"
+            t = torch.full((1 << 16,), float(self.launch.rank + 1), device=device)
+            dist.all_reduce(t, group=group)
+            return float(t.min()), float(t.max())
+
+        lo, hi = self._step(f"the {backend} all-reduce", reduce)
+        got = self._step(f"gathering the {backend} all-reduce results",
+                         lambda: _gather(dist, (self.launch.rank, lo, hi)))
+        return Collective(backend, expected, tuple(tuple(g) for g in got))
+
+    # --- failures ---------------------------------------------------------------------------
+
+    def _await_roll(self) -> list[int]:
+        rv = self.rv
+        assert rv is not None
+        deadline = time.monotonic() + self.timeout + 5
+        while not rv.has("roll"):
+            if time.monotonic() > deadline:
+                return [-1]
+            time.sleep(0.05)
+        return list(rv.get_json("roll"))
+
+    def _verdict_or_error(self, step: str) -> tuple[int, str]:
+        assert self.rv is not None
+        self.watchdog.arm(self.timeout + GRACE, "waiting for rank 0's verdict")
+        try:
+            return grp.await_verdict(self.rv, self.timeout + grp.STALE + 2)
+        except Exception as e:
+            self.heard_rank0 = False
+            return int(ExitCode.ERROR), (f"{step}: rank 0 ({self.launch.master_addr}) is gone "
+                                         f"or silent: {first_line(e)}")
+
+    def _missing(self, missing: list[int]) -> Report:
+        rv = self.rv
+        assert rv is not None
+        results = [_err("job.ranks", f"{grp.describe(rv, r)} did not arrive within "
+                        f"{self.timeout:g} s", node=f"rank {r}",
+                        fix="look at that rank's output and host: it failed to start, "
+                        "crashed, or cannot reach MASTER_ADDR:MASTER_PORT") for r in missing]
+        return self._report(results)
+
+    def _diagnose(self, failed: StepFailed) -> list[Result]:
+        """Who broke the step: ranks whose heartbeat stopped, else those that never got there."""
+        rv = self.rv
+        assert rv is not None
+        deadline = time.monotonic() + grp.STALE + 2 * grp.BEAT
+        silent = grp.silent_ranks(rv)
+        while not silent and time.monotonic() < deadline:  # a death is seen after STALE
+            time.sleep(grp.BEAT / 2)
+            silent = grp.silent_ranks(rv)
+        # steps after a phase marker: who never set it is behind (before the first, nobody is)
+        phase = ("allreduce" if "all-reduce" in failed.step
+                 else "gather" if "gathering" in failed.step else "")
+        behind = [r for r in grp.not_reached(rv, phase) if r not in silent] if phase else []
+        out = [_err("job.ranks", f"{grp.describe(rv, r)} stopped answering during "
+                    f"{failed.step} (its heartbeat stopped: it died or hangs)",
+                    node=f"rank {r}", fix="look at that rank's output and host (killed, "
+                    "out of memory, stuck in a driver call)") for r in silent]
+        out += [_err("job.ranks", f"{grp.describe(rv, r)} never reached {failed.step}",
+                     node=f"rank {r}", fix="run again with --debug to see where it stopped")
+                for r in behind]
+        if not out:
+            out.append(_err("job.group", f"{failed.step} failed on rank 0: "
+                            f"{first_line(failed.cause)}",
+                            fix="run again with --debug; check the network between the hosts"))
+        return out
+
+    def _fired(self, what: str) -> None:
+        """The watchdog: rank 0 leaves a verdict for the others; every rank says one line."""
+        line = f"{what} did not finish within {self.timeout:g} s (+{GRACE:g} s grace)"
+        if self.launch.rank == 0 and self.rv is not None:
+            with contextlib.suppress(Exception):
+                grp.publish_verdict(self.rv, int(ExitCode.ERROR), line)
+        if self.launch.rank == 0 or self.debug:
+            grp.debug_line(self.launch, f"error: {line}")
+
+    # --- the report -------------------------------------------------------------------------
+
+    def _report(self, results: list[Result], job: JobFacts | None = None,
+                measurements: list[Measurement] = ()) -> Report:  # type: ignore[assignment]
+        tables = (skew_table(job)[0],) if job is not None and job.ranks else ()
+        report = Report(
+            title="verify job",
+            results=tuple(results),
+            measurements=tuple(measurements),
+            tables=tables,
+            environment=self._environment(job),
+        )
+        if self.rv is not None:
+            code = int(report.exit_code())
+            with contextlib.suppress(Exception):
+                grp.publish_verdict(self.rv, code, f"verify job: {report.status.value}")
+                grp.await_acks(self.rv, len(self.rv.arrived) - 1)
+        return report
+
+    def _environment(self, job: JobFacts | None) -> dict[str, str]:
+        launch = self.launch
+        env = {
+            "launcher": launch.launcher,
+            "world size": str(launch.world_size),
+            "rendezvous": f"{launch.master_addr}:{launch.master_port} ({launch.port_source})"
+            + (" via torchrun's agent store" if launch.agent_store else ""),
+            "seconds": f"{time.monotonic() - self.t0:.2f}",
+        }
+        if job is not None and job.ranks:
+            r0 = job.ranks[0]
+            env["torch"] = r0.torch + (f" (CUDA {r0.torch_cuda})" if r0.torch_cuda else "")
+        return env
+
+
+def _gather(dist: Any, obj: Any) -> list[Any]:
+    out: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def _own_ip(master: str) -> str:
+    """Rank 0: the master address as an IP of this host, else the route towards it."""
+    import socket
+
+    with contextlib.suppress(OSError, IndexError):
+        ip = socket.getaddrinfo(master, None, proto=socket.IPPROTO_TCP)[0][4][0]
+        if not ip.startswith("127."):
+            return str(ip)
+    return grp.route_ip(master)
+
+
+def _err(check: str, message: str, node: str = "", fix: str = "") -> Result:
+    return Result(check, Status.ERROR, message, node=node, fix=fix, group="job")
+

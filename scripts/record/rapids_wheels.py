@@ -1,0 +1,248 @@
+"""Record entries of the releases known from their PyPI wheels (24.06-26.10), read from the
+files rapids_pypi.py keeps under tests/data/rapids-record/pypi/ (no network here).
+
+Pointers are 'pypi/<file>.METADATA:<line>' (a Requires-Dist line) or
+'pypi/index/<project>.tsv:<line>' (a wheel's file name: its Python and platform tags).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from rapids_pypi import ARCH, CUDA_PROJECTS, RELEASES, Wheel, chosen, read_index, release_of
+from rapids_record import Source, known, unknown
+
+RSN37 = "RAPIDS support notice RSN 37 (https://docs.rapids.ai/notices/rsn0037/)"
+# package -> (record field, the PyPI name cudf-cu12 requires it under)
+CUDF_RANGES = {
+    "numpy": "numpy",
+    "pandas": "pandas",
+    "pyarrow": "pyarrow",
+    "numba": "numba",
+    "cupy": "cupy-cuda12x",
+}
+
+
+class Wheels:
+    """The kept indexes and METADATA of one data folder."""
+
+    def __init__(self, data: Path) -> None:
+        self.data = data
+        self.index: dict[str, list[Wheel]] = {}
+
+    def wheels(self, project: str) -> list[Wheel]:
+        if project not in self.index:
+            self.index[project] = read_index(self.data, project)
+        return self.index[project]
+
+    def line_of(self, project: str, wheel: Wheel) -> str:
+        """'pypi/index/<project>.tsv:N' of the wheel's line."""
+        rel = f"pypi/index/{project}.tsv"
+        hit = Source(self.data, rel).find(rf"^{re.escape(wheel.filename)}\t")
+        assert hit is not None, wheel.filename
+        return hit[1]
+
+    def metadata(self, project: str, series: str) -> tuple[Wheel, Source] | None:
+        w = chosen(self.wheels(project), series)
+        if w is None:
+            return None
+        src = Source(self.data, f"pypi/{w.metadata_name}")
+        return (w, src) if src.exists() else None
+
+
+def _requires(src: Source, name: str, marker: str = "") -> tuple[str, str] | None:
+    """The specifier of 'Requires-Dist: NAME[extras]SPEC' without an extra marker, and its line."""
+    rx = (
+        rf"^Requires-Dist: {re.escape(name)}(\[[^\]]*\])?(?![\w.-])"
+        r"\s*\(?([^;()]*)\)?\s*(;\s*(.*))?$"
+    )
+    for i, line in enumerate(src.lines, 1):
+        m = re.match(rx, line, re.IGNORECASE)
+        if not m or "extra ==" in (m.group(4) or ""):
+            continue
+        if m.group(4) and marker not in m.group(4):
+            continue
+        return m.group(2).replace(" ", ""), f"{src.rel}:{i}"
+    return None
+
+
+def _minor_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+def _python(ws: Wheels, rel: str) -> dict[str, Any]:
+    """cpXY tags of cudf-cu12's x86_64 wheels (classifiers for an abi3 wheel) + Requires-Python."""
+    got = ws.metadata("cudf-cu12", rel)
+    project = "cudf-cu12"
+    if got is None:
+        got, project = ws.metadata("dask-cuda", rel), "dask-cuda"
+    if got is None:
+        return unknown("no cudf-cu12 or dask-cuda wheel of this release on PyPI")
+    w, src = got
+    req = src.find(r"^Requires-Python:")
+    ptrs = [req[1]] if req else []
+    mine = [
+        x for x in ws.wheels(project)
+        if x.version == w.version and ARCH in x.tags[2] and x.tags[1] != "abi3"
+    ]  # fmt: skip
+    tags = sorted({(re.sub(r"^cp3", "3.", x.tags[0]), ws.line_of(project, x)) for x in mine})
+    if tags:
+        pys = sorted({t for t, _ in tags}, key=_minor_key)
+        return known(pys, *ptrs, *[p for _, p in tags], note=f"{project} {w.version} wheels")
+    cls = [(m.group(1), p) for m, p in _all(src, r"^Classifier: .*Python :: (3\.\d+)$")]
+    note = f"{project} {w.version}: its classifiers (one abi3 or pure wheel for every Python)"
+    return known([v for v, _ in cls], *ptrs, *[p for _, p in cls], note=note)
+
+
+def _all(src: Source, pattern: str) -> list[tuple[re.Match[str], str]]:
+    rx = re.compile(pattern)
+    out = []
+    for i, line in enumerate(src.lines, 1):
+        m = rx.search(line)
+        if m:
+            out.append((m, f"{src.rel}:{i}"))
+    return out
+
+
+def _cuda_majors(ws: Wheels, rel: str) -> dict[str, Any]:
+    majors, ptrs = [], []
+    for major, project in CUDA_PROJECTS.items():
+        mine = [w for w in ws.wheels(project) if release_of(w.version) == rel]
+        if mine:
+            majors.append(major)
+            ptrs.append(ws.line_of(project, mine[0]))
+    if not majors:
+        return unknown("no cudf-cu11/-cu12/-cu13 wheel of this release on PyPI")
+    return known(majors, *ptrs, note="which of cudf-cu11/-cu12/-cu13 has wheels of the release")
+
+
+def _dask(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
+    cuda, rdd = ws.metadata("dask-cuda", rel), ws.metadata("rapids-dask-dependency", rel)
+    out: dict[str, dict[str, Any]] = {}
+    via = _requires(cuda[1], "rapids-dask-dependency") if cuda else None
+    for field in ("dask", "distributed"):
+        hit = _requires(rdd[1], field) if rdd else None
+        if hit and via and rdd:
+            note = (
+                f"dask-cuda requires rapids-dask-dependency{via[0]}, whose {rdd[0].version} pins it"
+            )
+            out[field] = known(hit[0], via[1], hit[1], note=note)
+        else:
+            out[field] = unknown("no rapids-dask-dependency pin of this release in the data")
+    return out
+
+
+def _cudf_ranges(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
+    got = ws.metadata("cudf-cu12", rel)
+    out: dict[str, dict[str, Any]] = {}
+    for field, name in CUDF_RANGES.items():
+        hit = _requires(got[1], name, marker=ARCH) if got else None
+        if hit and got:
+            out[field] = known(hit[0], hit[1], note=f"cudf-cu12 {got[0].version} requires {name}")
+        else:
+            why = "no cudf-cu12 wheel of this release on PyPI" if not got else "not required"
+            out[field] = unknown(why)
+    return out
+
+
+def _ucx(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
+    """dask-cuda's distributed-ucxx-cu12==0.NN.* (test extra) -> libucxx-cu12 0.NN's libucx."""
+    cuda = ws.metadata("dask-cuda", rel)
+    ucxx = cuda[1].find(r"^Requires-Dist: distributed-ucxx-cu12==(0\.\d+)\.\*;") if cuda else None
+    old = cuda[1].find(r"^Requires-Dist: ucx-py\s*==\s*(0\.\d+)\.\*") if cuda else None
+    out: dict[str, dict[str, Any]] = {
+        "ucx-py": known(f"{old[0].group(1)}.*", old[1], note="dask-cuda's test extra")
+        if old
+        else unknown("dask-cuda of this release names no ucx-py"),
+        "distributed-ucxx": known(f"{ucxx[0].group(1)}.*", ucxx[1], note="dask-cuda's test extra")
+        if ucxx
+        else unknown("dask-cuda of this release names no distributed-ucxx"),
+    }
+    lib = ws.metadata("libucxx-cu12", ucxx[0].group(1)) if ucxx else None
+    hit = _requires(lib[1], "libucx-cu12") if lib else None
+    if ucxx and lib and hit:
+        note = f"libucx-cu12 of libucxx-cu12 {lib[0].version}, the UCXX of the release"
+        out["ucx"] = known(hit[0], ucxx[1], hit[1], note=note)
+    else:
+        out["ucx"] = unknown("no libucxx-cu12 wheel of this release's UCXX on PyPI")
+    return out
+
+
+def _glibc(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
+    """Each package's x86_64 wheel tag; the release's floor is the highest of their floors."""
+    from rapids_pypi import PROJECTS
+
+    tags: dict[str, str] = {}
+    floors: list[tuple[tuple[int, ...], str, str]] = []
+    for project in PROJECTS:
+        w = chosen(ws.wheels(project), rel)
+        if w is None or ARCH not in w.tags[2]:
+            continue
+        tags[project] = w.tags[2]
+        lows = [
+            (int(a), int(b)) for a, b in re.findall(rf"manylinux_(\d+)_(\d+)_{ARCH}", w.tags[2])
+        ]
+        if lows:
+            low = min(lows)
+            floors.append((low, f"{low[0]}.{low[1]}", ws.line_of(project, w)))
+    if not floors:
+        note = f"no binary wheel of this release on PyPI; {RSN37.split(' (')[0]}"
+        return {
+            "manylinux": unknown("no binary wheel of this release on PyPI"),
+            "glibc": known("2.28", RSN37, note=note),
+        }
+    top = max(floors)
+    return {
+        "manylinux": known(tags, *[p for _, _, p in floors], note="x86_64 wheel tag per package"),
+        "glibc": known(
+            top[1],
+            top[2],
+            note="the highest floor of the release's x86_64 wheels' "
+            "manylinux tags (each wheel's lowest tag)",
+        ),  # fmt: skip
+    }
+
+
+def pypi_release_entry(data: Path, rel: str) -> dict[str, Any]:
+    ws = Wheels(data)
+    note = "from PyPI wheel METADATA: the conda packages of this release are not in the data"
+    entry: dict[str, Any] = {"python": _python(ws, rel), "cuda_majors": _cuda_majors(ws, rel)}
+    entry.update(_dask(ws, rel))
+    entry.update(_cudf_ranges(ws, rel))
+    entry.update(_ucx(ws, rel))
+    entry.update(_glibc(ws, rel))
+    for field in ("cuda_builds", "cuda_rule", "members", "xgboost", "nccl", "pytorch",
+                  "cuda-python", "ucx-proc"):  # fmt: skip
+        entry[field] = unknown(f"{note}; they do not say")
+    return entry
+
+
+def pypi_releases(data: Path) -> dict[str, dict[str, Any]]:
+    """Every release of RELEASES that dask-cuda has wheels of."""
+    ws = Wheels(data)
+    return {
+        rel: pypi_release_entry(data, rel)
+        for rel in RELEASES
+        if chosen(ws.wheels("dask-cuda"), rel) is not None
+    }
+
+
+def pypi_sources(data: Path) -> dict[str, str]:
+    """Kept file -> where it came from (METADATA.tsv, the index headers)."""
+    out = {}
+    manifest = data / "pypi" / "METADATA.tsv"
+    if manifest.exists():
+        for line in manifest.read_text().splitlines():
+            if line.startswith("#") or not line:
+                continue
+            name, url, wheel_sha, meta_sha, how = line.split("\t")
+            out[f"pypi/{name}"] = (
+                f"METADATA of {url} (wheel sha256 {wheel_sha}; METADATA sha256 {meta_sha}, "
+                f"read by {how})"
+            )
+    for path in sorted((data / "pypi" / "index").glob("*.tsv")):
+        head = path.read_text().split("\n", 1)[0].lstrip("# ")
+        out[f"pypi/index/{path.name}"] = f"PyPI file list: {head}"
+    return out

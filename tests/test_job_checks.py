@@ -1,0 +1,165 @@
+"""verify job's judgements on facts built here (the hardware's description, not the code path
+that collects it): GPU binding, local ranks, skew naming a rank, missing ranks, kernels, the
+known-answer all-reduce, Slurm's binding per node."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from envcheck.report import Status
+from envcheck.verify.job.checks import (
+    Collective,
+    JobFacts,
+    check_allreduce,
+    check_gpu_binding,
+    check_kernels,
+    check_local_ranks,
+    check_ranks,
+    check_skew,
+    check_slurm_binding,
+    run_job_checks,
+)
+from envcheck.verify.job.launch import LaunchInfo
+from envcheck.verify.job.rank import RankFacts, choose_device
+from tests.factories import expect, gpu_uuid, node, with_env
+
+TORCHRUN = LaunchInfo("torchrun", 0, 4, 0, 4, 0, "127.0.0.1", 29500)
+
+
+def rank(r: int, host: str = "gpu-node-1", local: int | None = None, device: int | None = None,
+         uuid: str | None = None, **kw: object) -> RankFacts:
+    local = r if local is None else local
+    device = local if device is None else device
+    base = dict(rank=r, world_size=4, local_rank=local, local_world_size=4, node_rank=0,
+                launcher="torchrun", host=host, pid=5000 + r, torch="2.13.0", torch_cuda="12.8",
+                torch_nccl="2.27.5", cuda_available=True, device_count=8, device=device,
+                device_uuid=gpu_uuid(device) if uuid is None else uuid, capability="8.0",
+                arch_list=("sm_80", "sm_90"))
+    return RankFacts(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def job(ranks, launch=TORCHRUN, facts=None, **kw) -> JobFacts:
+    facts = facts or tuple(node(8, host=r.host, pid=r.pid, own_pids=(r.pid,)) for r in ranks)
+    return JobFacts(launch, tuple(ranks), tuple(facts), **kw)
+
+
+def failing(results):
+    return [r for r in results if r.status in (Status.FAIL, Status.ERROR)]
+
+
+def test_four_ranks_on_four_gpus_pass_and_idle_gpus_warn():
+    results = check_gpu_binding(job([rank(r) for r in range(4)]), expect())
+    assert not failing(results)
+    idle = [r for r in results if r.check == "job.gpu-idle"]
+    assert idle and idle[0].status is Status.WARN and "GPU 4, 5, 6, 7 idle" in idle[0].message
+
+
+def test_two_ranks_on_one_gpu_in_a_host_fail_naming_both():
+    ranks = [rank(0), rank(1, device=0), rank(2), rank(3)]
+    bad = failing(check_gpu_binding(job(ranks), expect()))
+    assert [r.check for r in bad] == ["job.gpu-shared"]
+    assert "ranks 0, 1 compute on one GPU" in bad[0].message and bad[0].node == "gpu-node-1"
+
+
+def test_the_same_gpu_index_on_two_hosts_is_not_shared():
+    ranks = [rank(0, "a", 0), rank(1, "a", 1), rank(2, "b", 0), rank(3, "b", 1)]
+    assert not failing(check_gpu_binding(job(ranks), expect()))
+
+
+def test_a_rank_without_a_gpu_among_gpu_ranks_fails():
+    ranks = [rank(0), rank(1), rank(2),
+             rank(3, device=-1, uuid="", device_note="LOCAL_RANK 3 but only 2 devices visible")]
+    bad = failing(check_gpu_binding(job(ranks), expect()))
+    assert bad and bad[0].node == "rank 3" and "only 2 devices visible" in bad[0].message
+
+
+def test_one_visible_gpu_per_rank_and_local_rank_above_zero_warns_for_torchrun():
+    ranks = [dataclasses.replace(rank(r), device_count=1, device=0, device_uuid=gpu_uuid(r))
+             for r in range(4)]
+    results = check_gpu_binding(job(ranks), expect())
+    warned = sorted(r.node for r in results if r.check == "job.local-rank-device")
+    assert warned == ["rank 1", "rank 2", "rank 3"]
+    # srun --gpus-per-task: SLURM_LOCALID is no LOCAL_RANK the script reads
+    slurm = [dataclasses.replace(r, launcher="slurm") for r in ranks]
+    assert not [r for r in check_gpu_binding(job(slurm), expect())
+                if r.check == "job.local-rank-device"]
+
+
+def test_duplicate_and_gapped_local_ranks_fail():
+    dup = check_local_ranks(job([rank(0), rank(1), rank(2, local=1), rank(3)]), expect())
+    assert dup[0].status is Status.FAIL and "local rank 1 is given to several ranks" in (
+        dup[0].message)
+    gap = check_local_ranks(job([rank(0, local=1), rank(1, local=2)]), expect())
+    assert gap[0].status is Status.FAIL and "not 0..1" in gap[0].message
+    ok = check_local_ranks(job([rank(0, "a", 0), rank(1, "b", 0)]), expect())
+    assert ok[0].status is Status.PASS
+
+
+def test_missing_rank_is_an_error_naming_it_and_its_host():
+    got = check_ranks(job([rank(0), rank(1), rank(2)],
+                          missing=((3, "rank 3 (host gpu-node-2)"),)), expect())
+    assert [r.status for r in got] == [Status.ERROR]
+    assert got[0].node == "rank 3" and "gpu-node-2" in got[0].message
+
+
+def test_numpy_skew_fails_naming_the_rank():
+    ranks = [rank(r) for r in range(4)]
+    facts = [node(8, pid=r.pid) for r in ranks]
+    f = facts[2]
+    facts[2] = dataclasses.replace(f, packages={**f.packages, "numpy": "1.26.4"},
+                                   python_packages={**f.python_packages, "numpy": "1.26.4"})
+    bad = failing(check_skew(job(ranks, facts=facts), expect()))
+    assert [r.check for r in bad] == ["job.skew.numpy"] and bad[0].node == "rank 2"
+    assert "rank 2 has 1.26.4" in bad[0].message
+
+
+def test_torch_cuda_runtime_and_nccl_skew_fail():
+    ranks = [rank(0), rank(1), rank(2), rank(3, torch_cuda="12.1", torch_nccl="2.18.1")]
+    bad = failing(check_skew(job(ranks), expect()))
+    assert {r.check for r in bad} == {"job.skew.cuda-runtime", "job.skew.nccl"}
+    assert all(r.node == "rank 3" for r in bad)
+
+
+def test_no_kernel_image_names_the_missing_architecture():
+    ranks = [rank(0), rank(1, capability="12.0",
+                        kernel_error="RuntimeError: CUDA error: no kernel image is available "
+                                     "for execution on the device")]
+    bad = failing(check_kernels(job(ranks), expect()))
+    assert bad[0].node == "rank 1" and "targets sm_80, sm_90, not sm_120" in bad[0].message
+
+
+def test_allreduce_wrong_sum_and_error():
+    ok = Collective("gloo", 10.0, ((0, 10.0, 10.0), (1, 10.0, 10.0)))
+    wrong = Collective("nccl", 10.0, ((0, 10.0, 10.0), (1, 9.0, 10.0)))
+    err = Collective("nccl", 10.0, error="timed out")
+    got = check_allreduce(job([rank(0)], collectives=(ok, wrong, err)), expect())
+    assert [r.status for r in got] == [Status.PASS, Status.FAIL, Status.ERROR]
+    assert got[1].node == "rank 1"
+
+
+def test_slurm_binding_per_node_against_cuda_visible_devices():
+    launch = dataclasses.replace(TORCHRUN, launcher="slurm")
+    ranks, facts = [], []
+    for r, (host, gpu) in enumerate((("sn1", "0"), ("sn1", "0"), ("sn2", "0"), ("sn2", "1"))):
+        ranks.append(rank(r, host, local=r % 2, uuid=f"{host}-{gpu}", launcher="slurm"))
+        f = with_env(node(2, host=host, pid=5000 + r), CUDA_VISIBLE_DEVICES=gpu)
+        facts.append(dataclasses.replace(f, slurm={
+            "SLURM_JOB_ID": "7", "SLURMD_NODENAME": host, "SLURM_JOB_GPUS": "0,1",
+            "SLURM_STEP_GPUS": "0,1", "SLURM_JOB_NODELIST": "sn[1-2]"}))
+    bad = failing(check_slurm_binding(job(ranks, launch, facts), expect()))
+    assert {r.check for r in bad} == {"slurm.gpu-shared", "slurm.gpu-idle"}
+    assert all("sn1" in r.message for r in bad)
+
+
+def test_a_check_that_raises_is_an_error_and_the_rest_run():
+    broken = job([rank(0)], facts=(None,))  # type: ignore[arg-type]
+    results = run_job_checks(broken, expect())
+    assert any(r.status is Status.ERROR and "raised" in r.message for r in results)
+    assert any(r.check == "job.ranks" and r.status is Status.PASS for r in results)
+
+
+def test_choose_device():
+    assert choose_device(0, 0)[0] == -1
+    assert choose_device(1, 3)[0] == 0
+    assert choose_device(8, 3)[0] == 3
+    assert choose_device(2, 3)[0] == -1

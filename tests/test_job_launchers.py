@@ -1,0 +1,138 @@
+"""verify job under real launchers on CPU ranks (gloo): torchrun, Open MPI's mpirun, ranks
+started by hand with RANK/WORLD_SIZE (as pdsh or ssh loops do), and real failures: a rank that
+never starts, one SIGKILLed and one SIGSTOPped after it answered the roll call."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+ENVCHECK = str(BIN / "envcheck")
+TIMEOUT = 20  # verify job --timeout in the failure tests (ranks start slowly on busy cores)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def results(path: Path) -> list[dict]:
+    return [r for r in json.loads(path.read_text())["results"] if r["status"] != "skip"]
+
+
+def test_torchrun_four_ranks_pass(tmp_path):
+    report = tmp_path / "r.json"
+    p = subprocess.run(
+        [str(BIN / "torchrun"), "--nproc-per-node", "4", "--master-port", str(free_port()),
+         "--no-python", ENVCHECK, "verify", "job", "--timeout", "60", "--json", str(report)],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    got = {r["check"]: r for r in results(report)}
+    assert got["job.ranks"]["message"].startswith("4 of 4 ranks reported (torchrun)")
+    assert got["job.allreduce.gloo"]["status"] == "pass"
+    assert "known answer 10" in got["job.allreduce.gloo"]["message"]
+    # one report: rank 0's; the other ranks print nothing
+    assert p.stdout.count("verify job: job") == 1
+
+
+def test_mpirun_four_ranks_pass(tmp_path):
+    if shutil.which("mpirun") is None:
+        pytest.skip("Open MPI's mpirun is not installed (apt-get install openmpi-bin)")
+    report = tmp_path / "r.json"
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    p = subprocess.run(
+        ["mpirun", *root, "--oversubscribe", "-np", "4", ENVCHECK, "verify", "job",
+         "--timeout", "60", "--json", str(report)],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    got = {r["check"]: r for r in results(report)}
+    assert got["job.ranks"]["message"].startswith("4 of 4 ranks reported (openmpi)")
+    assert got["job.allreduce.gloo"]["status"] == "pass"
+
+
+def _start(world: int, ranks: range, tmp_path: Path,
+           slow: int = -1) -> tuple[int, list[subprocess.Popen]]:
+    """Ranks as separate processes; rank `slow` spends a minute collecting its facts (it must
+    import a module that sleeps), so the others wait for it inside the facts gather."""
+    (tmp_path / "envcheck_test_slow.py").write_text("import time\ntime.sleep(60)\n")
+    port = free_port()
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world)}
+    procs = [
+        subprocess.Popen(
+            [ENVCHECK, "verify", "job", "--timeout", str(TIMEOUT),
+             "--json", str(tmp_path / f"r{r}.json"),
+             *(["--import", "envcheck_test_slow"] if r == slow else [])],
+            env={**env, "RANK": str(r), "LOCAL_RANK": str(r), "PYTHONPATH": str(tmp_path)},
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,  # its import probe goes with it
+        )
+        for r in ranks
+    ]
+    return port, procs
+
+
+def _arrived(port: int, rank: int) -> None:
+    """Wait until `rank` answered the roll call (its key in rank 0's store)."""
+    from torch.distributed import TCPStore
+
+    store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=240))
+    store.wait([f"envcheck-job/run/arrived/{rank}"], timedelta(seconds=240))
+
+
+def _finish(procs: list[subprocess.Popen], since: float) -> list[tuple[int, float, str]]:
+    out = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=120)
+        out.append((p.returncode, time.monotonic() - since, stdout + stderr))
+    return out
+
+
+def test_a_rank_that_never_starts_is_named_and_the_others_exit(tmp_path):
+    port, procs = _start(3, range(2), tmp_path)  # rank 2 of 3 never runs
+    _arrived(port, 0)  # from here on, not Python's start-up and torch's import (slow on a
+    t0 = time.monotonic()  # busy machine): the roll call's --timeout and the verdict
+    done = _finish(procs, t0)
+    assert [code for code, _, _ in done] == [3, 3], done
+    assert max(s for _, s, _ in done) < TIMEOUT + 10
+    errors = results(tmp_path / "r0.json")
+    assert [(r["check"], r["node"]) for r in errors] == [("job.ranks", "rank 2")]
+    assert "rank 2 (host" in errors[0]["message"] and "did not arrive" in errors[0]["message"]
+    assert done[1][2].strip() == ""  # rank 1 prints nothing: rank 0 reported
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "stopped"])
+def test_a_rank_that_dies_or_hangs_is_named_and_the_others_exit(tmp_path, sig):
+    port, procs = _start(3, range(3), tmp_path, slow=2)
+    try:
+        _arrived(port, 2)
+        time.sleep(1)  # rank 2 is in its import probe, the others in the gather
+        t0 = time.monotonic()
+        os.killpg(procs[2].pid, sig)
+        done = _finish(procs[:2], t0)
+    finally:
+        os.killpg(procs[2].pid, signal.SIGKILL)
+        procs[2].wait()
+    assert [code for code, _, _ in done] == [3, 3], done
+    assert max(s for _, s, _ in done) < 2 * TIMEOUT + 5, done
+    errors = results(tmp_path / "r0.json")
+    named = [r for r in errors if r["node"] == "rank 2"]
+    assert named and f"pid {procs[2].pid}" in named[0]["message"], errors
+    assert "stopped answering" in named[0]["message"]
+    assert not [r for r in errors if r["node"] in ("rank 0", "rank 1")], errors
