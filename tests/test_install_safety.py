@@ -536,3 +536,21 @@ def test_the_env_names_its_final_path_not_the_staging_tree(
         check=True,
     )
     assert sysconfig.stdout.strip() == str(prefix)
+
+
+def test_the_next_install_undoes_what_a_killed_swap_left(tmp_path: Path) -> None:
+    root = tmp_path / "channel"
+    noarch_package(root, "tiny", {"share/tiny/a.txt": (b"tiny\n", 0o644, None)})
+    lock = pixi_lock(tmp_path / "tiny.lock", root.as_uri(), records(root))
+    prefix, cache = tmp_path / "env", tmp_path / "cache"
+    assert envcheck("install", lock, "--prefix", prefix, "--cache-dir", cache).returncode == 0
+    before = _listing(prefix)
+    # what SIGKILL between the fallback swap's two renames leaves: no prefix, the old env
+    # aside, a complete or partial staging tree
+    prefix.rename(tmp_path / ".env.envcheck-old-99999")
+    (tmp_path / ".env.envcheck-staging-99998" / "share").mkdir(parents=True)
+    done = envcheck("install", lock, "--prefix", prefix, "--cache-dir", cache)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "restored" in done.stderr and "nothing to do" in done.stdout
+    assert _listing(prefix) == before
+    assert _beside(prefix) == []

@@ -96,7 +96,11 @@ def swap_in(staging: Path, prefix: Path) -> Path | None:
         return staging  # the old env, under the staging name
     old = _old_path(prefix)
     os.rename(prefix, old)
-    os.rename(staging, prefix)  # a crash before this line: recover() puts the old one back
+    try:
+        os.rename(staging, prefix)  # a crash before this line: recover() puts the old one back
+    except OSError:
+        os.rename(old, prefix)
+        raise
     return old
 
 
