@@ -2,8 +2,9 @@
 
 Runs apart from envcheck because py-rattler's linker can abort the whole process (a Rust panic
 on hostile package metadata ends in SIGABRT): whatever happens here, the parent is still there
-to remove what this process wrote. One JSON job on stdin; "+" on stdout per package done;
-the last stdout line is the JSON outcome. It ends itself when the parent dies (even by SIGKILL).
+to remove what this process wrote. One JSON job per stdin line; "+" on stdout per package
+done, then the job's JSON outcome line. It ends at EOF on stdin, and when the parent dies
+(even by SIGKILL).
 
     {"op": "extract", "items": [[archive, dest, sha256 or md5], ...]}
     {"op": "link", "lock": ..., "lock_sha256": ..., "platform": ..., "staging": ..., "final": ...,
@@ -109,15 +110,23 @@ def _restore_urls(prefix: Path, records: Any) -> None:
 
 def main() -> None:
     _die_with_parent()
-    job = json.loads(sys.stdin.read())
-    try:
-        (_extract if job["op"] == "extract" else _link)(job)
-        outcome: dict[str, Any] = {"ok": True}
-    except BaseException as e:  # noqa: BLE001 - everything is reported to the parent
-        text = str(e).strip() or type(e).__name__
-        outcome = {"ok": False, "error": text, "enospc": any(t in text for t in ENOSPC_TEXT)}
-    sys.stdout.write(json.dumps(outcome) + "\n")
-    sys.stdout.flush()
+    # imported before the first job arrives: the parent starts this process early, so the
+    # imports overlap with its downloads and checks
+    import rattler  # noqa: F401
+    import rattler.package_streaming  # noqa: F401
+
+    import envcheck.provision.plan  # noqa: F401
+
+    for line in sys.stdin:
+        job = json.loads(line)
+        try:
+            (_extract if job["op"] == "extract" else _link)(job)
+            outcome: dict[str, Any] = {"ok": True}
+        except BaseException as e:  # noqa: BLE001 - everything is reported to the parent
+            text = str(e).strip() or type(e).__name__
+            outcome = {"ok": False, "error": text, "enospc": any(t in text for t in ENOSPC_TEXT)}
+        sys.stdout.write(json.dumps(outcome) + "\n")
+        sys.stdout.flush()
     os._exit(0)  # no interpreter shutdown: py-rattler has crashed in it
 
 

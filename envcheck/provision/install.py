@@ -155,13 +155,16 @@ def install(
             cache.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise BadInput(f"cannot use cache {cache}: {e.strerror}") from None
-        try:
-            fetched = fetch_all([*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout)
-        finally:
-            clear_partials(cache)
-        lock = prefix_lock.cache_lock_path(cache)
-        with prefix_lock.hold(lock, f"cache {cache}", lock_timeout, say):
-            _build(plan, fetched, prefix, cache, reporter, before_link)
+        with linker.Linker() as child:  # started now: its imports overlap with the fetch
+            try:
+                fetched = fetch_all(
+                    [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout
+                )
+            finally:
+                clear_partials(cache)
+            lock = prefix_lock.cache_lock_path(cache)
+            with prefix_lock.hold(lock, f"cache {cache}", lock_timeout, say):
+                _build(plan, fetched, prefix, cache, child, reporter, before_link)
     return Outcome(
         prefix,
         plan,
@@ -179,6 +182,7 @@ def _build(
     fetched: Sequence[Fetched],
     prefix: Path,
     cache: Path,
+    child: linker.Linker,
     reporter,  # noqa: ANN001
     before_link: Callable[[], None],
 ) -> None:
@@ -188,7 +192,7 @@ def _build(
         ready = unpacked.prepare(
             [(f.artifact, f.path) for f in conda],
             cache,
-            lambda items: linker.run({"op": "extract", "items": items}, f"unpacking into {cache}"),
+            lambda items: child.run({"op": "extract", "items": items}, f"unpacking into {cache}"),
         )
         for u in ready:
             try:
@@ -211,7 +215,7 @@ def _build(
     tick = (lambda: reporter.on_link_complete(0)) if reporter is not None else (lambda: None)
     try:
         with _errors(prefix):
-            linker.run(job, f"linking into {prefix}", tick)
+            child.run(job, f"linking into {prefix}", tick)
             pip_part.install(
                 plan, [f for f in fetched if f.artifact.manager == "pip"], stage, prefix
             )
