@@ -102,7 +102,7 @@ def main() -> None:
         print(f"{args.files} files in 5 packages, {args.repeat} rounds")
         print(
             f"cold install {cold:.2f} s; prefix lock + recover + rename {pieces * 1000:.1f} ms"
-            f" = {pieces / cold * 100:.2f} % (target < 5 %)"
+            f" = {pieces / cold * 100:.3f} % (target < 5 %)"
         )
         rep, brep = statistics.median(out["replace"]), statistics.median(out["bare_replace"])
         print(

@@ -1,14 +1,16 @@
-"""Linker child process: unpacks checked archives or links a lock's records into a staging dir.
+"""The linker child's side: unpack checked archives, link a plan's records into a staging dir.
 
-Runs apart from envcheck because py-rattler's linker can abort the whole process (a Rust panic
-on hostile package metadata ends in SIGABRT): whatever happens here, the parent is still there
-to remove what this process wrote. One JSON job per stdin line; "+" on stdout per package
-done, then the job's JSON outcome line. It ends at EOF on stdin, and when the parent dies
-(even by SIGKILL).
+Runs in a process forked from envcheck (linker.Linker) because py-rattler's linker can abort
+the whole process (a Rust panic on hostile package metadata ends in SIGABRT): whatever happens
+here, envcheck is still there to remove what this process wrote. Forked, not started afresh:
+it has the plan (py-rattler's records) already and imports nothing new, so it costs no
+interpreter start-up. It never returns into envcheck's code: it leaves through ``os._exit``.
+
+Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package done, then
+the job's JSON outcome line:
 
     {"op": "extract", "items": [[archive, dest, sha256 or md5], ...]}
-    {"op": "link", "lock": ..., "lock_sha256": ..., "platform": ..., "staging": ..., "final": ...,
-     "pkgs": ..., "archives": {url: path}}
+    {"op": "link", "staging": ..., "final": ..., "pkgs": ..., "archives": {url: path}}
 """
 
 from __future__ import annotations
@@ -26,24 +28,24 @@ from typing import Any
 ENOSPC_TEXT = ("No space left on device", "os error 28", "Disk quota exceeded", "os error 122")
 
 
-def _die_with_parent() -> None:
-    parent = os.environ.get("ENVCHECK_LINK_PARENT")
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if parent and os.getppid() != int(parent):  # it died before prctl took effect
-        os._exit(1)
+class _Out:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
 
-
-def _tick() -> None:
-    sys.stdout.write("+\n")
-    sys.stdout.flush()
+    def line(self, text: str) -> None:
+        data = (text + "\n").encode()
+        while data:
+            data = data[os.write(self.fd, data) :]
 
 
 class _Reporter:
     """py-rattler's installer callbacks: one tick per package linked, every other a no-op."""
 
+    def __init__(self, out: _Out) -> None:
+        self.out = out
+
     def on_link_complete(self, index: int) -> None:
-        _tick()
+        self.out.line("+")
 
     def __getattr__(self, name: str):  # noqa: ANN204
         if name.startswith("on_"):
@@ -51,7 +53,7 @@ class _Reporter:
         raise AttributeError(name)
 
 
-def _extract(job: dict[str, Any]) -> None:
+def _extract(job: dict[str, Any], out: _Out) -> None:
     from rattler.package_streaming import extract
 
     for archive, dest, key in job["items"]:  # key: the locked sha256, else md5
@@ -62,18 +64,13 @@ def _extract(job: dict[str, Any]) -> None:
         got = sha if len(key) == 64 else md5
         if got != key:  # the archive changed after it was checked
             raise RuntimeError(f"{archive}: the unpacked bytes hash to {got}, not {key}")
-        _tick()
+        out.line("+")
 
 
-def _link(job: dict[str, Any]) -> None:
+def _link(plan: Any, job: dict[str, Any], out: _Out) -> None:
     import rattler
     from rattler import PackageCache, ValidationMode
 
-    from envcheck.provision.plan import read_plan
-
-    plan = read_plan(Path(job["lock"]), job["platform"])
-    if plan.lock_sha256 != job["lock_sha256"]:
-        raise RuntimeError(f"{job['lock']} changed during the install")
     archives = job["archives"]
     records = [
         rattler.RepoDataRecord(r, r.file_name, Path(archives[r.url]).as_uri(), r.channel)
@@ -88,7 +85,7 @@ def _link(job: dict[str, Any]) -> None:
             platform=rattler.Platform(plan.platform),
             execute_link_scripts=False,
             show_progress=False,
-            reporter=_Reporter(),
+            reporter=_Reporter(out),
             alternative_target_prefix=job["final"],
         )
     )
@@ -108,27 +105,37 @@ def _restore_urls(prefix: Path, records: Any) -> None:
         os.replace(tmp, path)
 
 
-def main() -> None:
-    _die_with_parent()
-    # imported before the first job arrives: the parent starts this process early, so the
-    # imports overlap with its downloads and checks
-    import rattler  # noqa: F401
-    import rattler.package_streaming  # noqa: F401
-
-    import envcheck.provision.plan  # noqa: F401
-
-    for line in sys.stdin:
-        job = json.loads(line)
-        try:
-            (_extract if job["op"] == "extract" else _link)(job)
-            outcome: dict[str, Any] = {"ok": True}
-        except BaseException as e:  # noqa: BLE001 - everything is reported to the parent
-            text = str(e).strip() or type(e).__name__
-            outcome = {"ok": False, "error": text, "enospc": any(t in text for t in ENOSPC_TEXT)}
-        sys.stdout.write(json.dumps(outcome) + "\n")
-        sys.stdout.flush()
-    os._exit(0)  # no interpreter shutdown: py-rattler has crashed in it
+def _detach(parent: int, stderr_fd: int) -> None:
+    """Its own session (a terminal's Ctrl-C reaches envcheck, which ends this process),
+    default signal dispositions, death with the parent, stderr to envcheck's capture file."""
+    os.setsid()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it died before prctl took effect
+        os._exit(1)
+    os.dup2(stderr_fd, 2)
 
 
-if __name__ == "__main__":
-    main()
+def serve(plan: Any, jobs_fd: int, out_fd: int, stderr_fd: int, parent: int) -> None:
+    """The child's whole life: jobs until EOF, then ``os._exit``."""
+    try:
+        _detach(parent, stderr_fd)
+        out = _Out(out_fd)
+        with os.fdopen(jobs_fd, "rb", buffering=0) as jobs:
+            for raw in iter(jobs.readline, b""):
+                job = json.loads(raw)
+                try:
+                    if job["op"] == "extract":
+                        _extract(job, out)
+                    else:
+                        _link(plan, job, out)
+                    outcome: dict[str, Any] = {"ok": True}
+                except BaseException as e:  # noqa: BLE001 - everything is reported
+                    text = str(e).strip() or type(e).__name__
+                    enospc = any(t in text for t in ENOSPC_TEXT)
+                    outcome = {"ok": False, "error": text, "enospc": enospc}
+                out.line(json.dumps(outcome))
+    finally:
+        os._exit(0)  # never back into envcheck's stack; no interpreter shutdown either

@@ -155,7 +155,7 @@ def install(
             cache.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise BadInput(f"cannot use cache {cache}: {e.strerror}") from None
-        with linker.Linker() as child:  # started now: its imports overlap with the fetch
+        with linker.Linker(plan) as child:  # forked now, while envcheck has no threads
             try:
                 fetched = fetch_all(
                     [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout
@@ -204,9 +204,6 @@ def _build(
     stage = staging.staging_path(prefix)
     job = {
         "op": "link",
-        "lock": str(plan.lock.absolute()),
-        "lock_sha256": plan.lock_sha256,
-        "platform": plan.platform,
         "staging": str(stage),
         "final": str(prefix),
         "pkgs": str(cache / "pkgs"),

@@ -1,19 +1,22 @@
 """Run py-rattler's unpacking and linking in a child process (envcheck/provision/_link_child.py).
 
 The child may abort (a Rust panic), fill the disk or be interrupted: envcheck stays alive to
-end it and remove what it wrote. It is started early (``Linker`` as a context manager), so its
-imports overlap with the downloads; on any way out of the block the child is dead.
+end it and remove what it wrote. It is forked when ``Linker`` is entered, before the downloads
+start their threads, with the plan in hand (no interpreter start-up, no imports); on any way
+out of the block the child is dead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import signal
-import subprocess
 import sys
 import tempfile
+import time
+import warnings
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -30,41 +33,58 @@ def _signal_name(code: int) -> str:
 
 
 class Linker:
-    """One linker child; ``run`` sends it a job and waits for the outcome."""
+    """One linker child, forked with ``plan`` in hand; ``run`` sends it a job and waits."""
+
+    def __init__(self, plan: Any) -> None:
+        self.plan = plan
 
     def __enter__(self) -> Linker:
+        from envcheck.provision import _link_child
+
         self.err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
-        env = dict(os.environ, PYTHONUNBUFFERED="1", ENVCHECK_LINK_PARENT=str(os.getpid()))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "envcheck.provision._link_child"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.err,
-            env=env,
-            start_new_session=True,  # a terminal's Ctrl-C reaches envcheck, which ends it
-        )
+        jobs_r, self.jobs_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        parent = os.getpid()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with warnings.catch_warnings():  # a progress bar's thread: the child never uses it
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.pid = os.fork()
+        if self.pid == 0:
+            os.close(self.jobs_w)
+            os.close(self.out_r)
+            _link_child.serve(self.plan, jobs_r, out_w, self.err.fileno(), parent)
+        os.close(jobs_r)
+        os.close(out_w)
+        self.code: int | None = None
         self._buf = b""
         return self
+
+    def _reap(self, block: bool) -> int | None:
+        if self.code is None:
+            pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+            if pid:
+                self.code = os.waitstatus_to_exitcode(status)
+        return self.code
 
     def __exit__(
         self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            if kind is None and self.proc.stdin is not None:
-                self.proc.stdin.close()  # EOF: it leaves through os._exit
-                self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+            os.close(self.jobs_w)  # EOF: a child between jobs leaves at once
+            if kind is None:
+                deadline = time.monotonic() + 5
+                while self._reap(False) is None and time.monotonic() < deadline:
+                    time.sleep(0.002)
         finally:
-            if self.proc.poll() is None:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except OSError:
-                    self.proc.kill()
-                self.proc.wait()
-            for f in (self.proc.stdin, self.proc.stdout, self.err):
-                if f is not None:
-                    f.close()
+            if self._reap(False) is None:
+                with contextlib.suppress(OSError):
+                    os.killpg(self.pid, signal.SIGKILL)  # its session: the child and its own
+                with contextlib.suppress(OSError):
+                    os.kill(self.pid, signal.SIGKILL)
+                self._reap(True)
+            os.close(self.out_r)
+            self.err.close()
 
     def run(
         self, job: dict[str, Any], what: str, on_tick: Callable[[], None] = lambda: None
@@ -81,7 +101,7 @@ class Linker:
         if outcome:
             first = outcome["error"].splitlines()[0]
             raise EnvcheckError(f"{what} failed: {first}", detail=outcome["error"])
-        code = self.proc.wait()
+        code = self._reap(True) or 0
         self.err.seek(0)
         tail = self.err.read()[-4000:].decode(errors="replace")
         last = [x for x in tail.strip().splitlines() if x.strip()]
@@ -90,13 +110,12 @@ class Linker:
         raise EnvcheckError(f"{what} failed: the linker process died ({how}){hint}", detail=tail)
 
     def _talk(self, job: dict[str, Any], on_tick: Callable[[], None]) -> dict:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
-            self.proc.stdin.write((json.dumps(job) + "\n").encode())
-            self.proc.stdin.flush()
+            data = (json.dumps(job) + "\n").encode()
+            while data:
+                data = data[os.write(self.jobs_w, data) :]
         except BrokenPipeError:
             return {}
-        fd = self.proc.stdout.fileno()
         while True:
             while b"\n" in self._buf:
                 line, _, self._buf = self._buf.partition(b"\n")
@@ -104,8 +123,8 @@ class Linker:
                     on_tick()
                 elif line:
                     return json.loads(line)
-            select.select([fd], [], [])  # a signal's exception leaves from here or from read
-            chunk = os.read(fd, 1 << 16)
+            select.select([self.out_r], [], [])  # a signal's exception leaves from here
+            chunk = os.read(self.out_r, 1 << 16)
             if not chunk:
                 return {}
             self._buf += chunk
