@@ -554,3 +554,54 @@ def test_the_next_install_undoes_what_a_killed_swap_left(tmp_path: Path) -> None
     assert "restored" in done.stderr and "nothing to do" in done.stdout
     assert _listing(prefix) == before
     assert _beside(prefix) == []
+
+
+def _children(pid: int) -> list[int]:
+    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    return [int(x) for x in text.split()]
+
+
+def test_a_linker_that_aborts_mid_link_is_reported_and_cleaned_up(
+    py39_env: Installed, many_lock: Path, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    envcheck("install", many_lock, "--prefix", tmp_path / "warm", "--cache-dir", cache)
+    prefix = tmp_path / "env"
+    proc = subprocess.Popen(
+        _cmd(many_lock, prefix, cache), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 300
+    many = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        stages = list(prefix.parent.glob(f".{prefix.name}.envcheck-staging-*"))
+        many = stages and stages[0] / "share" / "many"
+        if many and many.exists():
+            break
+        time.sleep(0.02)
+    assert many and many.exists(), proc.communicate()
+    (child,) = _children(proc.pid)  # the linker, as a panic in py-rattler would end it
+    os.kill(child, signal.SIGABRT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, out + err
+    assert "the linker process died (SIGABRT)" in _one_line(err)
+    assert not os.path.lexists(prefix) and _beside(prefix) == []
+
+
+def test_a_process_with_threads_links_through_a_started_child(tmp_path: Path) -> None:
+    # the API in a process that has other threads (a notebook's, py-rattler's runtime):
+    # forking it is unsafe, so the linker child is a fresh interpreter
+    root = tmp_path / "channel"
+    noarch_package(root, "tiny", {"share/tiny/a.txt": (b"tiny\n", 0o644, None)})
+    lock = pixi_lock(tmp_path / "tiny.lock", root.as_uri(), records(root))
+    code = (
+        "import sys, threading, time\n"
+        "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "from envcheck import api\n"
+        f"report = api.install({str(lock)!r}, {str(tmp_path / 'env')!r},"
+        f" cache_dir={str(tmp_path / 'cache')!r})\n"
+        "print(report.exit_code())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] in ("0", "ExitCode.OK"), done.stdout
+    assert (tmp_path / "env" / "share" / "tiny" / "a.txt").read_text() == "tiny\n"

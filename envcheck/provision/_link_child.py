@@ -1,10 +1,11 @@
 """The linker child's side: unpack checked archives, link a plan's records into a staging dir.
 
-Runs in a process forked from envcheck (linker.Linker) because py-rattler's linker can abort
-the whole process (a Rust panic on hostile package metadata ends in SIGABRT): whatever happens
-here, envcheck is still there to remove what this process wrote. Forked, not started afresh:
-it has the plan (py-rattler's records) already and imports nothing new, so it costs no
-interpreter start-up. It never returns into envcheck's code: it leaves through ``os._exit``.
+Runs apart from envcheck (linker.Linker) because py-rattler's linker can abort the whole
+process (a Rust panic on hostile package metadata ends in SIGABRT): whatever happens here,
+envcheck is still there to remove what this process wrote. Usually forked, with the plan
+(py-rattler's records) in hand and nothing new to import; else started as
+``python -m envcheck.provision._link_child LOCK PLATFORM SHA256``, reading the lock again. It
+never returns into envcheck's code: it leaves through ``os._exit``.
 
 Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package done, then
 the job's JSON outcome line:
@@ -105,6 +106,26 @@ def _restore_urls(prefix: Path, records: Any) -> None:
         os.replace(tmp, path)
 
 
+def main() -> None:
+    """``python -m envcheck.provision._link_child LOCK PLATFORM SHA256``: the started (not
+    forked) child; jobs on stdin, answers on stdout, stderr as given."""
+    from envcheck.provision.plan import read_plan
+
+    lock, platform, sha256 = sys.argv[1:4]
+    parent = int(os.environ.get("ENVCHECK_LINK_PARENT", "0"))
+    try:
+        plan = read_plan(Path(lock), platform)
+    except BaseException as e:  # noqa: BLE001 - told to the parent as the first answer
+        sys.stdout.write(json.dumps({"ok": False, "error": f"cannot read {lock}: {e}"}) + "\n")
+        sys.stdout.flush()
+        os._exit(0)
+    if plan.lock_sha256 != sha256:
+        sys.stdout.write(json.dumps({"ok": False, "error": f"{lock} changed meanwhile"}) + "\n")
+        sys.stdout.flush()
+        os._exit(0)
+    serve(plan, 0, 1, 2, parent)
+
+
 def _detach(parent: int, stderr_fd: int) -> None:
     """Its own session (a terminal's Ctrl-C reaches envcheck, which ends this process),
     default signal dispositions, death with the parent, stderr to envcheck's capture file."""
@@ -113,9 +134,10 @@ def _detach(parent: int, stderr_fd: int) -> None:
         signal.signal(sig, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # it died before prctl took effect
+    if parent and os.getppid() != parent:  # it died before prctl took effect
         os._exit(1)
-    os.dup2(stderr_fd, 2)
+    if stderr_fd != 2:
+        os.dup2(stderr_fd, 2)
 
 
 def serve(plan: Any, jobs_fd: int, out_fd: int, stderr_fd: int, parent: int) -> None:
@@ -139,3 +161,7 @@ def serve(plan: Any, jobs_fd: int, out_fd: int, stderr_fd: int, parent: int) -> 
                 out.line(json.dumps(outcome))
     finally:
         os._exit(0)  # never back into envcheck's stack; no interpreter shutdown either
+
+
+if __name__ == "__main__":
+    main()

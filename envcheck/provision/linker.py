@@ -2,8 +2,10 @@
 
 The child may abort (a Rust panic), fill the disk or be interrupted: envcheck stays alive to
 end it and remove what it wrote. It is forked when ``Linker`` is entered, before the downloads
-start their threads, with the plan in hand (no interpreter start-up, no imports); on any way
-out of the block the child is dead.
+start their threads, with the plan in hand (no interpreter start-up, no imports); a process
+that already has other threads (a progress bar, py-rattler's async runtime after a solve in
+the same process) starts a fresh interpreter instead. On any way out of the block the child
+is dead.
 """
 
 from __future__ import annotations
@@ -13,16 +15,24 @@ import json
 import os
 import select
 import signal
+import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
 from envcheck.errors import EnvcheckError
 from envcheck.provision.fetch import DiskFull
+
+
+def _single_threaded() -> bool:
+    """This process has one thread (Python's or any library's): forking it is safe."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
 
 
 def _signal_name(code: int) -> str:
@@ -39,26 +49,47 @@ class Linker:
         self.plan = plan
 
     def __enter__(self) -> Linker:
-        from envcheck.provision import _link_child
-
         self.err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
         jobs_r, self.jobs_w = os.pipe()
         self.out_r, out_w = os.pipe()
-        parent = os.getpid()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        with warnings.catch_warnings():  # a progress bar's thread: the child never uses it
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self.pid = os.fork()
-        if self.pid == 0:
-            os.close(self.jobs_w)
-            os.close(self.out_r)
-            _link_child.serve(self.plan, jobs_r, out_w, self.err.fileno(), parent)
+        if _single_threaded():
+            self.pid = self._fork(jobs_r, out_w)
+        else:
+            self.pid = self._spawn(jobs_r, out_w)
         os.close(jobs_r)
         os.close(out_w)
         self.code: int | None = None
         self._buf = b""
         return self
+
+    def _fork(self, jobs_r: int, out_w: int) -> int:
+        from envcheck.provision import _link_child
+
+        parent = os.getpid()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(self.jobs_w)
+            os.close(self.out_r)
+            _link_child.serve(self.plan, jobs_r, out_w, self.err.fileno(), parent)
+        return pid
+
+    def _spawn(self, jobs_r: int, out_w: int) -> int:
+        """A fresh interpreter that reads the lock again (its sha256 checked): a process with
+        other threads (a progress bar, py-rattler's async runtime) cannot be forked safely."""
+        plan = self.plan
+        args = [str(plan.lock.absolute()), plan.platform, plan.lock_sha256]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "envcheck.provision._link_child", *args],
+            stdin=jobs_r,
+            stdout=out_w,
+            stderr=self.err,
+            env=dict(os.environ, ENVCHECK_LINK_PARENT=str(os.getpid())),
+            pass_fds=(),
+        )
+        self._proc = proc  # kept so its Popen object does not outlive the child unreaped
+        return proc.pid
 
     def _reap(self, block: bool) -> int | None:
         if self.code is None:
