@@ -336,6 +336,8 @@ def fetch_all(
         for t in threads:
             t.join(max(0.0, end - time.monotonic()))
         finished.set()
+        if dog.is_alive():
+            dog.join(1.0)  # gone before the next install looks at this process's threads
     for r in results:  # in the lock's order: the first failing package is the one reported
         if isinstance(r, BaseException) and not isinstance(r, Stopped):
             raise r
