@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from envcheck.errors import ExitCode
 
@@ -31,15 +32,83 @@ class Terminated(KeyboardInterrupt):
 
 _committed = False
 _pending: list[int] = []
+_interrupted = False  # a signal raised since install(): library noise after it is dropped
 
 
 def _handler(signum: int, frame: Any) -> None:
+    global _interrupted
     if _committed:
         _pending.append(signum)
+        return
+    _interrupted = True
+    if _in_hook:  # raised here it would be dropped with the hook: send it again later
+        _RESENDER.again(signum)
         return
     if signum == signal.SIGTERM:
         raise Terminated()
     raise KeyboardInterrupt()
+
+
+def _unraisable(hook: Any, previous: Callable[[Any], None]) -> None:
+    """sys.unraisablehook while installed.
+
+    The handler's exception is raised wherever the main thread is, and when that is a gc
+    callback (distributed's GCDiagnosis), a __del__ or a weakref callback, Python reports it
+    as "Exception ignored in ..." and drops it: the run went on as if no Ctrl-C came (seen:
+    verify cluster finishing its smoke tests, exit 3, a traceback on stderr). The signal is
+    sent again instead, by _Resender, once the main thread has left the callback. What such
+    callbacks report after an interrupt (state it left half-updated) is noise: dropped.
+    """
+    global _in_hook
+    _in_hook = True
+    try:
+        exc = getattr(hook, "exc_value", None)
+        if isinstance(exc, KeyboardInterrupt) and not (_committed or _delivered):
+            _RESENDER.again(signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+        elif not _interrupted:
+            previous(hook)
+    finally:
+        _in_hook = False
+
+
+class _Resender:
+    """A daemon thread that sends a dropped signal again, a moment later (from here: a signal
+    raised inside the hook would be dropped with it)."""
+
+    def __init__(self) -> None:
+        self._wake = threading.Event()
+        self._signum = signal.SIGINT
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="envcheck-resend-signal",
+                                            daemon=True)
+            self._thread.start()
+
+    def again(self, signum: int) -> None:
+        self._signum = signum
+        self._wake.set()  # an uncontended lock: no wait, no signal handled in here
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            time.sleep(0.02)  # let the main thread leave the callback and the hook
+            if not (_delivered or _committed):  # a late one would meet the default handler
+                os.kill(os.getpid(), self._signum)
+
+
+_RESENDER = _Resender()
+_in_hook = False
+_delivered = False
+
+
+def delivered() -> None:
+    """The interrupt reached the code that reports it: send no dropped copy again (a library
+    that kept the exception may re-raise it in a finalizer)."""
+    global _delivered
+    _delivered = True
 
 
 def install() -> Callable[[], None]:
@@ -48,8 +117,8 @@ def install() -> Callable[[], None]:
     Main thread only (a no-op elsewhere). A signal the process was started ignoring (a
     background job's SIGINT) stays ignored.
     """
-    global _committed
-    _committed = False
+    global _committed, _interrupted, _delivered
+    _committed = _interrupted = _delivered = False
     del _pending[:]
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
@@ -58,13 +127,19 @@ def install() -> Callable[[], None]:
         if signal.getsignal(sig) is signal.SIG_IGN:
             continue
         old[sig] = signal.signal(sig, _handler)
+    previous_hook = sys.unraisablehook
+    if old:
+        _RESENDER.start()
+        sys.unraisablehook = lambda hook: _unraisable(hook, previous_hook)
 
     def restore() -> None:
         # unblock while this module's handler is still in place: a signal held since the
         # commit point is delivered to it (and remembered), not to the handler put back
         _unblock()
+        delivered()  # what is still dropped now belongs to the caller's handlers, not ours
         for sig, handler in old.items():
             signal.signal(sig, handler)
+        sys.unraisablehook = previous_hook
 
     return restore
 
@@ -133,6 +208,7 @@ def exit_for(e: KeyboardInterrupt, quiet: bool) -> int:
     an interrupt left half started) and print tracebacks about the interrupt itself; the user
     was told already.
     """
+    delivered()
     if isinstance(e, Terminated):
         print("envcheck: terminated (SIGTERM)", file=sys.stderr)
         code = ExitCode.TERMINATED

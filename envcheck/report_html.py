@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from envcheck.text import printable
-
-if TYPE_CHECKING:
-    from envcheck.report import Report
 
 # readable on light and dark notebook themes
 COLOURS = {
@@ -44,8 +41,11 @@ def _table(caption: str, columns: Sequence[str], rows: Iterable[Sequence[str]]) 
     )
 
 
-def to_html(report: Report) -> str:
-    """Results (status, check, node, message, fix), measurements, extra tables, a summary."""
+def to_html(report: Any) -> str:
+    """A report.Report as HTML: results, measurements, extra tables, a summary.
+
+    Duck-typed, so this module sits below report.py and imports nothing of it.
+    """
     parts = []
     if report.results:
         rows = (

@@ -10,12 +10,12 @@ SOURCES="$OUT/SOURCES.tsv"
 mkdir -p "$OUT"
 : > "$SOURCES.new"
 
-copy() {  # repo branch path
+copy() {  # repo branch path [folder commit]: a commit of the branch other than its head
   local repo=$1 branch=$2 path=$3 short=${1#rapidsai/}
   local git="$MIRRORS/${repo/\//+}/repo"
-  local rel=${branch#branch-}
+  local rel=${4:-${branch#branch-}}
   local commit
-  commit=$(git -C "$git" rev-parse "$branch")
+  commit=$(git -C "$git" rev-parse "${5:-$branch}")
   mkdir -p "$OUT/$short/$rel/$(dirname "$path")"
   git -C "$git" show "$commit:$path" > "$OUT/$short/$rel/$path"
   printf '%s\t%s\t%s\t%s\t%s\n' "$short/$rel/$path" "$repo" "$branch" "$commit" "$path" >> "$SOURCES.new"
@@ -25,6 +25,11 @@ for v in 22.08 22.10 22.12 23.02 23.04 23.06 23.08 23.10 23.12 24.02 24.04; do
   for f in conda/recipes/versions.yaml conda/recipes/rapids/meta.yaml conda/recipes/rapids-xgboost/meta.yaml; do
     copy rapidsai/integration "branch-$v" "$f"
   done
+done
+# 23.04.00 as released, before the 23.04.01 hotfix moved xgboost to 1.7.5 (2f82774)
+for f in conda/recipes/versions.yaml conda/recipes/rapids/meta.yaml \
+  conda/recipes/rapids-xgboost/meta.yaml ci/axis/release.yaml; do
+  copy rapidsai/integration branch-23.04 "$f" 23.04.00 507dd02cc8702babbf5d218114a56c5fa3565fac
 done
 # the build matrix (Python versions, CUDA versions) of the meta-packages
 for v in 22.08 22.10 22.12 23.02 23.04; do copy rapidsai/integration "branch-$v" ci/axis/release.yaml; done
@@ -39,6 +44,32 @@ for v in 23.12 24.02 24.04; do copy rapidsai/rapids-dask-dependency "branch-$v" 
 # ucx-py: dask-cuda's CI (22.08-22.12) and dependencies.yaml (23.02 on)
 for v in 22.08 22.10 22.12; do copy rapidsai/dask-cuda "branch-$v" ci/gpu/build.sh; done
 for v in 23.02 23.04 23.06 23.08 23.10 23.12 24.02 24.04; do copy rapidsai/dask-cuda "branch-$v" dependencies.yaml; done
+# pandas: cudf's conda recipe run requirements (every release)
+for v in 22.08 22.10 22.12 23.02 23.04 23.06 23.08 23.10 23.12 24.02 24.04; do
+  copy rapidsai/cudf "branch-$v" conda/recipes/cudf/meta.yaml
+done
+# ucx-py: cuml's conda recipe (the version its CPU build exports); ucx: pyraft 22.08, which cuml needs
+for v in 22.08 22.10 22.12; do
+  copy rapidsai/cuml "branch-$v" conda/recipes/cuml/meta.yaml
+  copy rapidsai/cuml "branch-$v" ci/cpu/build.sh
+done
+copy rapidsai/raft branch-22.08 conda/recipes/pyraft/meta.yaml
+copy rapidsai/raft branch-22.08 conda/recipes/pyraft/conda_build_config.yaml
+# the oldest CUDA a release supports: cudf's README, "CUDA/GPU requirements" (11.2+ from 23.02)
+for v in 22.08 22.10 22.12 23.02 23.04 23.06 23.08 23.10 23.12 24.02 24.04; do
+  copy rapidsai/cudf "branch-$v" README.md
+done
+# RAPIDS docs (rapidsai/docs is too large to mirror whole): files copied at the commit named in
+# SOURCES.tsv, byte for byte (their sizes checked against the stored copies): support notice 54
+# (CUDA >= 12.2 from 25.12) and the platform-support table
+#   docs/main/_notices/rsn0054.md        rapidsai/docs@e4841960d7587a364fbbb2e52bd23f32fc033871
+#   docs/main/_data/platform_support.yml rapidsai/docs@92e811eb92b63bbe79247378c9dad3030f675bd3
+#   docs/main/_notices/rsn0037.md        rapidsai/docs@be2bc0985ccb29aa0e37be97e1d72aa582594d18
+# cudf's conda sysroot after 24.04 (c_stdlib_version: 2.17 through 24.12, 2.28 from 25.02)
+for v in 24.06 24.08 24.10 24.12 25.02; do
+  copy rapidsai/cudf "branch-$v" conda/recipes/cudf/conda_build_config.yaml
+done
 # the PyPI part (pypi/: wheel METADATA of 24.06-26.10) is fetched by
 # `python scripts/record/rapids_record.py --refresh`, not copied here
+grep "^docs/" "$SOURCES" >> "$SOURCES.new" || true
 mv "$SOURCES.new" "$SOURCES"

@@ -98,7 +98,7 @@ def test_verify_node_reads_a_kernel_log_file_and_fails_on_xid_79(tmp_path):
 
 def test_a_missing_kernel_log_is_bad_input(tmp_path, capsys):
     rc = main(["verify", "node", "--kernel-log", str(tmp_path / "nope.log")])
-    assert rc == 4 and "kernel log not found" in capsys.readouterr().err
+    assert rc == 4 and "does not exist" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not os.access("/dev/kmsg", os.R_OK), reason="/dev/kmsg not readable here")

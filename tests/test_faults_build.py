@@ -23,7 +23,7 @@ from envcheck import interrupts
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.resolve.atomic import write_files_atomically
-from envcheck.resolve.recipe import MAX_ENTRIES, MAX_RECIPE_BYTES
+from envcheck.resolve.recipe import MAX_ENTRIES
 from tests.channel import demo_channel
 from tests.channel import write_recipe as recipe
 from tests.test_build_cli import _descendants, start_blocked_build
@@ -232,9 +232,9 @@ def _write(path: Path, text: str) -> Path:
 @pytest.mark.parametrize(
     ("case", "says"),
     [
-        ("fifo", "is not a regular file"),
-        ("directory", "is not a regular file"),
-        ("5 MB", f"the limit is {MAX_RECIPE_BYTES:,}"),
+        ("fifo", "is a FIFO, not a regular file"),
+        ("directory", "is a directory, not a regular file"),
+        ("5 MB", "is larger than the 256 KiB limit"),
         ("too many entries", f"the limit is {MAX_ENTRIES:,}"),
         ("nested lists", "nesting too deep"),
         ("nested mappings", "nesting too deep"),

@@ -5,6 +5,7 @@ and exit 4 before anything is probed; a signal ends every probe child it started
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -60,8 +61,13 @@ def test_locks_that_check_nothing_or_nonsense_are_bad_input(
     lock = _lock(tmp_path, case)
     rc = main(["verify", "node", "--lock", str(lock), "--json", str(tmp_path / "r.json")])
     assert rc == ExitCode.BAD_INPUT
-    assert says.format(here=conda_platform()) in one_line(capsys.readouterr().err)
-    assert not (tmp_path / "r.json").exists()
+    said = says.format(here=conda_platform())
+    assert said in one_line(capsys.readouterr().err)
+    # the report is written on every exit: one error result carrying the same line
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["exit_code"] == ExitCode.BAD_INPUT and report["status"] == "error"
+    assert [r["status"] for r in report["results"]] == ["error"]
+    assert said in report["results"][0]["message"]
 
 
 @pytest.mark.parametrize(
@@ -99,7 +105,8 @@ def test_bad_flag_is_one_line_not_a_usage_block(capsys) -> None:
 def test_json_and_junit_on_one_file_is_refused(tmp_path: Path, capsys) -> None:
     same = tmp_path / "report"
     assert main(["verify", "node", "--json", str(same), "--junit", str(same)]) == 4
-    assert "--json and --junit name the same file" in one_line(capsys.readouterr().err)
+    said = one_line(capsys.readouterr().err)
+    assert f"--json {same} and --junit {same} name the same file" in said
     assert not same.exists()
 
 

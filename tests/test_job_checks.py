@@ -17,6 +17,7 @@ from envcheck.verify.job.checks import (
     check_ranks,
     check_skew,
     check_slurm_binding,
+    nccl_blocker,
     run_job_checks,
 )
 from envcheck.verify.job.launch import LaunchInfo
@@ -163,3 +164,19 @@ def test_choose_device():
     assert choose_device(1, 3)[0] == 0
     assert choose_device(8, 3)[0] == 3
     assert choose_device(2, 3)[0] == -1
+
+
+def test_ranks_sharing_a_gpu_block_the_nccl_all_reduce_and_say_why():
+    # NCCL refuses two ranks of one communicator on one GPU ("invalid usage", seen on an H200):
+    # the collective is not attempted, the binding check fails, the all-reduce skips saying why
+    ranks = [rank(0), rank(1, device=0)]
+    assert "ranks 0 and 1 share one GPU on gpu-node-1" in nccl_blocker(ranks)
+    results = check_allreduce(job(ranks), expect())
+    assert [(r.check, r.status) for r in results] == [("job.allreduce.nccl", Status.SKIP)]
+    assert "share one GPU" in results[0].message
+
+
+def test_distinct_gpus_and_the_same_index_on_two_hosts_do_not_block_nccl():
+    assert nccl_blocker([rank(0), rank(1)]) == ""
+    assert nccl_blocker([rank(0, "a", 0), rank(1, "b", 0)]) == ""
+    assert nccl_blocker([rank(0), rank(1, device=-1)]) == "not every rank has a working GPU"

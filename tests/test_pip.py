@@ -55,3 +55,19 @@ def test_pip_entry_lands_in_the_lock_with_pypi_url_and_sha256(tmp_path: Path) ->
     assert six.sha256 == "8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254"
     explicit = (tmp_path / "locks" / "demo.linux-64.lock").read_text()
     assert f"# pip six @ {six.url}#sha256={six.sha256}" in explicit
+
+
+def test_the_lint_reads_rapids_wheels_as_their_release_and_cuda_major(
+    tmp_path: Path, capsys
+) -> None:
+    url = demo_channel(tmp_path / "ch")
+    out = str(tmp_path / "locks")
+    # no solve and no PyPI: the record refuses both before either starts
+    r = write_recipe(tmp_path, url, "[python=3.9]", "pip: ['cudf-cu12==26.10.*', dask==2025.1.0]\n",
+                     system='{cuda: "12.8", glibc: "2.28"}')  # fmt: skip
+    assert main(["build", str(r), "--out", out]) == ExitCode.UNSOLVABLE
+    assert "rapids.pin: recipe entry 'dask ==2025.1.0'" in capsys.readouterr().err
+    r = write_recipe(tmp_path, url, "[python=3.9]", "pip: ['cudf-cu11==26.10.*']\n",
+                     name="cu11", system='{cuda: "12.8", glibc: "2.28"}')  # fmt: skip
+    assert main(["build", str(r), "--out", out]) == ExitCode.UNSOLVABLE
+    assert "it ships CUDA 12, 13.x" in capsys.readouterr().err

@@ -176,6 +176,8 @@ def test_shipped_rapids_recipes_are_what_their_own_command_generates():
          ExitCode.UNSOLVABLE, "rapids.python: recipe entry 'python=3.9' contradicts RAPIDS 23.04"),
         (["--rapids", "22.08", "--cuda", "12.2", "--os", "el8"], ExitCode.UNSOLVABLE,
          "rapids.cuda: recipe entry 'cudatoolkit=12.2' contradicts RAPIDS 22.08"),
+        (["--rapids", "26.10", "--cuda", "12.0", "--os", "el8"], ExitCode.UNSOLVABLE,
+         "rapids.cuda: RAPIDS 26.10 ('cudf=26.10'): RAPIDS 25.12 and later require CUDA >= 12.2"),
         (["--rapids", "26.12", "--cuda", "12.2", "--os", "el8"], ExitCode.BAD_INPUT,
          "RAPIDS 26.12 is not in the release record"),
         (["--rapids", "24.04", "--cuda", "12.2", "--os", "el8", "--libs", "cudf,cusignal"],
@@ -187,7 +189,7 @@ def test_recipe_new_refuses_what_the_record_rules_out_in_one_line(capsys, argv, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0], err
     if code == ExitCode.UNSOLVABLE:
-        assert re.search(r"\[(integration/|RAPIDS support notice RSN 37)", err[0]), err[0]
+        assert re.search(r"\[(integration/|docs/|RAPIDS support notice RSN 37)", err[0]), err[0]
 
 
 def test_recipe_new_writes_the_file_it_is_given(tmp_path, capsys):
@@ -208,3 +210,48 @@ def test_recipe_new_writes_the_file_it_is_given(tmp_path, capsys):
     assert load_recipe(out).system == {"cuda": "11.5", "glibc": "2.17"}
     assert main(argv[:-2]) == 0
     assert capsys.readouterr().out.split("\n", 1)[1] == out.read_text()
+
+
+BASE = ["recipe", "new", "--rapids", "22.08", "--cuda", "11.5", "--os", "el7", "--libs", "cudf"]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--description", "a\nname: evil"], "--description: control character '\\n'"),
+        (["--exclude-reason", "x\ry"], "--exclude-reason: control character '\\r'"),
+        (["--target", "A100\x1b[2J"], "--target: control character '\\x1b'"),
+        (["--pip", "torch\n- evil"], "--pip: control character"),
+        (["--with", "numpé"], "--with 'numpé': not a conda package spec"),
+        (["--exclude", "cüml"], "--exclude 'cüml': not a conda package spec"),
+        (["--name", "My Recipe"], "--name 'My Recipe': a recipe name is lower-case"),
+    ],
+)
+def test_recipe_new_refuses_what_build_could_not_read_in_one_line(capsys, tmp_path, args, says):
+    out = tmp_path / "r.yaml"
+    try:
+        rc = main([*BASE, *args, "--out", str(out)])
+    except SystemExit as e:
+        rc = e.code
+    err = capsys.readouterr().err
+    assert rc == ExitCode.BAD_INPUT and not out.exists()
+    assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_printable_hostile_text_lands_in_the_recipe_verbatim(capsys, tmp_path):
+    """YAML's own syntax in free text (': ', ' #', quotes, brackets, 'null', numbers) is read
+    back by build as the very text given."""
+    out = tmp_path / "r.yaml"
+    targets = ["x: y # z", "null", "1.5", "- dash", "'quoted' \"both\" {a} [b] é"]
+    pip = 'torch>=2; python_version<"3.10"'
+    args = [*BASE, "--description", "a: b # c 'd' \"e\" {f}", "--exclude", "cuspatial",
+            "--exclude-reason", "r: s # t", "--pip", pip, "--channels", "conda-forge,a: b",
+            "--out", str(out)]
+    for t in targets:
+        args += ["--target", t]
+    assert main(args) == 0, capsys.readouterr().err
+    recipe = load_recipe(out)
+    assert list(recipe.targets) == targets
+    assert list(recipe.pip) == [pip]
+    assert list(recipe.channels) == ["conda-forge", "a: b"]
+    assert recipe.description == "a: b # c 'd' \"e\" {f}"

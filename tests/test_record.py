@@ -105,7 +105,7 @@ def _rules(deps, system=EL7):
         (["rapids=23.04", "python=3.9"], "rapids.python", "23.04/ci/axis/release.yaml"),
         (["cudf=22.08", "cudatoolkit=12.0"], "rapids.cuda", "22.08/ci/axis/release.yaml"),
         (["cudf=22.08", "numpy>=1.24"], "rapids.range", "22.08/conda/recipes/versions.yaml"),
-        (["cudf=24.06", "python=3.10"], "rapids.glibc", "RSN 37"),
+        (["cudf=24.06", "python=3.10"], "rapids.glibc", "docs/main/_notices/rsn0037.md:29"),
         (["rapids=23.04", "distributed==2023.3.2"], "rapids.pin", "23.04/conda/recipes/versions"),
     ],
 )

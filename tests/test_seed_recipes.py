@@ -161,14 +161,20 @@ def test_lint_of_the_seed_command_is_fast_warm():
 
 
 def test_dask_cuda_pins_pandas_in_23_08_to_24_02():
-    ((rule, message),) = _errors(["cudf=23.12", "pandas>=2"])
+    ((rule, message),) = _errors(["dask-cuda=23.12", "pandas>=2"])
     assert rule == "rapids.range"
-    assert "dask-cuda of the release requires pandas >=1.3,<1.6.0.dev0" in message
-    assert _errors(["cudf=23.12", "pandas=1.5"]) == []
+    assert "dask-cuda 23.12 requires pandas >=1.3,<1.6.0.dev0 (dask-cuda's pyproject)" in message
+    assert _errors(["dask-cuda=23.12", "pandas=1.5"]) == []
     ((rule, message),) = _errors(["dask-cuda>=23.08,<24.04", "pandas>=2"])
     assert "every release the recipe admits: 23.08, 23.10, 23.12, 24.02" in message
     # 24.04's dask-cuda lifts the bound (pandas>=1.3, dask-cuda/24.04/pyproject.toml:22)
-    assert _errors(["cudf=24.04", "pandas>=2"]) == []
+    assert _errors(["dask-cuda=24.04", "pandas>=2"]) == []
+    # cudf pins pandas too; the rapids meta-package installs both
+    rules = _errors(["rapids=23.12", "pandas>=2"])
+    assert [m.split(": ", 1)[1].split(" (")[0] for _, m in rules] == [
+        "cudf 23.12 requires pandas >=1.3,<1.6.0dev0",
+        "dask-cuda 23.12 requires pandas >=1.3,<1.6.0.dev0",
+    ]
 
 
 @pytest.mark.slow

@@ -34,7 +34,7 @@ def test_directives_workers_and_then_follow_the_flags(capsys, tmp_path):
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["--gpus-per-node", "0"], "--gpus-per-node must be 1 or more"),
+        (["--gpus-per-node", "0"], "--gpus-per-node 0: must be more than 0"),
         (["--time", "soon"], "--time 'soon'"),
         (["--env", "/nonexistent/env"], "not an environment prefix"),
         (["--sbatch", "constraint=a100"], "give an sbatch option"),

@@ -8,6 +8,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -325,3 +326,48 @@ def test_smoke_tasks_run_on_workers_that_cannot_import_envcheck(tmp_path: Path):
                 p.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def _sleep_then_kill(run: SmokeRun) -> list:
+    """Sleep on the first worker; the test SIGKILLs that worker's process meanwhile."""
+    fut = run.submit(time.sleep, 60, worker=run.workers[0])
+    run.values([fut], "the sleeping task")
+    return [result("sleep", Status.PASS, "unreachable")]
+
+
+def _library_wait(run: SmokeRun) -> list:
+    """Like a library call (xgboost, torch) that waits without our deadline or our helpers."""
+    fut = run.submit(time.sleep, 60, worker=run.workers[0])
+    fut.result()
+    return [result("library", Status.PASS, "unreachable")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("body", [_sleep_then_kill, _library_wait])
+def test_a_worker_killed_mid_smoke_is_an_error_naming_it_within_the_timeout(body):
+    """SIGKILL from outside (the OOM killer, an admin), default retries: the pinned task would
+    wait for its worker for ever; the run says which worker left, well within the timeout,
+    and the next test runs on the workers that remain."""
+    import logging
+    import signal
+
+    from envcheck.verify.cluster.gather import gather_facts
+
+    with local_client(2, silence_logs=logging.CRITICAL) as client:
+        facts = dict(gather_facts(client, 30).workers)
+        victim = sorted(facts)[0]
+        pid = facts[victim].pid
+        assert pid and pid != os.getpid()
+        tests = {"sleep": SmokeTest("sleep", "sleeps on a worker", body),
+                 "submit": SMOKE_TESTS["submit"]}
+        killer = threading.Timer(1.5, os.kill, (pid, signal.SIGKILL))
+        killer.start()
+        started = time.monotonic()
+        lost, *submit = run_smoke(client, facts, timeout=60, tests=tests)
+        took = time.monotonic() - started
+        killer.join()
+    assert lost.status is Status.ERROR and lost.node == victim
+    assert lost.message.startswith(f"worker {victim} left the cluster during the test")
+    assert took < 15, took  # not the 60 s timeout
+    assert [r.node for r in submit] == [a for a in sorted(facts) if a != victim]
+    assert [r.status for r in submit] == [Status.PASS]

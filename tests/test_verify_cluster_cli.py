@@ -289,11 +289,11 @@ def test_smoke_task_hanging_past_its_timeout_fails_in_time(tmp_path: Path) -> No
     ("argv", "needle"),
     [
         (["tcp://127.0.0.1:1", "--scheduler-file", "x.json"], "not both"),
-        (["--scheduler-file", "/nonexistent/scheduler.json"], "scheduler file not found"),
+        (["--scheduler-file", "/nonexistent/scheduler.json"], "scheduler.json does not exist"),
         (["foo://127.0.0.1:8786"], "unknown protocol 'foo'"),
         (["ucx://127.0.0.1:8786"], "distributed-ucxx"),
         (["tcp://127.0.0.1:1", "--timeout", "0"], "--timeout must be positive"),
-        (["tcp://127.0.0.1:1", "--tls-ca-file", "/nonexistent/ca.pem"], "file not found"),
+        (["tcp://127.0.0.1:1", "--tls-ca-file", "/nonexistent/ca.pem"], "ca.pem does not exist"),
         (["--smoke", "submit,warp-drive"], "unknown smoke test warp-drive"),
         (["tcp://127.0.0.1:1", "--workers", "2"], "needs no address"),
     ],

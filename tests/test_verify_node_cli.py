@@ -152,9 +152,9 @@ def test_conda_lock_in_a_venv_fails_the_packages_check(tmp_path):
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["--lock", "no/such/file.yml"], "lock file not found"),
+        (["--lock", "no/such/file.yml"], "lock file no/such/file.yml does not exist"),
         (["--lock", "{bad}"], "not a readable conda-lock file"),
-        (["--facts", "{bad}"], "not a facts file"),
+        (["--facts", "{bad}"], "junk.txt: not JSON"),
         (["--min-gpu-memory", "lots"], "not a memory size"),
         (["--expect-gpus", "-1"], "--expect-gpus must be 0 or more"),
     ],

@@ -94,7 +94,7 @@ RELEASES: dict[str, Release] = {
             numpy=">=1.23,<2.0a0",  # P: dask-cuda 24.4.0
             pandas=">=2.0,<2.2.2dev0",
             cudas=("11.8", "12.0", "12.2"),
-            glibc="2.17",  # RAPIDS support notice RSN 37: 24.04 is the last for glibc 2.17
+            glibc="2.17",  # RAPIDS support notice 37 removes CentOS 7 (glibc 2.17) in 24.06
             cusignal=False,
             source="PyPI metadata of rapids-dask-dependency 24.4.1 and dask-cuda 24.4.0",
         ),

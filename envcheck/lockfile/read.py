@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.errors import BadInput
+from envcheck.inputs import check_regular, read_text
 from envcheck.lockfile.model import (
     META,
     Lock,
@@ -30,6 +31,9 @@ from envcheck.lockfile.model import (
     virtual_constraints,
 )
 from envcheck.lockfile.names import normalize_name
+
+# a 20,000-package conda-lock file is about 30 MiB: past this it is not a lock
+MAX_LOCK_BYTES = 512 << 20
 
 # --- the document ---------------------------------------------------------------------------
 
@@ -230,11 +234,10 @@ def read_packages(path: Path) -> tuple[LockedPackage, ...]:
     """
     import yaml
 
-    if not path.is_file():
-        raise BadInput(f"lock file not found: {path}")
+    text = read_text(path, "lock file", MAX_LOCK_BYTES)
     try:
-        data = load_document(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        data = load_document(text)
+    except (RecursionError, yaml.YAMLError) as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise BadInput(f"{path}: not a readable conda-lock file ({first})") from e
     try:
@@ -461,18 +464,21 @@ def read_platform(
     """
     import rattler
 
-    if not lock.is_file():
-        raise BadInput(f"lock {lock} does not exist")
+    check_regular(lock, "lock", MAX_LOCK_BYTES)  # rattler reads it itself: no FIFO, no /dev/zero
     try:
         lf = rattler.LockFile.from_path(lock)
     except Exception as e:  # rattler raises its own exception types for parse errors
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BadInput(f"{lock} is not a readable conda-lock or pixi lock: {first}") from None
     env = lf.default_environment()
-    if env is None:
+    try:  # `environments: {}` gives an Environment object that wraps nothing
+        platforms = env.platforms() if env is not None else None
+    except AttributeError:
+        platforms = None
+    if platforms is None:
         names = ", ".join(n for n, _ in lf.environments()) or "none"
         raise BadInput(f"{lock} has no default environment (it has: {names})")
-    have = {p.name: p for p in env.platforms()}
+    have = {p.name: p for p in platforms}
     want = platform or str(rattler.Platform.current())
     if want not in have:
         has = ", ".join(sorted(have)) or "none"

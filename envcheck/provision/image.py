@@ -10,6 +10,8 @@ from pathlib import Path
 
 from envcheck import __version__
 from envcheck.errors import BadInput
+from envcheck.inputs import read_bytes
+from envcheck.lockfile.read import MAX_LOCK_BYTES
 
 OSES = {"rhel7": "Dockerfile.rhel7", "centos7": "Dockerfile.centos7"}
 ENGINES = ("podman", "docker", "buildah")  # first one found builds
@@ -51,9 +53,7 @@ def lock_facts(lock: Path) -> tuple[str, str]:
 
     import yaml
 
-    if not lock.is_file():
-        raise BadInput(f"lock {lock} does not exist")
-    data = lock.read_bytes()
+    data = read_bytes(lock, "lock", MAX_LOCK_BYTES)
     recipe = ""
     try:
         doc = yaml.safe_load(data)

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.errors import BadInput
+from envcheck.inputs import check_regular
 from envcheck.lockfile.model import LockedPackage
-from envcheck.lockfile.read import read_platform
+from envcheck.lockfile.read import MAX_LOCK_BYTES, read_platform
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,7 @@ def read_plan(lock: Path, platform: str | None) -> Plan:
     ``platform`` defaults to this machine's. BadInput when the lock is missing, unreadable,
     lacks the platform (naming the ones it has), or has a package without a hash.
     """
-    if not lock.is_file():
-        raise BadInput(f"lock {lock} does not exist")
+    check_regular(lock, "lock", MAX_LOCK_BYTES)  # a FIFO or /dev/zero would never hash
     lock_sha256 = file_sha256(lock)
     want, records, packages = read_platform(lock, platform)
     for p in packages:

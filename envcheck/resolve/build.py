@@ -261,7 +261,7 @@ def build_one(
     Nothing is written here: ``run`` writes every recipe's files in one swap, so an interrupt
     or a failure leaves every previous lock as it was.
     """
-    from envcheck.resolve.pip import resolve_pip
+    from envcheck.resolve.heldback import resolve_pip_noting_held_back
 
     channels = list(data or recipe.channels)
     platforms = _platforms(recipe, only)
@@ -277,10 +277,13 @@ def build_one(
         carried = [p for p in read_lockfile_model(paths["lock"]).package if p.platform != only]
     solved: dict[str, list[SolvedPackage]] = {}
     pip: dict[str, list[PipPackage]] = {}
+    held: dict[str, list[str]] = {}
     vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
     for platform in platforms:
         solved[platform] = _solve_platform(recipe, channels, platform, vps[platform], fetch_timeout)
-        pip[platform] = resolve_pip(recipe.pip, solved[platform], platform, recipe.system)
+        pip[platform], held[platform] = resolve_pip_noting_held_back(
+            recipe.pip, solved[platform], platform, recipe.system
+        )
         _check_glibc(recipe, channels, platform, solved[platform], pip[platform])
     extra = {}
     if recipe.pip:
@@ -313,6 +316,10 @@ def build_one(
         results.append(
             Result(f"build {recipe.name}", Status.PASS, msg, node=platform, group="build")
         )
+        results += [
+            Result(f"pip held back {recipe.name}", Status.WARN, line, node=platform, group="build")
+            for line in held[platform]
+        ]
     return results, changes, to_write
 
 
@@ -398,13 +405,14 @@ def check_one(recipe: Recipe, out: Path) -> Result:
 
 def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
     """Lint against the RAPIDS release record; errors raise Unsolvable, the rest is a table."""
-    from envcheck.resolve.record.lint import ERROR, lint
+    from envcheck.resolve.record.lint import ERROR, lint, pip_entries
     from envcheck.resolve.record.table import load_record
 
     record = load_record()
     rows = []
     for r in recipes:
-        findings = lint(r.dependencies, r.system, record)
+        # RAPIDS wheels (cudf-cu12==26.10.*) are read as the release and CUDA major they name
+        findings = lint([*r.dependencies, *pip_entries(r.pip, record)], r.system, record)
         bad = [f for f in findings if f.severity == ERROR]
         if bad:
             raise Unsolvable(

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envcheck.errors import BadInput
+from envcheck.inputs import check_regular
+from envcheck.lockfile.read import MAX_LOCK_BYTES
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+")
 
@@ -56,8 +58,7 @@ def read_graph(path: Path, environment: str | None = None) -> LockGraph:
     from rattler import LockFile
 
     path = Path(path)
-    if not path.is_file():
-        raise BadInput(f"lock {path} does not exist")
+    check_regular(path, "lock", MAX_LOCK_BYTES)  # rattler reads it itself: no FIFO, no /dev/zero
     try:
         lf = LockFile.from_path(path)
     except Exception as e:  # noqa: BLE001 - rattler raises its own types for bad files
@@ -67,7 +68,8 @@ def read_graph(path: Path, environment: str | None = None) -> LockGraph:
     env_name = environment or "default"
     env = lf.environment(env_name)
     if env is None:
-        raise BadInput(f"{path} has no environment {env_name!r} (it has {', '.join(names)})")
+        has = ", ".join(names) or "none"
+        raise BadInput(f"{path} has no environment {env_name!r} (it has {has})")
     platforms: dict[str, dict[str, Node]] = {}
     for plat, pkgs in env.packages_by_platform().items():
         nodes: dict[str, Node] = {}

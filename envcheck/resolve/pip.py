@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from packaging.tags import Tag, compatible_tags, cpython_tags
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envcheck.errors import BadInput, EnvcheckError, Unreachable
+from envcheck.errors import BadInput, EnvcheckError, Unreachable, Unsolvable
 from envcheck.lockfile.model import PipPackage
 from envcheck.lockfile.names import PLATFORM_ARCH, pypi_name
+from envcheck.resolve.pypi_index import Page, best_file, index_pages
 from envcheck.resolve.solve import SolvedPackage
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 PYPI = "https://pypi.org/simple"
+# what a line of `uv pip compile --annotation-style line` says: "name==version  # via a, b"
+_PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)\s*(?:#\s*via\s+(.*))?$")
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9]")
 
 
 def _uv() -> str:
@@ -77,34 +76,230 @@ def conda_python_pins(solved: Sequence[SolvedPackage]) -> dict[str, str]:
     return pins
 
 
-def _best_wheel(wheels: list[dict[str, Any]], tags: list[Tag]) -> dict[str, Any] | None:
-    rank = {t: i for i, t in enumerate(tags)}
-    best: tuple[int, dict[str, Any]] | None = None
-    for w in wheels:
-        try:
-            _, _, _, wtags = parse_wheel_filename(w["url"].rsplit("/", 1)[-1])
-        except InvalidWheelFilename:
+@dataclass(frozen=True)
+class Target:
+    """What the pip entries are resolved for: CPython X.Y on one platform."""
+
+    python: str  # "3.12"
+    platform: str  # conda's: linux-64
+    uv_platform: str  # uv's --python-platform
+    tags: tuple[Tag, ...]  # wheel tags it installs, best first
+
+    @classmethod
+    def of(cls, python: str, platform: str, system: Mapping[str, str]) -> Target:
+        uv_platform, platform_tags = target_platform(platform, system)
+        pyver = tuple(int(x) for x in python.split("."))
+        tags = list(cpython_tags(pyver, platforms=platform_tags))
+        tags += list(compatible_tags(pyver, platforms=platform_tags))
+        return cls(python, platform, uv_platform, tuple(tags))
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One package of uv's resolution and what required it (uv's annotation)."""
+
+    name: str
+    version: str
+    via: tuple[str, ...]  # canonical names; "-r" entries (the requirements file) left out
+
+
+@dataclass(frozen=True)
+class Resolution:
+    packages: tuple[PipPackage, ...]
+    compiled: tuple[Compiled, ...]
+    index: Mapping[str, Page | None] = field(hash=False)  # name -> the index's files
+    target: Target
+    constraints: Mapping[str, str] = field(hash=False)  # conda's Python packages: name -> version
+
+
+def parse_compiled(text: str) -> list[Compiled]:
+    out = []
+    for line in text.splitlines():
+        m = _PINNED.match(line.strip())
+        if not m:
             continue
-        score = min((rank[t] for t in wtags if t in rank), default=None)
-        if score is not None and (best is None or score < best[0]):
-            best = (score, w)
-    return best[1] if best else None
+        via = [v.strip() for v in (m.group(3) or "").split(",") if v.strip()]
+        names = tuple(canonicalize_name(v) for v in via if not v.startswith("-"))
+        out.append(Compiled(canonicalize_name(m.group(1)), m.group(2), names))
+    return out
+
+
+def uv_compile(
+    requirements: Sequence[str],
+    constraints: Mapping[str, str],
+    target: Target,
+    index_url: str,
+    timeout: float,
+) -> subprocess.CompletedProcess[str]:
+    """``uv pip compile``: metadata only, nothing installed, no Python downloaded."""
+    with tempfile.TemporaryDirectory(prefix="envcheck-pip-") as tmp:
+        req = Path(tmp) / "requirements.in"
+        req.write_text("\n".join(requirements) + "\n")
+        cons = Path(tmp) / "constraints.txt"
+        # what conda installs must stay as conda solved it
+        cons.write_text("".join(f"{n}=={v}\n" for n, v in sorted(constraints.items())))
+        cmd = [
+            _uv(), "pip", "compile", str(req), "--constraint", str(cons),
+            "--python-version", target.python, "--python-platform", target.uv_platform,
+            "--no-header", "--quiet", "--annotation-style", "line", "--index-url", index_url,
+            "--no-python-downloads",  # uv would fetch a Python from GitHub to build sdists
+        ]  # fmt: skip
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise Unreachable(
+                f"pip resolution against {index_url} took over {timeout:.0f} s"
+            ) from None
+
+
+def uv_reasoning(stderr: str) -> list[str]:
+    """uv's explanation of an unsolvable set, one sentence a line (its lines are wrapped)."""
+    text = stderr.split("No solution found when resolving dependencies", 1)[-1]
+    text = " ".join(ln.strip() for ln in text.splitlines() if not ln.startswith("warning:"))
+    text = re.sub(r"^:?\s*cause:\s*", "", text.strip())
+    sentences = re.split(r"(?<=\.)\s+(?=And because|Because)", text)
+    return [s.strip() for s in sentences if s.strip()]
+
+
+def key_line(reasoning: Sequence[str]) -> str:
+    """The conclusion that names the clash: uv's last '... are incompatible', else its last."""
+    clashes = [s for s in reasoning if "incompatible" in s or "unsatisfiable" not in s]
+    line = (clashes or list(reasoning) or ["uv found no solution"])[-1]
+    return re.sub(r"^(And because|Because) .*?we can conclude that ", "", line).rstrip(".")
+
+
+def named_in(text: str, names: Sequence[str]) -> list[str]:
+    """Which of ``names`` (canonical) uv's text speaks of."""
+    said = {canonicalize_name(t) for t in _TOKEN.findall(text)}
+    return [n for n in names if n in said]
+
+
+def requirement_name(req: str) -> str:
+    from packaging.requirements import Requirement
+
+    return canonicalize_name(Requirement(req).name)
+
+
+def explain_clash(
+    stderr: str, requirements: Sequence[str], constraints: Mapping[str, str]
+) -> tuple[str, str]:
+    """(which recipe entries and conda packages clash, uv's key line)."""
+    reasoning = uv_reasoning(stderr)
+    text = " ".join(reasoning)
+    by_name = {requirement_name(r): r for r in requirements}
+    entries = [f"{by_name[n]!r}" for n in named_in(text, list(by_name))]
+    conda = [f"{n}=={constraints[n]} (conda)" for n in named_in(text, sorted(constraints))]
+    named = entries + conda
+    if not named:
+        who = "the recipe's pip entries"
+    else:
+        who = f"recipe pip entr{'y' if len(named) == 1 else 'ies'} " + " and ".join(named)
+    return who, key_line(reasoning)
+
+
+def _failure(proc: subprocess.CompletedProcess[str], requirements, constraints, index_url):  # type: ignore[no-untyped-def]
+    err = proc.stderr.strip()
+    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+    first = next((ln for ln in lines if not ln.startswith("warning:")), "uv failed")
+    if "No solution found" in err:
+        who, key = explain_clash(err, requirements, constraints)
+        return Unsolvable(f"pip: {who} clash: {key} (uv)", detail=err)
+    if "error sending request" in err or "dns error" in err or "Failed to fetch" in err:
+        return Unreachable(f"{index_url} cannot be reached from here: {first}", detail=err)
+    return EnvcheckError(f"pip entries cannot be resolved: {first}", detail=err)
+
+
+def resolve(
+    requirements: Sequence[str],
+    solved: Sequence[SolvedPackage],
+    platform: str,
+    system: Mapping[str, str],
+    *,
+    index_url: str = PYPI,
+    timeout: float = 300,
+) -> Resolution:
+    """Pin ``requirements`` and what they pull in, minus what the conda solve already holds;
+    each package's file (url, sha256) from the index's JSON page, its requirers from uv."""
+    target = Target.of(python_version(solved), platform, system)
+    pins = conda_python_pins(solved)
+    proc = uv_compile(requirements, pins, target, index_url, timeout)
+    if proc.returncode != 0:
+        failure = _failure(proc, requirements, pins, index_url)
+        if isinstance(failure, Unsolvable) and system.get("glibc"):
+            _refuse_unfit_wheels(requirements, pins, target, system, index_url, timeout)
+        raise failure
+    compiled = [c for c in parse_compiled(proc.stdout) if c.name not in pins]
+    index = index_pages([c.name for c in compiled], index_url)
+    requires: dict[str, dict[str, str]] = {c.name: {} for c in compiled}
+    for c in compiled:
+        for up in c.via:
+            if up in requires:  # the edge up -> c; uv's annotation names no specifier, and
+                requires[up][c.name] = ""  # "" reads as "any version" (PEP 508) where "*" fails
+    out = []
+    for c in compiled:
+        f = best_file(index.get(c.name) or [], c.version, target.tags)
+        if f is None:
+            raise EnvcheckError(f"pip: no file with a sha256 for {c.name} {c.version}")
+        out.append(PipPackage(c.name, c.version, f.url, f.sha256, requires[c.name]))
+    return Resolution(tuple(out), tuple(compiled), index, target, pins)
 
 
 def _refuse_unfit_wheels(
-    p: dict[str, Any], platform: str, glibc: str, py: str, index_url: str
+    requirements: Sequence[str],
+    pins: Mapping[str, str],
+    target: Target,
+    system: Mapping[str, str],
+    index_url: str,
+    timeout: float,
 ) -> None:
-    """No wheel fits because every linux wheel needs a newer glibc: say so, and what fits."""
-    from envcheck.errors import Unsolvable
+    """Unsolvable for an old glibc: does it solve for a current one? Then name every wheel
+    that needs the newer glibc, with the newest release of it that fits."""
     from envcheck.resolve import el7
 
-    files = [w["url"].rsplit("/", 1)[-1] for w in p.get("wheels", [])]
-    found = el7.unfit_wheels(
-        p["name"], str(p["version"]), files, glibc, platform, py,
-        lambda name: el7.index_filenames(name, index_url),
-    )  # fmt: skip
-    if found:
-        raise Unsolvable(f"pip: {found.line(glibc)}")
+    glibc = system["glibc"]
+    if el7.fits(NEW_GLIBC, glibc):
+        return  # not an old glibc: the clash is the entries' own
+    wide = Target.of(target.python, target.platform, {**system, "glibc": NEW_GLIBC})
+    proc = uv_compile(requirements, pins, wide, index_url, timeout)
+    if proc.returncode != 0:
+        return
+    compiled = [c for c in parse_compiled(proc.stdout) if c.name not in pins]
+    index = index_pages([c.name for c in compiled], index_url)
+    arch = PLATFORM_ARCH[target.platform]
+    found = []
+    for c in compiled:
+        files = index.get(c.name) or []
+        f = best_file(files, c.version, wide.tags)
+        if f is None or el7.fits(el7.wheel_needs(f.filename, arch), glibc):
+            continue
+        names = [x.filename for x in files if not x.yanked]
+        found.append(
+            el7.unfit_wheels(
+                c.name,
+                c.version,
+                [f.filename],
+                glibc,
+                target.platform,
+                target.python,
+                lambda _n, names=names: names,
+            )  # fmt: skip
+        )
+    direct = {requirement_name(r) for r in requirements}
+    mine = [o for o in found if o is not None and o.name in direct]
+    rest = [o for o in found if o is not None and o.name not in direct]
+    if mine or rest:
+        text = ("recipe entries: " + "; ".join(o.line(glibc) for o in mine)) if mine else ""
+        if rest:
+            text += f"{'; ' if mine else ''}and what they pull in: "
+            text += "; ".join(o.line(glibc) for o in rest)
+        raise Unsolvable(
+            f"pip entries do not resolve for glibc {glibc}: resolved for glibc {NEW_GLIBC} "
+            f"they take {len(mine) + len(rest)} wheel(s) that do not load on {glibc}: {text}"
+        )
+
+
+# the glibc an unconstrained resolution is tried for when an old glibc's fails
+NEW_GLIBC = "2.39"
 
 
 def resolve_pip(
@@ -116,48 +311,7 @@ def resolve_pip(
     index_url: str = PYPI,
     timeout: float = 300,
 ) -> list[PipPackage]:
-    """Pin ``requirements`` and what they pull in, minus what the conda solve already holds."""
     if not requirements:
         return []
-    py = python_version(solved)
-    uv_platform, platform_tags = target_platform(platform, system)
-    pins = conda_python_pins(solved)
-    pyver = tuple(int(x) for x in py.split("."))
-    tags = list(cpython_tags(pyver, platforms=platform_tags))
-    tags += list(compatible_tags(pyver, platforms=platform_tags))
-    with tempfile.TemporaryDirectory(prefix="envcheck-pip-") as tmp:
-        req = Path(tmp) / "requirements.in"
-        req.write_text("\n".join(requirements) + "\n")
-        cons = Path(tmp) / "constraints.txt"
-        # what conda installs must stay as conda solved it
-        cons.write_text("".join(f"{n}=={v}\n" for n, v in sorted(pins.items())))
-        cmd = [
-            _uv(), "pip", "compile", str(req), "--constraint", str(cons),
-            "--python-version", py, "--python-platform", uv_platform,
-            "--format", "pylock.toml", "--no-header", "--quiet", "--index-url", index_url,
-        ]  # fmt: skip
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise Unreachable(
-                f"pip resolution against {index_url} took over {timeout:.0f} s"
-            ) from None
-    if proc.returncode != 0:
-        err = proc.stderr.strip()
-        first = next((ln.strip() for ln in err.splitlines() if ln.strip()), "uv failed")
-        if "error sending request" in err or "dns error" in err or "Failed to fetch" in err:
-            raise Unreachable(f"PyPI cannot be reached from here: {first}", detail=err)
-        raise EnvcheckError(f"pip entries cannot be resolved: {first}", detail=err)
-    doc = tomllib.loads(proc.stdout)
-    out: list[PipPackage] = []
-    for p in doc.get("packages", []):
-        name = canonicalize_name(p["name"])
-        if name in pins:  # provided by a conda package
-            continue
-        dist = _best_wheel(p.get("wheels", []), tags) or p.get("sdist")
-        if not dist and system.get("glibc"):
-            _refuse_unfit_wheels(p, platform, system["glibc"], py, index_url)
-        if not dist or "sha256" not in dist.get("hashes", {}):
-            raise EnvcheckError(f"pip: no file with a sha256 for {p['name']} {p['version']}")
-        out.append(PipPackage(name, str(p["version"]), dist["url"], dist["hashes"]["sha256"]))
-    return out
+    return list(resolve(requirements, solved, platform, system, index_url=index_url,
+                        timeout=timeout).packages)  # fmt: skip

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from rattler import Version
 from rattler.exceptions import InvalidVersionError
 
 from envcheck.errors import BadInput, EnvcheckError
+from envcheck.inputs import read_text
 from envcheck.resolve.solve import resolve_channel
 from envcheck.resolve.spec import conda_spec
 
@@ -153,30 +153,9 @@ def _check_keys(
 def load_recipe(path: Path | str) -> Recipe:
     """Read and validate a recipe file; every problem is a BadInput naming file, line and key."""
     path = Path(path)
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise BadInput(f"recipe {path} does not exist") from None
-    except OSError as e:
-        raise BadInput(f"recipe {path} cannot be read: {e.strerror or e}") from None
-    if not stat.S_ISREG(st.st_mode):
-        # a FIFO or a device would block the build or never end
-        raise BadInput(f"recipe {path} is not a regular file")
-    if st.st_size > MAX_RECIPE_BYTES:
-        raise BadInput(
-            f"recipe {path} is {st.st_size:,} bytes; the limit is {MAX_RECIPE_BYTES:,} "
-            "(a recipe lists dozens of entries, not thousands)"
-        )
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_RECIPE_BYTES + 1)  # the file may have grown since the stat
-        text = data.decode("utf-8")
-    except OSError as e:
-        raise BadInput(f"recipe {path} cannot be read: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise BadInput(f"recipe {path} is not UTF-8 text: {e}") from None
-    if len(data) > MAX_RECIPE_BYTES:
-        raise BadInput(f"recipe {path} is larger than the limit of {MAX_RECIPE_BYTES:,} bytes")
+    # not a regular file (a FIFO or a device would block the build or never end), over the
+    # limit (a recipe lists dozens of entries, not thousands), not UTF-8: one line each
+    text = read_text(path, "recipe", MAX_RECIPE_BYTES)
     return parse_recipe(text, path)
 
 

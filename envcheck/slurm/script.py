@@ -6,10 +6,16 @@ scheduler, the verify client and the user's command; one `srun` step runs one wo
 per node, each bound to its own GPU by `--gpus-per-task=1`. Everything started in the
 background is killed by an EXIT trap: with proctrack/linuxproc Slurm does not do it.
 Pure: options in, text out.
+
+No option value becomes shell code: every user value reaches bash through `shlex.quote` (an
+argument, or the single string `bash -c` runs for --then), and reaches sbatch's own #SBATCH
+parser double-quoted with backslash escapes. The only expansions in the script are envcheck's
+own variables (`Var`). Values with control characters never get here (command.py refuses them).
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -39,6 +45,7 @@ class ScriptOptions:
     then_on: str = "warn"
     output: str = ""  # sbatch --output ("" = Slurm's slurm-%j.out)
     extra_sbatch: tuple[str, ...] = ()  # further "#SBATCH" lines, verbatim options
+    job: bool = False  # no Dask cluster: every task runs `envcheck verify job` (srun's ranks)
 
     @property
     def workers(self) -> int:
@@ -47,6 +54,19 @@ class ScriptOptions:
 
 def _q(s: str) -> str:
     return shlex.quote(s)
+
+
+class Var(str):
+    """Shell text envcheck wrote itself ("$RUN_DIR/report.json"): expanded, double-quoted.
+    Never built from an option value."""
+
+
+def _sbatch_word(s: str) -> str:
+    """One argument as sbatch's #SBATCH parser reads it: inside double quotes, with `\\` and
+    `"` escaped, spaces, quotes and `#` (its comment character) stay part of the value."""
+    if re.fullmatch(r"[A-Za-z0-9_.,:=@%+/-]+", s):
+        return s
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _directives(o: ScriptOptions) -> list[str]:
@@ -62,7 +82,7 @@ def _directives(o: ScriptOptions) -> list[str]:
         if value:
             lines.append(f"--{flag}={value}")
     lines += list(o.extra_sbatch)
-    return [f"#SBATCH {line}" for line in lines]
+    return [f"#SBATCH {_sbatch_word(line)}" for line in lines]
 
 
 def _activate(env: str) -> str:
@@ -79,24 +99,15 @@ fi"""
 
 
 def render(o: ScriptOptions) -> str:
-    """The whole script as text."""
-    iface = ["--interface", o.interface] if o.interface else []
-    sched = [
-        "python", "-m", "distributed.cli.dask_scheduler",
-        "--scheduler-file", "$SCHED_FILE", "--protocol", o.protocol,
-        "--dashboard-address", o.dashboard, *iface,
-    ]
-    verify = [
-        "envcheck", "verify", "cluster", "--scheduler-file", "$SCHED_FILE",
-        "--json", "$RUN_DIR/report.json", "--junit", "$RUN_DIR/report.xml",
-        "--timeout", f"{o.verify_timeout:g}", "--smoke", o.smoke,
-    ]
-    if o.lock:
-        verify += ["--lock", o.lock]
+    """The whole script as text: a Dask cluster, or with ``job`` the launcher's own ranks."""
+    return _render_job(o) if o.job else _render_dask(o)
+
+
+def _then(o: ScriptOptions) -> str:
+    if not o.then:
+        return "# no --then: the job ends with the verdict"
     allowed = " ".join(str(c) for c in VERDICTS[o.then_on])
-    shared = _q(o.shared_dir) if o.shared_dir else '"$SLURM_SUBMIT_DIR/.envcheck"'
-    then = (
-        f"""case " {allowed} " in
+    return f"""case " {allowed} " in
     *" $VERDICT "*)
         echo "envcheck: verify exited $VERDICT; running: "{_q(o.then)}
         bash -c {_q(o.then)}
@@ -106,34 +117,85 @@ def render(o: ScriptOptions) -> str:
         echo "envcheck: verify exited $VERDICT (allowed: {allowed}); not running: "{_q(o.then)} >&2
         ;;
 esac"""
-        if o.then
-        else "# no --then: the job ends with the verdict"
-    )
+
+
+def _preamble(o: ScriptOptions, what: str) -> str:
+    """Directives, environment, the run directory, the EXIT trap that ends what was started."""
+    shared = _q(o.shared_dir) if o.shared_dir else '"$SLURM_SUBMIT_DIR/.envcheck"'
     return f"""#!/bin/bash
 {chr(10).join(_directives(o))}
-# Written by `envcheck slurm script`: a Dask cluster of {o.workers} workers
-# ({o.nodes} node(s) x {o.gpus_per_node} GPU(s)), verified by `envcheck verify cluster` before
-# anything else runs. Exit code: verify's.
+# Written by `envcheck slurm script`: {what}
 set -u
 {_activate(o.env)}
 RUN_DIR={shared}/"$SLURM_JOB_ID"
 mkdir -p "$RUN_DIR"
-SCHED_FILE="$RUN_DIR/scheduler.json"
-export ENVCHECK_SCHEDULER_FILE="$SCHED_FILE"
-rm -f "$SCHED_FILE"
 PIDS=""
 cleanup() {{
     # Slurm's proctrack/linuxproc leaves background children running: end them here
     for pid in $PIDS; do kill -TERM "$pid" 2>/dev/null; done
-    sleep 1
+    for _ in 1 2 3 4 5; do  # up to 1 s for them to go, no wait when they already have
+        alive=""
+        for pid in $PIDS; do kill -0 "$pid" 2>/dev/null && alive=1; done
+        [ -z "$alive" ] && break
+        sleep 0.2
+    done
     for pid in $PIDS; do kill -KILL "$pid" 2>/dev/null; done
     wait 2>/dev/null
 }}
 trap cleanup EXIT
 trap 'exit 143' TERM INT
 fail() {{ echo "envcheck: $1" >&2; echo "$1" > "$RUN_DIR/failed"; exit 3; }}
+"""
 
-# 1. scheduler on this (the first) node; the dashboard stays on {o.dashboard}
+
+def _render_job(o: ScriptOptions) -> str:
+    """Every task of the allocation runs `envcheck verify job`; rank 0 writes the report and
+    every rank exits with the verdict, so srun's exit code is the verdict."""
+    verify = [
+        "envcheck", "verify", "job", "--json", Var("$RUN_DIR/report.json"),
+        "--junit", Var("$RUN_DIR/report.xml"), "--timeout", f"{o.verify_timeout:g}",
+    ]
+    if o.lock:
+        verify += ["--lock", o.lock]
+    what = (f"every one of the {o.workers} tasks ({o.nodes} node(s) x {o.gpus_per_node} GPU(s))\n"
+            "# runs `envcheck verify job` before anything else runs. Exit code: verify's.")
+    return _preamble(o, what) + f"""
+# 1. every task checks itself and the others; srun's exit code is the verdict
+srun --nodes={o.nodes} --ntasks-per-node={o.gpus_per_node} --gpus-per-task=1 \\
+    --cpus-per-task={o.cpus_per_gpu} --kill-on-bad-exit=0 \\
+    {" ".join(_sh(verify))}
+VERDICT=$?
+echo "$VERDICT" > "$RUN_DIR/verify.rc"
+
+# 2. the work
+{_then(o)}
+exit "$VERDICT"
+"""
+
+
+def _render_dask(o: ScriptOptions) -> str:
+    """A Dask cluster in the allocation, verified by `envcheck verify cluster`."""
+    iface = ["--interface", o.interface] if o.interface else []
+    sched = [
+        "python", "-m", "distributed.cli.dask_scheduler",
+        "--scheduler-file", Var("$SCHED_FILE"), "--protocol", o.protocol,
+        "--dashboard-address", o.dashboard, *iface,
+    ]
+    verify = [
+        "envcheck", "verify", "cluster", "--scheduler-file", Var("$SCHED_FILE"),
+        "--json", Var("$RUN_DIR/report.json"), "--junit", Var("$RUN_DIR/report.xml"),
+        "--timeout", f"{o.verify_timeout:g}", "--smoke", o.smoke,
+    ]
+    if o.lock:
+        verify += ["--lock", o.lock]
+    what = (f"a Dask cluster of {o.workers} workers ({o.nodes} node(s) x {o.gpus_per_node} "
+            "GPU(s)),\n# verified by `envcheck verify cluster` before anything else runs. "
+            "Exit code: verify's.")
+    return _preamble(o, what) + f"""SCHED_FILE="$RUN_DIR/scheduler.json"
+export ENVCHECK_SCHEDULER_FILE="$SCHED_FILE"
+rm -f "$SCHED_FILE"
+
+# 1. scheduler on this (the first) node; the dashboard stays on {_q(o.dashboard)}
 {" ".join(_sh(sched))} > "$RUN_DIR/scheduler.log" 2>&1 &
 PIDS="$PIDS $!"
 deadline=$((SECONDS + {o.wait}))
@@ -181,17 +243,12 @@ VERDICT=$?
 echo "$VERDICT" > "$RUN_DIR/verify.rc"
 
 # 5. the work
-{then}
+{_then(o)}
 exit "$VERDICT"
 """
 
 
 def _sh(words: list[str]) -> list[str]:
-    """Quote each word for bash, leaving $VARS expandable (inside double quotes)."""
-    out = []
-    for w in words:
-        if "$" in w:
-            out.append(f'"{w}"')
-        else:
-            out.append(_q(w))
-    return out
+    """Each word as one bash word: envcheck's own `Var`s expand (inside double quotes), every
+    other word is quoted whole, so a `$(...)`, backtick or `;` in a value is inert text."""
+    return [f'"{w}"' if isinstance(w, Var) else _q(w) for w in words]

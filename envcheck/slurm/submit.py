@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
 from pathlib import Path
 
 from envcheck.errors import BadInput, EnvcheckError
+from envcheck.inputs import load_json_file
 from envcheck.report import Measurement, Report, Result, Status, Table
 
 TERMINAL = (
@@ -16,6 +16,7 @@ TERMINAL = (
     "PREEMPTED", "BOOT_FAIL", "DEADLINE",
 )
 POLL = 0.25
+REPORT_MAX_BYTES = 64 << 20  # what the job wrote to shared storage: read, bounded
 # Pending reasons that no amount of waiting fixes: the request exceeds what the partition's
 # nodes have or what the account may use (Slurm keeps such jobs pending unless
 # EnforcePartLimits rejects them at submission).
@@ -130,7 +131,11 @@ def collect(job: str, fields: dict[str, str], run_dir: Path, log: Path, seconds:
         reason = (run_dir / "failed").read_text().strip() if (run_dir / "failed").exists() \
             else _tail(log)
         raise EnvcheckError(f"job {job} ended {state} before verify reported: {reason}")
-    report = report_from_json(json.loads(report_file.read_text()))
+    data = load_json_file(report_file, "the job's report", REPORT_MAX_BYTES)
+    try:
+        report = report_from_json(data)
+    except (AttributeError, KeyError, TypeError, ValueError) as e:
+        raise EnvcheckError(f"job {job}: {report_file} is not a verify report ({e!r})") from None
     env = dict(report.environment)
     env["slurm job"] = f"{job} {state} (exit {fields.get('ExitCode', '?')}) on " \
         f"{fields.get('NodeList', '?')}, {seconds:.1f} s from sbatch"

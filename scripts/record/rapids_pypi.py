@@ -231,6 +231,6 @@ def refresh(data: Path) -> list[str]:
 
 if __name__ == "__main__":  # python scripts/record/rapids_pypi.py: refresh only
     sys.path.insert(0, str(Path(__file__).parent))
-    from rapids_record import DATA
+    from rapids_source import DATA
 
     print(f"{len(refresh(DATA))} METADATA files in {DATA / 'pypi'}")

@@ -18,13 +18,23 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rapids_source import (  # noqa: F401 - re-exported for tests and the other modules
+    DATA,
+    PLATFORMS,
+    ROOT,
+    UNKNOWN,
+    Source,
+    _all,
+    glibc_after,
+    known,
+    unknown,
+)
+
 SCHEMA = "envcheck.rapids-record/1"
 RELEASES = (
     "22.08", "22.10", "22.12", "23.02", "23.04", "23.06",
     "23.08", "23.10", "23.12", "24.02", "24.04",
 )  # fmt: skip
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "tests" / "data" / "rapids-record"
 OUT = ROOT / "envcheck" / "resolve" / "record" / "rapids.json"
 
 
@@ -33,7 +43,6 @@ def TABLE_TEXT() -> str:  # noqa: N802 - reads like the constant it stands for
     return OUT.read_text()
 
 
-UNKNOWN = "unknown"
 
 # versions.yaml key -> record field (ranges as conda match-spec versions)
 RANGES = {
@@ -46,52 +55,6 @@ RANGES = {
     "nccl_version": "nccl",
     "cuda_python_version": "cuda-python",
 }
-
-
-class Source:
-    """One copied file, read once, searched by line."""
-
-    def __init__(self, data: Path, rel: str) -> None:
-        self.rel = rel
-        path = data / rel
-        self.lines = path.read_text().splitlines() if path.exists() else []
-
-    def exists(self) -> bool:
-        return bool(self.lines)
-
-    def find(self, pattern: str, start: int = 0) -> tuple[re.Match[str], str] | None:
-        """First line (from ``start``) matching; returns the match and 'path:line'."""
-        rx = re.compile(pattern)
-        for i, line in enumerate(self.lines[start:], start + 1):
-            m = rx.search(line)
-            if m:
-                return m, f"{self.rel}:{i}"
-        return None
-
-    def key_value(self, key: str) -> tuple[str, str] | None:
-        """A versions.yaml entry ``key:`` followed by ``  - 'VALUE'``: (VALUE, pointer)."""
-        head = self.find(rf"^{re.escape(key)}:\s*$")
-        if head is None:
-            return None
-        line_no = int(head[1].rsplit(":", 1)[1])
-        for i in range(line_no, len(self.lines)):
-            m = re.match(r"^\s+-\s+['\"]?([^'\"#]*?)['\"]?\s*(#.*)?$", self.lines[i])
-            if m:
-                return m.group(1).strip(), f"{self.rel}:{i + 1}"
-            if not self.lines[i].lstrip().startswith("#"):
-                break
-        return None
-
-
-def known(value: Any, *pointers: str, note: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {"value": value, "from": list(pointers)}
-    if note:
-        out["note"] = note
-    return out
-
-
-def unknown(note: str) -> dict[str, Any]:
-    return {"value": UNKNOWN, "from": [], "note": note}
 
 
 def _matrix(src: Source) -> list[tuple[str, str, str]]:
@@ -277,13 +240,16 @@ def _xgboost(versions: Source, xgb_meta: Source, rel: str) -> dict[str, Any]:
     return known(base, kv[1])
 
 
-def release_entry(data: Path, rel: str) -> dict[str, Any]:
-    versions = Source(data, f"integration/{rel}/conda/recipes/versions.yaml")
-    meta = Source(data, f"integration/{rel}/conda/recipes/rapids/meta.yaml")
-    xgb_meta = Source(data, f"integration/{rel}/conda/recipes/rapids-xgboost/meta.yaml")
+def release_entry(data: Path, rel: str, integ: str = "") -> dict[str, Any]:
+    """A release's facts; ``integ`` names another copy of its integration files (a patch
+    release's, integration/23.04.00) to read them from."""
+    integ = integ or rel
+    versions = Source(data, f"integration/{integ}/conda/recipes/versions.yaml")
+    meta = Source(data, f"integration/{integ}/conda/recipes/rapids/meta.yaml")
+    xgb_meta = Source(data, f"integration/{integ}/conda/recipes/rapids-xgboost/meta.yaml")
     if not (versions.exists() and meta.exists()):
-        raise FileNotFoundError(f"{data}/integration/{rel}: versions.yaml or rapids/meta.yaml")
-    python, cuda = _builds(data, rel)
+        raise FileNotFoundError(f"{data}/integration/{integ}: versions.yaml or rapids/meta.yaml")
+    python, cuda = _builds(data, integ)
     entry: dict[str, Any] = {"python": python, "cuda_builds": cuda}
     if cuda["value"] != UNKNOWN:
         majors = sorted({v.split(".")[0] for v in cuda["value"]}, key=int)
@@ -313,19 +279,153 @@ def release_entry(data: Path, rel: str) -> dict[str, Any]:
     entry["glibc"] = _glibc(data, rel, versions)
     entry["xgboost"] = _xgboost(versions, xgb_meta, rel)
     entry["members"] = _members(meta)
+    entry["cuda_min"] = _cuda_min(data, rel)
     entry.update(_run_requirements(data, rel))
     return entry
 
 
+# patch releases whose integration files differ from the release branch's head, copied at the
+# commit before the change (integration/23.04.00: 23.04.01 moved xgboost from 1.7.1 to 1.7.5)
+PATCHES = {"23.04": ("23.04.00",)}
+
+
+def patch_entries(data: Path, rel: str, head: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """For each patch release of ``rel`` (the branch head's RAPIDS_VER among them): its version
+    (cited) and every fact in which the patch releases differ."""
+    entries = {}
+    for integ, entry in ((rel, head), *((p, release_entry(data, rel, p)) for p in PATCHES[rel])):
+        axis = _axis_list(Source(data, f"integration/{integ}/ci/axis/release.yaml"), "RAPIDS_VER")
+        if len(axis) != 1 or (integ != rel and axis[0][0] != integ):
+            raise ValueError(f"integration/{integ}/ci/axis/release.yaml: RAPIDS_VER {axis}")
+        entries[axis[0][0]] = (entry, axis[0][1])
+    value = lambda e, f: e.get(f, {}).get("value")  # noqa: E731 - pointers differ, not facts
+    fields = sorted(
+        {f for e, _ in entries.values() for f in e}
+        - {f for f in head if all(value(e, f) == value(head, f) for e, _ in entries.values())}
+    )
+    return {
+        ver: {"version": known(ver, ptr), **{f: e[f] for f in fields if f in e}}
+        for ver, (e, ptr) in sorted(entries.items())
+    }
+
+
+def _cuda_min(data: Path, rel: str) -> dict[str, Any]:
+    """The oldest CUDA the release supports: cudf's README, 'CUDA/GPU requirements'."""
+    readme = Source(data, f"cudf/{rel}/README.md")
+    head = readme.find(r"^#+\s*CUDA/GPU requirements")
+    hit = readme.find(r"^\*\s+CUDA (\d+\.\d+)\+\s*$", _line_no(head[1])) if head else None
+    if hit is None:
+        return unknown("no CUDA requirement in cudf's README of this release")
+    return known(hit[0].group(1), hit[1], note="cudf's README: CUDA/GPU requirements")
+
+
 def _run_requirements(data: Path, rel: str) -> dict[str, dict[str, Any]]:
-    """Ranges a package of the release requires to install ("run:NAME"), unlike versions.yaml's
-    advice: dask-cuda 23.08-24.02 pins pandas in its pyproject (the conda package runs it too)."""
+    """Ranges a package of the release requires to install ("run:OWNER:NAME"), unlike
+    versions.yaml's advice: cudf's conda recipe pins pandas in every release; dask-cuda
+    23.08-24.02 pins it in its pyproject (the conda package runs it too)."""
     out: dict[str, dict[str, Any]] = {}
+    meta = Source(data, f"cudf/{rel}/conda/recipes/cudf/meta.yaml")
+    run = meta.find(r"^  run:\s*$")
+    hit = meta.find(r"^\s+-\s+pandas\s+([<>=!,.\w]+)\s*$", _line_no(run[1])) if run else None
+    if hit:
+        out["run:cudf:pandas"] = known(hit[0].group(1), hit[1], note="cudf's conda recipe")
+    cuml = Source(data, f"cuml/{rel}/conda/recipes/cuml/meta.yaml")
+    ucx_py = _templated_run(cuml, Source(data, f"cuml/{rel}/ci/cpu/build.sh"), "ucx-py")
+    if ucx_py:
+        out["run:cuml:ucx-py"] = known(ucx_py[0], *ucx_py[1], note="cuml's conda recipe")
+    pyraft = Source(data, f"raft/{rel}/conda/recipes/pyraft/meta.yaml")
+    cbc = Source(data, f"raft/{rel}/conda/recipes/pyraft/conda_build_config.yaml")
+    ucx, via = _templated_run(pyraft, cbc, "ucx"), _run_line(cuml, r"pyraft\s+\{\{")
+    if ucx and via:  # cuml requires pyraft, which requires ucx
+        out["run:cuml:ucx"] = known(ucx[0], via, *ucx[1], note="pyraft, which cuml requires")
     pyproject = Source(data, f"dask-cuda/{rel}/pyproject.toml")
     hit = pyproject.find(r'^\s+"pandas\s*([<>=!,.\w]+)",')
     if hit and "<" in hit[0].group(1):  # an upper bound: 24.04's plain ">=1.3" says nothing new
-        out["run:pandas"] = known(hit[0].group(1), hit[1], note="dask-cuda")
+        out["run:dask-cuda:pandas"] = known(hit[0].group(1), hit[1], note="dask-cuda's pyproject")
     return out
+
+
+def _run_line(meta: Source, pattern: str) -> str | None:
+    """The pointer of the first run requirement matching ``pattern`` (after ``  run:``)."""
+    run = meta.find(r"^  run:\s*$")
+    hit = meta.find(rf"^\s+-\s+{pattern}", _line_no(run[1])) if run else None
+    return hit[1] if hit else None
+
+
+def _templated_run(meta: Source, values: Source, name: str) -> tuple[str, list[str]] | None:
+    """A run requirement written ``- NAME [>=]{{ var }}``, its variable resolved where the
+    recipe takes it from: an environment variable the CI script exports
+    (``{% set var=environ.get('ENV') %}`` + ``export ENV='0.27.*'``) or conda_build_config.yaml.
+    Returns (range, pointers)."""
+    ptr = _run_line(meta, rf"{re.escape(name)}\s+(>=)?\{{\{{\s*\w+\s*\}}\}}\s*$")
+    if ptr is None:
+        return None
+    line = meta.lines[_line_no(ptr) - 1]
+    m = re.search(r"(>=)?\{\{\s*(\w+)\s*\}\}", line)
+    if m is None:
+        return None
+    op, var = m.group(1) or "", m.group(2)
+    env = meta.find(rf"set {var}\s*=\s*environ\.get\('(\w+)'\)")
+    if env:
+        hit = values.find(rf"^export {env[0].group(1)}='?([^'\s]+)'?\s*$")
+        return (f"{op}{hit[0].group(1)}", [ptr, env[1], hit[1]]) if hit else None
+    kv = values.key_value(var)
+    return (f"{op}{kv[0]}", [ptr, kv[1]]) if kv else None
+
+
+def _line_no(pointer: str) -> int:
+    return int(pointer.rsplit(":", 1)[1])
+
+
+NOTICE_54 = "docs/main/_notices/rsn0054.md"
+
+
+def _cuda_floor(data: Path) -> dict[str, Any]:
+    """The CUDA minimum RAPIDS support notice 54 sets from a release on, held against the
+    platform-support table of RAPIDS' docs (CUDA 12's toolkit_min of each release it lists)."""
+    notice = Source(data, NOTICE_54)
+    hit = notice.find(
+        r"minimum required CUDA version .* from ([\d.]+) to ([\d.]+) starting with the "
+        r"v(\d+\.\d+) release"
+    )
+    if hit is None:
+        return unknown(f"{NOTICE_54} does not state a CUDA minimum")
+    need, since = hit[0].group(2), hit[0].group(3)
+    table = Source(data, PLATFORMS)
+    agree = []
+    for rel, major, low, ptr in _toolkit_mins(table):
+        if major != need.split(".")[0] or release_order(rel) < release_order(since):
+            continue
+        if low != need:
+            raise ValueError(f"{ptr}: RAPIDS {rel} CUDA {major} toolkit_min {low}, not {need}")
+        agree.append(ptr)
+    notice_id = notice.find(r"^notice_id: (\d+)")
+    name = f"RAPIDS support notice {notice_id[0].group(1) if notice_id else '?'}"
+    return known(
+        {"since": since, "cuda": need, "by": name},
+        hit[1],
+        *agree,
+        note=f"{name}; RAPIDS docs' platform support gives CUDA {need.split('.')[0]} toolkit_min "
+        f"{need} for each release it lists from {since} on",
+    )
+
+
+def _toolkit_mins(table: Source) -> list[tuple[str, str, str, str]]:
+    """(release, CUDA major, toolkit_min, pointer) of each cuda entry in platform_support.yml."""
+    out, rel, major = [], "", ""
+    for i, line in enumerate(table.lines, 1):
+        if m := re.match(r'^  - version: "(\d+\.\d+)"', line):
+            rel = m.group(1)
+        elif m := re.match(r"^      - major: (\d+)", line):
+            major = m.group(1)
+        elif m := re.match(r'^        toolkit_min: "([\d.]+)"', line):
+            out.append((rel, major, m.group(1), f"{table.rel}:{i}"))
+    return out
+
+
+def release_order(rel: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in rel.split("."))
+
 
 
 def _sources(data: Path) -> dict[str, str]:
@@ -337,6 +437,7 @@ def _sources(data: Path) -> dict[str, str]:
 
 
 def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[str, Any]:
+    releases = tuple(releases)
     from rapids_wheels import pypi_releases, pypi_sources  # it imports this module
 
     sources = {**_sources(data), **pypi_sources(data)}
@@ -349,18 +450,15 @@ def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[
             **pypi_releases(data),
         },
         # releases the data does not cover: what is known about them comes from these notices
-        "after": {
-            "first_release": known(
-                "24.06", "RAPIDS support notice RSN 37 (https://docs.rapids.ai/notices/rsn0037/)"
-            ),
-            "glibc": known(
-                "2.28",
-                "RAPIDS support notice RSN 37 (https://docs.rapids.ai/notices/rsn0037/)",
-                note="not in the copied files: cudf's conda_build_config still names "
-                "c_stdlib_version 2.17 at branch-24.06..24.12; the PyPI wheels of 24.12-26.10 "
-                "are manylinux_2_24 to manylinux_2_28 (tests/data/rapids-record/pypi)",
-            ),
+        "after": dict(zip(("first_release", "glibc"), glibc_after(data), strict=True)),
+        # patch releases that differ: release -> patch -> the facts that differ
+        "patches": {
+            rel: patch_entries(data, rel, release_entry(data, rel))
+            for rel in PATCHES
+            if rel in releases
         },
+        # minimums that hold from a release on, whether the data covers the release or not
+        "floors": {"cuda": _cuda_floor(data)},
         "sources": sources,
     }
 

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from rapids_pypi import ARCH, CUDA_PROJECTS, RELEASES, Wheel, chosen, read_index, release_of
-from rapids_record import Source, known, unknown
+from rapids_source import Source, known, unknown
 
-RSN37 = "RAPIDS support notice RSN 37 (https://docs.rapids.ai/notices/rsn0037/)"
 # package -> (record field, the PyPI name cudf-cu12 requires it under)
 CUDF_RANGES = {
     "numpy": "numpy",
@@ -188,11 +187,11 @@ def _glibc(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
             low = min(lows)
             floors.append((low, f"{low[0]}.{low[1]}", ws.line_of(project, w)))
     if not floors:
-        note = f"no binary wheel of this release on PyPI; {RSN37.split(' (')[0]}"
-        return {
-            "manylinux": unknown("no binary wheel of this release on PyPI"),
-            "glibc": known("2.28", RSN37, note=note),
-        }
+        from rapids_source import glibc_after
+
+        after = glibc_after(ws.data)[1]
+        after = {**after, "note": f"no binary wheel of this release on PyPI; {after['note']}"}
+        return {"manylinux": unknown("no binary wheel of this release on PyPI"), "glibc": after}
     top = max(floors)
     return {
         "manylinux": known(tags, *[p for _, _, p in floors], note="x86_64 wheel tag per package"),

@@ -121,3 +121,39 @@ def test_job_that_can_never_start_is_cancelled_with_slurms_reason(slurm, tmp_pat
     assert "can never start" in p.stderr and "PartitionConfig" in p.stderr
     job = p.stderr.split("job ", 1)[1].split()[0]
     assert "JobState=CANCELLED" in slurm.run("scontrol", "show", "job", "-o", job)
+
+
+def test_hostile_sbatch_values_reach_slurm_verbatim_as_one_option_each(slurm, tmp_path):
+    """sbatch's own #SBATCH parser reads the quoted values back whole: spaces, quotes, `#`
+    and backslashes stay in the job name and comment, and start no other option."""
+    name = "a b 'c' \"d\" # e \\ $(touch pwned) --hold"
+    comment = "x --partition=nope # y \"z\""
+    script = envcheck(slurm, tmp_path, "slurm", "script", "--job-name", name,
+                      f"--sbatch=--comment={comment}", "--sbatch=--hold")
+    assert script.returncode == 0, script.stderr
+    sub = subprocess.run(["sbatch", "--parsable"], input=script.stdout, cwd=tmp_path,
+                         env=slurm.env, capture_output=True, text=True, timeout=60)
+    assert sub.returncode == 0, sub.stderr
+    job = sub.stdout.strip().split(";")[0]
+    try:
+        fields = slurm.run("squeue", "-h", "-j", job, "-o", "%j|%k|%P|%T").rstrip("\n")
+    finally:
+        slurm.run("scancel", job, check=False)
+    assert fields == f"{name}|{comment}|debug|PENDING"
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_job_mode_verifies_every_task_then_runs_the_work(slurm, tmp_path):
+    # no Dask cluster: srun's two tasks run verify job, each on the GPU Slurm bound it to
+    p = envcheck(
+        slurm, tmp_path, "slurm", "script", "--job", "--gpus-per-node", "2", "--env", sys.prefix,
+        "--then", "echo work ran > then.out", "--submit", "--json", "report.json",
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    got = {r["check"]: r for r in report["results"]}
+    assert got["job.ranks"]["message"].startswith("2 of 2 ranks reported (slurm)")
+    assert got["slurm.gpu-binding"]["status"] == "pass"
+    assert (tmp_path / "then.out").read_text() == "work ran\n"
+    job = report["environment"]["slurm job"].split()[0]
+    assert left_running(job, str(slurm.conf)) == []

@@ -3,10 +3,14 @@
 Rules (ids as printed):
   rapids.one-release   two RAPIDS releases in one environment (dask-cuda=22.08 + dask-cudf=22.10)
   rapids.pin           a pin the release fixes exactly (dask, distributed, dask-expr, xgboost)
-  rapids.range         a range from the release's `rapids` meta-package (numpy, cupy, ucx, ...)
+  rapids.range         a range from the release's `rapids` meta-package (numpy, cupy, ucx, ...),
+                       or a run requirement ("run:OWNER:NAME") of a package the recipe installs
   rapids.python        a Python the release was not built for
-  rapids.cuda          a CUDA major the release does not ship
+  rapids.cuda          a CUDA major the release does not ship, a toolkit below its oldest CUDA
+                       (cuda_min), or below a floor from a release on (CUDA 12.2 from 25.12)
   rapids.glibc         a target glibc older than the release needs (RAPIDS 24.06+ on glibc 2.17)
+A release with patch releases that differ (23.04.00 / 23.04.01) is checked as each patch the
+recipe's rapids / rapids-xgboost entries admit; findings common to them all stand.
 Warnings (the build goes on): a range from versions.yaml that is not a run requirement of the
 meta-package (pandas, pytorch), ucx-py, a toolkit older than the release was built with, a
 release the record does not cover; info: entries the record says nothing about.
@@ -207,9 +211,9 @@ def lint_admitted(
     anchor = min(rapids, key=lambda e: len(admits[e.text])).text
     ordered = sorted(common, key=release_key)  # messages name the oldest admitted release
     per_release = [_one_release(rel, anchor, entries, system, record) for rel in ordered]
-    findings = _shared(per_release, common)
+    findings = _shared(per_release, f"every release the recipe admits: {describe(common)}")
     told = {"python", *EXACT, "xgboost", *META_RANGES, *ADVICE_RANGES, *TOOLKITS, *names}
-    told |= {k.split(":", 1)[1] for r in record.releases.values() for k in r.facts if ":" in k}
+    told |= {name for r in record.releases.values() for _, name, _ in _run_pins(r)}
     silent = sorted({e.name for e in entries} - told)
     if silent:
         findings.append(
@@ -228,13 +232,72 @@ def _one_release(
     rel: str, anchor: str, entries: Sequence[Entry], system: Mapping[str, str], record: Record
 ) -> list[Finding]:
     release = record.release(rel)
+    floor = _cuda_floor(rel, anchor, entries, system, record)
     if release is None:
-        return _uncovered(rel, anchor, system, record)
-    return _release_rules(release, anchor, entries, system)
+        return floor + _uncovered(rel, anchor, system, record)
+    patches = _patches(release, entries)
+    if not patches:
+        return floor + _release_rules(release, anchor, entries, system)
+    per_patch = [_release_rules(release.at(p), anchor, entries, system) for p in patches]
+    also = f"every patch release the recipe admits: {', '.join(patches)}"
+    return floor + _shared(per_patch, also)
 
 
-def _shared(per_release: Sequence[list[Finding]], releases: frozenset[str]) -> list[Finding]:
-    """The findings every release gives (by rule, severity and entries), merged into one."""
+# the packages whose version is the patch release the integration files describe
+PATCH_NAMED = ("rapids", "rapids-xgboost")
+
+
+def _patches(release: Release, entries: Sequence[Entry]) -> list[str]:
+    """The patch releases (of those whose facts differ) the recipe's rapids / rapids-xgboost
+    entries admit: all of them when it names none, or none of those recorded."""
+    named = [e for e in entries if e.name in PATCH_NAMED and e.version]
+    every = sorted(release.patches)
+    return [p for p in every if all(matches(e.version, p) for e in named)] or every
+
+
+def _cuda_floor(
+    rel: str, anchor: str, entries: Sequence[Entry], system: Mapping[str, str], record: Record
+) -> list[Finding]:
+    """The CUDA minimum a notice sets from a release on (12.2 from 25.12): toolkit entries of
+    that CUDA major below it, and target drivers of that major below it, are errors."""
+    floor = record.floors.get("cuda")
+    if floor is None or not floor.known or release_key(rel) < release_key(floor.value["since"]):
+        return []
+    need = floor.value["cuda"]
+    major = need.split(".")[0]
+    why = f"RAPIDS {floor.value['since']} and later require CUDA >= {need} ({floor.value['by']})"
+    out = []
+    for e in entries:
+        # entries of an older major alone are the CUDA-major rule's to report
+        if not (e.name in TOOLKITS and e.version and overlaps(e.version, f">={major}")):
+            continue
+        if not overlaps(e.version, f">={need}"):
+            out.append(
+                Finding(
+                    "rapids.cuda",
+                    ERROR,
+                    f"recipe entry {e.text!r} contradicts RAPIDS {rel} ({anchor!r}): {why}",
+                    (anchor, e.text),
+                    floor.sources,
+                )
+            )
+    drv = system.get("cuda")
+    if drv and drv.split(".")[0] == major and matches(f"<{need}", drv):
+        out.append(
+            Finding(
+                "rapids.cuda",
+                ERROR,
+                f"RAPIDS {rel} ({anchor!r}): {why}; the recipe's target driver supports CUDA {drv}",
+                (anchor,),
+                floor.sources,
+            )
+        )
+    return out
+
+
+def _shared(per_release: Sequence[list[Finding]], also: str) -> list[Finding]:
+    """The findings every release gives (by rule, severity and entries), merged into one;
+    ``also`` names the releases in the merged message."""
     if len(per_release) == 1:
         return list(per_release[0])
     key = lambda f: (f.rule, f.severity, f.entries)  # noqa: E731
@@ -249,8 +312,7 @@ def _shared(per_release: Sequence[list[Finding]], releases: frozenset[str]) -> l
                 Finding(
                     f.rule,
                     f.severity,
-                    f"{f.message} (and so does every release the recipe admits: "
-                    f"{describe(releases)})",
+                    f"{f.message} (and so does {also})",
                     f.entries,
                     tuple(sources),
                 )
@@ -329,7 +391,7 @@ def _newest_for(record: Record, glibc: str) -> str:
 def _release_rules(
     release: Release, anchor: str, entries: Sequence[Entry], system: Mapping[str, str]
 ) -> list[Finding]:
-    rel = release.version
+    rel = release.label
     out: list[Finding] = []
     by_name = {e.name: e for e in entries}
 
@@ -353,18 +415,23 @@ def _release_rules(
         want = str(xgb.value).split(" ")[0]
         if not matches(e.version, want):
             clash("rapids.pin", ERROR, e, xgb, f"rapids-xgboost {rel} pins xgboost {xgb.value}")
+    required = set()  # names a package the recipe installs requires: advice on them is moot
+    for owner, name, fact in _run_pins(release):
+        e = by_name.get(name)
+        if owner not in by_name and "rapids" not in by_name:
+            continue  # the recipe does not install the package that requires it
+        if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
+            what = f"{owner} {rel} requires {name} {fact.value} ({fact.note})"
+            clash("rapids.range", ERROR, e, fact, what)
+            required.add(name)
     for names, sev in ((META_RANGES, ERROR), (ADVICE_RANGES, WARN)):
         for name in names:
             fact, e = release.get(name), by_name.get(name)
+            if sev == WARN and name in required:
+                continue
             if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
                 where = "requires" if sev == ERROR else "was built and tested with"
                 clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
-    for field, fact in release.facts.items():
-        name = field.split(":", 1)[1] if field.startswith("run:") else None
-        e = by_name.get(name) if name else None
-        if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
-            what = f"{fact.note or 'a package'} of the release requires {name} {fact.value}"
-            clash("rapids.range", ERROR, e, fact, what)
     py, e = release.get("python"), by_name.get("python")
     if e and e.version and py.known and not _minors(e.version, py.value):
         clash("rapids.python", ERROR, e, py, f"it was built for Python {', '.join(py.value)}")
@@ -385,6 +452,17 @@ def _release_rules(
     return out
 
 
+def _run_pins(release: Release) -> list[tuple[str, str, Value]]:
+    """(owner, name, range) of the release's "run:OWNER:NAME" facts: OWNER requires NAME."""
+    out = []
+    for field, fact in release.facts.items():
+        kind, _, rest = field.partition(":")
+        owner, _, name = rest.partition(":")
+        if kind == "run" and name:
+            out.append((owner, name, fact))
+    return out
+
+
 def _cuda_rules(release, anchor, by_name, system, clash) -> list[Finding]:  # type: ignore[no-untyped-def]
     out: list[Finding] = []
     majors, builds = release.get("cuda_majors"), release.get("cuda_builds")
@@ -397,6 +475,10 @@ def _cuda_rules(release, anchor, by_name, system, clash) -> list[Finding]:  # ty
         got = [m for m in majors.value if _minors(e.version, [f"{m}.{n}" for n in range(10)])]
         if not got:
             clash("rapids.cuda", ERROR, e, majors, f"it ships CUDA {', '.join(majors.value)}.x")
+            continue
+        low = release.get("cuda_min")
+        if low.known and not overlaps(e.version, f">={low.value}"):
+            clash("rapids.cuda", ERROR, e, low, f"it requires CUDA {low.value}+ ({low.note})")
             continue
         same_major = [b for b in builds.value if b.split(".")[0] in got]
         older = [
@@ -498,3 +580,34 @@ def _cuda_python(release: Release) -> str:
 
 def errors(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == ERROR]
+
+
+_CU_SUFFIX = re.compile(r"^(.+)-cu(\d{2})$")
+
+
+def pip_entries(requirements: Iterable[str], record: Record) -> list[str]:
+    """RAPIDS wheels as the conda entries the rules read: 'cudf-cu12==26.10.*' says cudf
+    26.10.* and CUDA 12 (the wheel's suffix is its CUDA major); dask-cuda keeps its name."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    names = record.release_versioned_names() | {"dask-cuda"}
+    out: list[str] = []
+    for text in requirements:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        name = canonicalize_name(req.name)
+        m = _CU_SUFFIX.match(name)
+        base = m.group(1) if m else name
+        if base not in names and name not in EXACT and name != "python":
+            continue
+        spec = ",".join(
+            s.version if s.operator == "==" and s.version.endswith(".*") else str(s)
+            for s in req.specifier
+        )
+        out.append(f"{base} {spec}" if spec else base)
+        if m and f"cuda-version {m.group(2)}.*" not in out:
+            out.append(f"cuda-version {m.group(2)}.*")
+    return out

@@ -14,8 +14,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, Unsolvable
+from envcheck.resolve.recipe import _NAME
 from envcheck.resolve.record.lint import ERROR, lint
-from envcheck.resolve.record.table import Record, Release, Value, is_release, load_record
+from envcheck.resolve.record.table import (
+    Record,
+    Release,
+    Value,
+    is_release,
+    load_record,
+    release_key,
+)
 
 if TYPE_CHECKING:
     from envcheck.report import Report
@@ -146,7 +154,7 @@ def _python(release: Release, opts: Options) -> tuple[str, str]:
     return chosen, f"built for Python {', '.join(py.value)} ({cite(py)})"
 
 
-def _toolkit(release: Release, opts: Options, lines: _Lines) -> None:
+def _toolkit(record: Record, release: Release, opts: Options, lines: _Lines) -> None:
     toolkit = opts.toolkit or opts.cuda
     major = toolkit.split(".")[0]
     rule, builds, majors = (
@@ -160,14 +168,25 @@ def _toolkit(release: Release, opts: Options, lines: _Lines) -> None:
     elif rule.known:
         lines.add(f"cuda-version={toolkit}", f"rule {rule.value} ({cite(rule)}){built}")
     else:
+        low, why = f"{major}.0", ""
+        floor = record.floors.get("cuda")
+        if (
+            floor
+            and floor.known
+            and floor.value["cuda"].split(".")[0] == major
+            and release_key(release.version) >= release_key(floor.value["since"])
+        ):
+            low = floor.value["cuda"]
+            why = f"; CUDA >= {low} from {floor.value['since']} on ({floor.value['by']}: "
+            why += f"{cite(floor)})"
         ships = (
             f"the release ships CUDA {', '.join(majors.value)} ({cite(majors)})"
             if majors.known
             else f"which CUDA majors the release ships is not in the data ({majors.note})"
         )
         lines.add(
-            f"cuda-version>={major}.0,<{int(major) + 1}",
-            f"CUDA {major}: {ships}; how its conda packages pin CUDA is not in the data",
+            f"cuda-version>={low},<{int(major) + 1}",
+            f"CUDA {major}: {ships}{why}; how its conda packages pin CUDA is not in the data",
         )
 
 
@@ -219,7 +238,7 @@ def compose(opts: Options, record: Record | None = None) -> str:
     python, py_note = _python(release, opts)
     lines = _Lines()
     lines.add(f"python={python}", py_note)
-    _toolkit(release, opts, lines)
+    _toolkit(record, release, opts, lines)
     libs = _libs(release, opts)
     for name in libs:
         lines.add(f"{name}={rel}", _member_comment(release, name))
@@ -280,26 +299,42 @@ def _render(opts, release, lines, system, os_words, python, libs) -> str:  # typ
     desc = opts.description or (
         f"Python {python}, RAPIDS {rel} ({', '.join(libs)}) for {os_words}."
     )
-    out = [*header, f"name: {name}", "description: >-", f"  {desc}"]
-    out.append(f"channels: [{', '.join(opts.channels)}]")
+    out = [*header, f"name: {_scalar(name)}", "description: >-", f"  {desc}"]
+    out.append(f"channels: [{', '.join(_scalar(c, flow=True) for c in opts.channels)}]")
     out.append("platforms: [linux-64]")
     glibc_note = f"{os_words}; RAPIDS {rel} needs glibc {floor.value} ({cite(floor)})"
     out.append(f'system: {{cuda: "{system["cuda"]}", glibc: "{system["glibc"]}"}}  # {glibc_note}')
     if opts.targets:
         out.append("targets:")
-        out += [f"  - {t}" for t in opts.targets]
+        out += [f"  - {_scalar(t)}" for t in opts.targets]
     out.append("dependencies:")
     width = max(len(s) for s, _ in lines.deps) + 2
     out += [f"  - {s.ljust(width)}# {c}".rstrip() for s, c in lines.deps]
     if opts.pip:
         out.append("pip:")
-        out += [f"  - {p}" for p in opts.pip]
+        out += [f"  - {_scalar(p)}" for p in opts.pip]
     if opts.exclude:
         out.append("exclude:")
         reason = opts.exclude_reason or "excluded with `envcheck recipe new --exclude`"
         for n in opts.exclude:
-            out += [f"  - name: {n}", "    reason: >-", f"      {reason}"]
+            out += [f"  - name: {_scalar(n)}", "    reason: >-", f"      {reason}"]
     return "\n".join(out) + "\n"
+
+
+def _scalar(text: str, flow: bool = False) -> str:
+    """`text` as a YAML string: plain when YAML reads it back as that very string (what the
+    shipped recipes hold), else double-quoted (JSON's escapes are YAML's)."""
+    import json
+
+    import yaml
+
+    wrapped = f"[{text}]" if flow else f"- {text}"
+    try:
+        if yaml.safe_load(wrapped) == [text]:
+            return text
+    except yaml.YAMLError:
+        pass
+    return json.dumps(text, ensure_ascii=False)
 
 
 # --- the verb ------------------------------------------------------------------------------
@@ -329,7 +364,43 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="write here instead of printing")
 
 
+_TEXT = ("rapids", "cuda", "python", "toolkit", "exclude_reason", "name", "description")
+_LISTS = ("libs", "with_", "exclude", "pip", "channels", "target")
+_SPECS = ("libs", "with_", "exclude")
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.rstrip("_").replace("_", "-")
+
+
+def check_values(args: argparse.Namespace) -> None:
+    """Refuse what would make a recipe `build` cannot read, in one line naming the option: a
+    control character (a newline in --description would start a new YAML key) and a package
+    name that is not a conda package name (conda names are ASCII)."""
+    import unicodedata
+
+    from rattler import MatchSpec
+
+    pairs = [(d, getattr(args, d)) for d in _TEXT]
+    pairs += [(d, v) for d in _LISTS for v in (getattr(args, d) or ())]
+    for dest, value in pairs:
+        bad = next((c for c in value or "" if unicodedata.category(c) == "Cc"), None)
+        if bad is not None:
+            raise BadInput(f"{_flag(dest)}: control character {bad!r} in {value!r}: not allowed")
+    if args.name is not None and not _NAME.match(args.name):
+        raise BadInput(f"--name {args.name!r}: a recipe name is lower-case letters, digits, . _ -")
+    for dest in _SPECS:
+        for spec in getattr(args, dest) or ():
+            try:
+                MatchSpec(spec)
+            except Exception as e:  # noqa: BLE001 - rattler raises its own types
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                raise BadInput(f"{_flag(dest)} {spec!r}: not a conda package spec ({first})") \
+                    from None
+
+
 def options(args: argparse.Namespace) -> Options:
+    check_values(args)
     return Options(
         rapids=args.rapids, cuda=args.cuda, os=args.os, python=args.python,
         toolkit=args.toolkit, libs=args.libs, with_=tuple(args.with_),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -37,9 +37,21 @@ class Value:
 class Release:
     version: str  # "22.08"
     facts: dict[str, Value]
+    # patch releases whose facts differ ("23.04.00" -> the facts it has in place of facts')
+    patches: dict[str, dict[str, Value]] = field(default_factory=dict)
+    patch: str = ""  # set on the release as one patch has it (at())
 
     def get(self, field: str) -> Value:
         return self.facts.get(field) or Value(UNKNOWN, (), f"the record has no {field} field")
+
+    @property
+    def label(self) -> str:
+        """'23.04' or, for one patch release, '23.04.00'."""
+        return self.patch or self.version
+
+    def at(self, patch: str) -> Release:
+        """The release as patch release ``patch`` has it."""
+        return Release(self.version, {**self.facts, **self.patches[patch]}, {}, patch)
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,7 @@ class Record:
     releases: dict[str, Release]
     after: dict[str, Value]  # what is known about releases newer than the newest covered
     sources: dict[str, str]  # copied file -> "repo@commit (branch) path"
+    floors: dict[str, Value] = field(default_factory=dict)  # from a release on: {"since", ...}
 
     @property
     def newest(self) -> str:
@@ -87,12 +100,21 @@ def _value(raw: dict[str, Any]) -> Value:
 def parse_record(data: dict[str, Any]) -> Record:
     if data.get("schema") != "envcheck.rapids-record/1":
         raise ValueError(f"unknown record schema {data.get('schema')!r}")
+    patches = data.get("patches", {})
     releases = {
-        v: Release(v, {k: _value(f) for k, f in facts.items()})
+        v: Release(
+            v,
+            {k: _value(f) for k, f in facts.items()},
+            {
+                p: {k: _value(f) for k, f in pf.items()}
+                for p, pf in patches.get(v, {}).items()
+            },
+        )
         for v, facts in data["releases"].items()
     }
     after = {k: _value(f) for k, f in data.get("after", {}).items()}
-    return Record(releases, after, dict(data.get("sources", {})))
+    floors = {k: _value(f) for k, f in data.get("floors", {}).items()}
+    return Record(releases, after, dict(data.get("sources", {})), floors)
 
 
 @cache

@@ -9,16 +9,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
-import json
 import logging
 import os
+import signal
 import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import BadInput, Unreachable
+from envcheck.inputs import check_regular, load_json_file
 from envcheck.report import Result, Status
 from envcheck.verify.cluster.probe import PeerVersions, first_line, probe_scheduler, with_workers
 
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT = 30.0
 
+SCHEDULER_FILE_MAX_BYTES = 1 << 20  # dask writes a few hundred bytes
+PEM_MAX_BYTES = 1 << 20  # a CA bundle is ~200 KiB
 _SCHEMES = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
 
 
@@ -42,8 +45,8 @@ def security_from_files(
     if (cert is None) != (key is None):
         raise BadInput("--tls-cert and --tls-key go together")
     for flag, path in (("--tls-ca-file", ca_file), ("--tls-cert", cert), ("--tls-key", key)):
-        if path is not None and not path.is_file():
-            raise BadInput(f"{flag}: file not found: {path}")
+        if path is not None:  # ssl reads them itself: a FIFO or /dev/zero would hang it
+            check_regular(path, flag, PEM_MAX_BYTES)
     import ssl
 
     from distributed.security import Security
@@ -68,12 +71,7 @@ def security_from_files(
 
 def address_from_scheduler_file(path: Path) -> str:
     """The scheduler address in a file written by `dask scheduler --scheduler-file`."""
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise BadInput(f"scheduler file not found: {path}") from None
-    except (OSError, ValueError) as e:
-        raise BadInput(f"{path}: not a scheduler file ({e})") from None
+    data = load_json_file(path, "scheduler file", SCHEDULER_FILE_MAX_BYTES)
     address = data.get("address") if isinstance(data, dict) else None
     if not isinstance(address, str) or not address:
         raise BadInput(f"{path}: not a scheduler file (no 'address')")
@@ -309,13 +307,34 @@ def embedded_cluster(
             cluster = LocalCluster(n_workers=n_workers, processes=True, host="127.0.0.1", **common)
     except Exception as e:
         raise Unreachable(f"the embedded {kind} did not start: {first_line(e)}") from e
+    client = None
     try:
         client = Client(cluster, timeout=timeout, set_as_default=True)  # see connect()
-        try:
-            yield client
-        finally:
+        yield client
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (Terminated): the run ends now
+        # The worker processes got the terminal's SIGINT too and wind down on their own
+        # schedule (asyncio cancels their main task; seen alive seconds later), and the
+        # nannies' graceful close waits for them up to `timeout` (120 s). They are ours and
+        # their work is abandoned: they go first, and the closes are short.
+        kill_worker_processes(cluster)
+        timeout = min(timeout, _INTERRUPTED_CLOSE)
+        raise
+    finally:
+        if client is not None:
             with contextlib.suppress(Exception):
                 client.close(timeout=timeout)
-    finally:
         with contextlib.suppress(Exception):
             cluster.close(timeout=timeout)
+
+
+_INTERRUPTED_CLOSE = 5.0  # seconds for each close once the workers are killed
+
+
+def kill_worker_processes(cluster: Any) -> None:
+    """SIGKILL the process of every nanny-managed worker of a local cluster."""
+    for worker in list(getattr(cluster, "workers", {}).values()):
+        process = getattr(getattr(worker, "process", None), "process", None)  # Nanny's
+        pid = getattr(process, "pid", None)
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)

@@ -45,12 +45,16 @@ def _config(path: Path | None) -> dict[str, Any]:
     if path is not None:
         import yaml
 
+        from envcheck.inputs import read_text
+
+        text = read_text(path, "--jobqueue-config", 1 << 20)
         try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except FileNotFoundError:
-            raise BadInput(f"--jobqueue-config: file not found: {path}") from None
-        except yaml.YAMLError as e:
-            raise BadInput(f"--jobqueue-config {path}: not YAML ({e})") from None
+            data = yaml.safe_load(text) or {}
+        except (yaml.YAMLError, RecursionError) as e:
+            first = (str(e).strip().splitlines() or ["nested too deep"])[0]
+            raise BadInput(f"--jobqueue-config {path}: not YAML ({first})") from None
+        if not isinstance(data, dict):
+            raise BadInput(f"--jobqueue-config {path}: not a mapping of dask config")
         dask.config.update(dask.config.config, data, priority="new")
     return dict(dask.config.get("jobqueue.slurm", default={}) or {})
 

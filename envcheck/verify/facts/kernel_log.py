@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
+import time
 from typing import Any
 
 from .caches import _CACHE
@@ -21,6 +23,11 @@ _KMSG = re.compile(r"^\d+,\d+,(\d+),[^;]*;")
 # path -> [fd, events, records]: /dev/kmsg is read on, not again, by later collections (a
 # long-running node has ~10k records; a round of a cluster reads only what is new).
 _KMSG_STATE: dict[str, list[Any]] = {}
+# Bounds of their own (this package ships by value and cannot import envcheck.inputs): a saved
+# log is read this far and no further, a line at most this long, /dev/kmsg for this long.
+MAX_LOG_BYTES = 256 << 20
+MAX_LINE_BYTES = 64 << 10
+MAX_KMSG_SECONDS = 5.0
 
 
 def parse_xid_line(line: str) -> XidEvent | None:
@@ -82,21 +89,59 @@ def read_kernel_log(
     return (), "", "; ".join(why), 0
 
 
-def _read_log_path(path: str) -> tuple[tuple[XidEvent, ...], str, str, int]:
-    import stat
-
+def is_kmsg(path: str) -> bool:
+    """`path` is the kernel's log device (char 1:11, /dev/kmsg under any name)."""
     try:
-        is_char = stat.S_ISCHR(os.stat(path).st_mode)
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == (1, 11)
+
+
+def _read_log_path(path: str) -> tuple[tuple[XidEvent, ...], str, str, int]:
+    try:
+        st = os.stat(path)
     except OSError as e:
         return (), path, f"{path}: {e.strerror or e}", 0
-    if not is_char:  # a saved log: dmesg output, kern.log, journalctl -k
-        try:
-            with open(path, errors="replace") as f:
-                text = f.read().splitlines()
-        except OSError as e:
-            return (), path, f"{path}: {e.strerror or e}", 0
-        found = tuple(e for e in map(parse_xid_line, (t for t in text if "Xid" in t)) if e)
-        return found, path, "", len(text)
+    if is_kmsg(path):
+        return _read_kmsg(path)
+    if not stat.S_ISREG(st.st_mode):
+        # /dev/zero or a FIFO would be read forever: only kmsg and saved logs are logs
+        return (), path, f"{path}: {_kind(st.st_mode)}, not /dev/kmsg or a saved log file", 0
+    return _read_saved(path)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _read_saved(path: str) -> tuple[tuple[XidEvent, ...], str, str, int]:
+    """A saved log (dmesg output, kern.log, journalctl -k), read to MAX_LOG_BYTES at most, one
+    bounded line at a time (a file without newlines is not one huge line in memory)."""
+    found, lines, size = [], 0, 0
+    try:
+        with open(path, "rb") as f:
+            for raw in iter(lambda: f.readline(MAX_LINE_BYTES), b""):
+                size += len(raw)
+                if size > MAX_LOG_BYTES:
+                    why = f"{path}: read only the first {MAX_LOG_BYTES >> 20} MiB"
+                    return tuple(found), path, why, lines
+                lines += 1
+                if b"Xid" in raw:
+                    event = parse_xid_line(raw.decode("utf-8", "replace"))
+                    if event is not None:
+                        found.append(event)
+    except OSError as e:
+        return tuple(found), path, f"{path}: {e.strerror or e}", lines
+    return tuple(found), path, "", lines
+
+
+def _read_kmsg(path: str) -> tuple[tuple[XidEvent, ...], str, str, int]:
     state = _KMSG_STATE.get(path)
     if state is None:
         try:
@@ -105,7 +150,8 @@ def _read_log_path(path: str) -> tuple[tuple[XidEvent, ...], str, str, int]:
             return (), path, f"{path}: {e.strerror or e}", 0
         state = _KMSG_STATE[path] = [fd, [], 0]
     fd, events, count = state
-    while True:
+    deadline = time.monotonic() + MAX_KMSG_SECONDS
+    while time.monotonic() < deadline:  # the ring buffer takes milliseconds; a flood is cut
         try:
             record = os.read(fd, 8192)
         except BlockingIOError:  # no record left

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Callable, List
 
@@ -225,8 +225,28 @@ def check_kernels(job: JobFacts, exp: Expectations) -> list[Result]:
     return out
 
 
+def nccl_blocker(ranks: Sequence[RankFacts]) -> str:
+    """Why an NCCL all-reduce cannot run across these ranks ("" when it can).
+
+    NCCL refuses two ranks of one communicator on one GPU ("invalid usage"): the binding
+    checks already fail that, so the collective is not attempted and adds no second error.
+    """
+    if not ranks or any(r.device < 0 or r.kernel_error for r in ranks):
+        return "not every rank has a working GPU"
+    seen: dict[tuple[str, str], int] = {}
+    for r in ranks:
+        key = (r.host, r.device_uuid or f"cuda:{r.device}")
+        if key in seen:
+            return f"ranks {seen[key]} and {r.rank} share one GPU on {r.host} (job.gpu-shared)"
+        seen[key] = r.rank
+    return ""
+
+
 def check_allreduce(job: JobFacts, exp: Expectations) -> list[Result]:
     out = []
+    blocker = nccl_blocker(job.ranks)
+    if blocker and any(r.device >= 0 for r in job.ranks):
+        out.append(_r("job.allreduce.nccl", Status.SKIP, f"nccl all-reduce not run: {blocker}"))
     for c in job.collectives:
         check = f"job.allreduce.{c.backend}"
         if c.error:

@@ -16,7 +16,13 @@ from envcheck.report import Measurement, Report, Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import collect_node_facts, facts_from_dict, facts_to_dict
 from envcheck.verify.job import group as grp
-from envcheck.verify.job.checks import Collective, JobFacts, run_job_checks, skew_table
+from envcheck.verify.job.checks import (
+    Collective,
+    JobFacts,
+    nccl_blocker,
+    run_job_checks,
+    skew_table,
+)
 from envcheck.verify.job.launch import LaunchInfo
 from envcheck.verify.job.rank import (
     collect_rank_facts,
@@ -101,7 +107,7 @@ class JobRun:
         facts = tuple(facts_from_dict(g["facts"]) for g in gathered)
         rv.reached("allreduce")
         collectives = [self._allreduce(dist, "gloo", None)]
-        if all(r.device >= 0 and not r.kernel_error for r in ranks):
+        if not nccl_blocker(ranks):
             nccl = self._step("forming the NCCL group", lambda: dist.new_group(
                 backend="nccl", timeout=grp._td(self.collective_timeout)))
             collectives.append(self._allreduce(dist, "nccl", nccl))

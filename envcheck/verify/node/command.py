@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from envcheck.errors import BadInput
+from envcheck.inputs import check_regular, load_json_file
 from envcheck.report import Measurement, Report, Result, Status
 from envcheck.verify.expectations import (
     Expectations,
@@ -22,6 +23,8 @@ from envcheck.verify.facts import (
     facts_from_dict,
     facts_to_dict,
 )
+from envcheck.verify.facts.kernel_log import MAX_LOG_BYTES as KERNEL_LOG_MAX_BYTES
+from envcheck.verify.facts.kernel_log import is_kmsg
 from envcheck.verify.node.checks import run_node_checks
 from envcheck.verify.node.prefix import collect_prefix_facts, interpreter, prefix_summary
 
@@ -119,8 +122,9 @@ def _run(args: argparse.Namespace) -> Report:
     if getattr(args, "load_seconds", 4.0) <= 0:
         raise BadInput(f"--load-seconds must be positive, not {args.load_seconds:g}")
     kernel_log = str(args.kernel_log) if getattr(args, "kernel_log", None) else ""
-    if kernel_log and not Path(kernel_log).exists():
-        raise BadInput(f"kernel log not found: {kernel_log}")
+    if kernel_log and not is_kmsg(kernel_log):
+        # a saved log: a regular file of bounded size (the collector bounds its read again)
+        check_regular(kernel_log, "kernel log", KERNEL_LOG_MAX_BYTES)
     if args.facts and args.prefix:
         raise BadInput("give --facts or --prefix, not both")
     if args.prefix:
@@ -192,6 +196,10 @@ def check_lock_platform(exp: Expectations, platform: str) -> None:
         )
 
 
+FACTS_MAX_BYTES = 64 << 20  # a node with 10,000 packages saves about 2 MiB
+FACTS_FIFO_TIMEOUT = 30.0  # --facts <(ssh node ...): the writer's time to collect
+
+
 def _collect(exp: Expectations, kernel_log: str = "") -> NodeFacts:
     return collect_node_facts(
         import_modules=exp.import_modules,
@@ -202,10 +210,10 @@ def _collect(exp: Expectations, kernel_log: str = "") -> NodeFacts:
 
 
 def _load_facts(path: Path) -> NodeFacts:
+    # a FIFO is allowed (--facts <(ssh node envcheck verify node --save-facts /dev/stdout))
+    data = load_json_file(path, "facts file", FACTS_MAX_BYTES, fifo_timeout=FACTS_FIFO_TIMEOUT)
     try:
-        return facts_from_dict(json.loads(path.read_text()))
-    except FileNotFoundError:
-        raise BadInput(f"facts file not found: {path}") from None
+        return facts_from_dict(data)
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise BadInput(f"{path}: not a facts file written by --save-facts ({e})") from None
 

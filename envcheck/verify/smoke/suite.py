@@ -32,8 +32,31 @@ _GRACE = 2.0
 XGBOOST_ACCURACY_FLOOR = 0.90
 
 
+_POLL = 0.5  # how often a wait looks for workers that left the cluster
+
+
 class SmokeTimeout(Exception):
     """A smoke test's deadline passed while it waited for the cluster."""
+
+
+class WorkerLost(Exception):
+    """Workers the test runs on left the cluster (killed, out of memory) while it waited."""
+
+    def __init__(self, workers: list[str]) -> None:
+        super().__init__(", ".join(workers))
+        self.workers = workers
+
+
+def lost_workers(client: Any, expected: Iterable[str]) -> list[str]:
+    """Those of `expected` the scheduler no longer lists ([] when it cannot be asked: a dead
+    scheduler is reported elsewhere)."""
+    from envcheck.verify.cluster.gather import all_workers_info
+
+    try:
+        now = all_workers_info(client)
+    except Exception:
+        return []
+    return sorted(set(expected) - set(now))
 
 
 class SmokeRun:
@@ -76,19 +99,28 @@ class SmokeRun:
         return self.track([fut])[0]
 
     def outcomes(self, futures: Mapping[str, Any], what: str) -> dict[str, tuple[Any, Any]]:
-        """Wait for all; name -> (value, None) or (None, exception). Raises SmokeTimeout."""
+        """Wait for all; name -> (value, None) or (None, exception). Raises SmokeTimeout, or
+        WorkerLost as soon as one of the run's workers has left the cluster."""
         from distributed import wait
 
-        try:
-            with self.client.as_current():  # wait() finds its client there
-                wait(list(futures.values()), timeout=self.remaining())
-        except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
+        while True:
+            try:
+                with self.client.as_current():  # wait() finds its client there
+                    wait(list(futures.values()), timeout=max(min(self.remaining(), _POLL), 0.01))
+                break
+            except (TimeoutError, asyncio.TimeoutError):  # distinct before Python 3.11
+                if self.remaining() > 0:
+                    # a killed worker's pinned tasks wait for it for ever: say so now
+                    gone = lost_workers(self.client, self.facts)
+                    if gone and not self._settle(futures):
+                        raise WorkerLost(gone) from None
+                    continue
             pending = [f for f in futures.values() if not f.done()]
             where = sorted({self._where.get(f.key, "") for f in pending} - {""})
             if where:
-                raise SmokeTimeout(f"waiting for {what} on {', '.join(where)}") from None
+                raise SmokeTimeout(f"waiting for {what} on {', '.join(where)}")
             unfinished = f"{len(pending)} of {len(futures)} tasks unfinished"
-            raise SmokeTimeout(f"waiting for {what} ({unfinished})") from None
+            raise SmokeTimeout(f"waiting for {what} ({unfinished})")
         out: dict[str, tuple[Any, Any]] = {}
         for name, fut in futures.items():
             if fut.status == "error":
@@ -96,6 +128,19 @@ class SmokeRun:
             else:
                 out[name] = (fut.result(), None)
         return out
+
+    def _settle(self, futures: Mapping[str, Any]) -> bool:
+        """Whether the futures end within one more poll (the scheduler marks a dead worker's
+        tasks erred, e.g. KilledWorker, right after it drops the worker: that is the better
+        report)."""
+        from distributed import wait
+
+        try:
+            with self.client.as_current():
+                wait(list(futures.values()), timeout=_POLL)
+        except (TimeoutError, asyncio.TimeoutError):
+            return False
+        return True
 
     def values(self, futures: list[Any], what: str) -> list[Any]:
         """Wait for every future and return their values; the first task error is raised."""
@@ -460,6 +505,23 @@ def _is_cluster_failure(exc: BaseException) -> bool:
     return isinstance(exc, (KilledWorker, CommClosedError))
 
 
+def _lost_results(test: str, workers: list[str]) -> list[Result]:
+    return [result(test, Status.ERROR, f"worker {a} left the cluster during the test (killed, "
+                   "or out of memory?): its tasks cannot finish", a) for a in workers]
+
+
+def _join(thread: threading.Thread, client: Any, facts: Mapping[str, NodeFacts],
+          limit: float) -> None:
+    """Wait for the body up to `limit` s, or _GRACE s after a worker was lost (a library call
+    that waits for a dead worker would take the whole limit)."""
+    deadline, lost_at = time.monotonic() + limit, None
+    while thread.is_alive() and time.monotonic() < deadline:
+        thread.join(max(0.0, min(_POLL, deadline - time.monotonic())))
+        if thread.is_alive() and lost_at is None and lost_workers(client, facts):
+            lost_at = time.monotonic()
+            deadline = min(deadline, lost_at + _GRACE)
+
+
 def run_one(
     test: SmokeTest, client: Any, facts: Mapping[str, NodeFacts], timeout: float
 ) -> list[Result]:
@@ -477,19 +539,24 @@ def run_one(
     started = time.monotonic()
     thread = threading.Thread(target=target, name=f"envcheck-smoke-{test.id}", daemon=True)
     thread.start()
-    thread.join(timeout + _GRACE)
+    _join(thread, client, facts, timeout + _GRACE)
     took = time.monotonic() - started
-    if thread.is_alive():
-        # A library call (xgboost, torch) that ignores our deadline: leave its daemon thread.
-        run.release()
-        return [result(test.id, Status.FAIL, f"timed out after {timeout:g} s")]
     err = box.get("error")
     run.release()
+    if isinstance(err, WorkerLost):
+        return _lost_results(test.id, err.workers)
+    if err is not None and _is_cluster_failure(err):
+        return [result(test.id, Status.ERROR, f"{_first_line(err)} (after {took:.1f} s)")]
+    gone = lost_workers(client, facts)
+    if gone:  # whatever the body said, it ran on a cluster that lost workers under it
+        return _lost_results(test.id, gone)
+    if thread.is_alive():
+        # A library call (xgboost, torch) that ignores our deadline: leave its daemon thread.
+        return [result(test.id, Status.FAIL, f"timed out after {timeout:g} s")]
     if isinstance(err, SmokeTimeout):
         return [result(test.id, Status.FAIL, f"timed out after {timeout:g} s {err}")]
     if err is not None:
-        status = Status.ERROR if _is_cluster_failure(err) else Status.FAIL
-        return [result(test.id, status, f"{_first_line(err)} (after {took:.1f} s)")]
+        return [result(test.id, Status.FAIL, f"{_first_line(err)} (after {took:.1f} s)")]
     return box["results"]
 
 
@@ -519,6 +586,8 @@ def run_smoke(
             results.append(skipped)
             continue
         results.extend(run_one(test, client, workers, timeout))
+        for gone in lost_workers(client, workers):  # reported once: later tests run without it
+            del workers[gone]
     return results
 
 
@@ -527,6 +596,7 @@ __all__ = [
     "SmokeRun",
     "SmokeTest",
     "SmokeTimeout",
+    "WorkerLost",
     "applicability",
     "run_one",
     "run_smoke",

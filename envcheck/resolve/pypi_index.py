@@ -1,0 +1,192 @@
+"""A package index's file list (PEP 691 JSON simple API): which file of a version a target
+installs, and the newest release that has one. Read in parallel, one page per project."""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import json
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.tags import Tag
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+JSON = "application/vnd.pypi.simple.v1+json"
+PAGE_TIMEOUT_S = 15.0
+MAX_PARALLEL = 8  # each thread keeps one connection: more only queue on a slow mirror
+_LOCAL = threading.local()
+
+
+def _get(url: str, timeout: float) -> tuple[str, bytes]:
+    """GET over this thread's kept-alive connection (gzip accepted): a new TLS handshake per
+    page doubles the time for the 90 pages of a RAPIDS stack."""
+    u = urlsplit(url)
+    conns = _LOCAL.__dict__.setdefault("conns", {})
+    for attempt in (0, 1):
+        conn = conns.get((u.scheme, u.netloc))
+        if conn is None:
+            kind = (
+                http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+            )
+            conn = conns[(u.scheme, u.netloc)] = kind(u.netloc, timeout=timeout)
+        try:
+            conn.request("GET", u.path + (f"?{u.query}" if u.query else ""),
+                         headers={"Accept": JSON, "Accept-Encoding": "gzip"})  # fmt: skip
+            r = conn.getresponse()
+            body = r.read()
+        except (OSError, http.client.HTTPException):
+            conn.close()
+            del conns[(u.scheme, u.netloc)]
+            if attempt:
+                raise
+            continue  # a kept-alive connection the server closed: once more on a new one
+        if r.status != 200:
+            raise OSError(f"{url}: HTTP {r.status}")
+        if r.getheader("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        return r.getheader("Content-Type") or "", body
+    raise OSError(url)  # pragma: no cover - the loop returns or raises
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    filename: str
+    url: str
+    sha256: str
+    version: Version
+    tags: frozenset[Tag]  # empty for an sdist
+    requires_python: str
+    yanked: bool
+
+    def runs_on(self, python: str) -> bool:
+        if not self.requires_python:
+            return True
+        try:
+            return SpecifierSet(self.requires_python).contains(f"{python}.0", prereleases=True)
+        except InvalidSpecifier:  # an unreadable Requires-Python: pip and uv ignore it too
+            return True
+
+
+def _file(entry: Mapping[str, object], name: str) -> IndexFile | None:
+    fn = str(entry.get("filename", ""))
+    sha = (entry.get("hashes") or {}).get("sha256")  # type: ignore[union-attr]
+    try:
+        if fn.endswith(".whl"):
+            wname, version, _, tags = parse_wheel_filename(fn)
+        else:
+            wname, version = parse_sdist_filename(fn)
+            tags = frozenset()
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return None
+    if canonicalize_name(wname) != name or not isinstance(sha, str):
+        return None
+    return IndexFile(
+        fn,
+        str(entry.get("url", "")),
+        sha,
+        version,
+        frozenset(tags),
+        str(entry.get("requires-python") or ""),
+        bool(entry.get("yanked")),
+    )
+
+
+def index_files(name: str, index_url: str, timeout: float = PAGE_TIMEOUT_S) -> Page | None:
+    """Every file the index lists for a project; None when the page cannot be read as JSON."""
+    name = canonicalize_name(name)
+    try:
+        kind, body = _get(f"{index_url.rstrip('/')}/{name}/", timeout)
+        if JSON not in kind:
+            return None
+        doc = json.loads(body)
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    return Page(name, tuple(e for e in doc.get("files", []) if isinstance(e, dict)))
+
+
+class Page(Sequence[IndexFile]):
+    """A project's files, each parsed when first read: numpy lists 4,000 files and a lock
+    needs one of them, so parsing them all would cost more than fetching the page."""
+
+    def __init__(self, name: str, entries: tuple[Mapping[str, object], ...]) -> None:
+        self.name, self._entries = name, entries
+        self._parsed: list[IndexFile] | None = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def,override]
+        return self.files()[i]
+
+    def files(self) -> list[IndexFile]:
+        if self._parsed is None:
+            self._parsed = [f for e in self._entries if (f := _file(e, self.name)) is not None]
+        return self._parsed
+
+    def of_version(self, version: str) -> list[IndexFile]:
+        """The files of one version; by file-name prefix first (what an index names them)."""
+        stem = self.name.replace("-", "_")
+        prefixes = (f"{stem}-{version}-", f"{stem}-{version}.", f"{self.name}-{version}.")
+        quick = [
+            f
+            for e in self._entries
+            if str(e.get("filename", "")).lower().startswith(prefixes)
+            and (f := _file(e, self.name)) is not None
+        ]
+        want = Version(version)
+        return [f for f in quick if f.version == want] or [
+            f for f in self.files() if f.version == want
+        ]
+
+
+def index_pages(names: Iterable[str], index_url: str) -> dict[str, Page | None]:
+    names = sorted({canonicalize_name(n) for n in names})
+    if not names:
+        return {}
+    with ThreadPoolExecutor(min(MAX_PARALLEL, len(names))) as pool:
+        pages = pool.map(lambda n: index_files(n, index_url), names)
+        return dict(zip(names, pages))
+
+
+def _rank(f: IndexFile, tags: Sequence[Tag]) -> int | None:
+    rank = {t: i for i, t in enumerate(tags)}
+    return min((rank[t] for t in f.tags if t in rank), default=None)
+
+
+def best_file(files: Sequence[IndexFile], version: str, tags: Sequence[Tag]) -> IndexFile | None:
+    """The wheel of ``version`` the target prefers (its best tag), else the sdist."""
+    want = Version(version)
+    mine = (
+        files.of_version(version)
+        if isinstance(files, Page)
+        else [f for f in files if f.version == want]
+    )
+    ranked = [(r, f.filename, f) for f in mine if f.tags and (r := _rank(f, tags)) is not None]
+    if ranked:
+        return min(ranked, key=lambda x: (x[0], x[1]))[2]
+    return next((f for f in mine if not f.tags), None)
+
+
+def newest_installable(
+    files: Sequence[IndexFile], python: str, tags: Sequence[Tag]
+) -> Version | None:
+    """The newest final release with a wheel for the target that runs on ``python``, not yanked."""
+    ok = {
+        f.version
+        for f in files
+        if not f.yanked and not f.version.is_prerelease and f.tags and f.runs_on(python)
+        and _rank(f, tags) is not None
+    }  # fmt: skip
+    return max(ok) if ok else None
