@@ -220,6 +220,7 @@ def _build(
             interrupts.commit()  # from here on the install finishes: signals are held
             old = staging.swap_in(stage, prefix)
     except BaseException:
+        child.stop()  # it may still be writing into the staging tree
         staging.remove_tree(stage)
         raise
     if old is not None:

@@ -59,6 +59,7 @@ class Linker:
         os.close(jobs_r)
         os.close(out_w)
         self.code: int | None = None
+        self.jobs_w_closed = False
         self._buf = b""
         return self
 
@@ -102,20 +103,28 @@ class Linker:
         self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            os.close(self.jobs_w)  # EOF: a child between jobs leaves at once
-            if kind is None:
+            if kind is None and not self.jobs_w_closed:
+                os.close(self.jobs_w)  # EOF: a child between jobs leaves at once
+                self.jobs_w_closed = True
                 deadline = time.monotonic() + 5
                 while self._reap(False) is None and time.monotonic() < deadline:
                     time.sleep(0.002)
         finally:
-            if self._reap(False) is None:
-                with contextlib.suppress(OSError):
-                    os.killpg(self.pid, signal.SIGKILL)  # its session: the child and its own
-                with contextlib.suppress(OSError):
-                    os.kill(self.pid, signal.SIGKILL)
-                self._reap(True)
+            self.stop()
             os.close(self.out_r)
             self.err.close()
+
+    def stop(self) -> None:
+        """Kill the child now and wait for it: nothing it does outlives this call."""
+        if not self.jobs_w_closed:
+            os.close(self.jobs_w)
+            self.jobs_w_closed = True
+        if self._reap(False) is None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, signal.SIGKILL)  # its session: the child and its own
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+            self._reap(True)
 
     def run(
         self, job: dict[str, Any], what: str, on_tick: Callable[[], None] = lambda: None
