@@ -33,8 +33,15 @@ def envcheck_gemm(seconds: float) -> dict[str, float]:
 
     # the child's definitions, with count 0 so its own loop runs nothing; its time per dtype
     # is max(1, seconds / 4)
-    ns = {"torch": torch, "time": time, "json": json, "framework": "torch", "count": 0,
-          "seconds": seconds * 4, "out": out}
+    ns = {
+        "torch": torch,
+        "time": time,
+        "json": json,
+        "framework": "torch",
+        "count": 0,
+        "seconds": seconds * 4,
+        "out": out,
+    }
     exec(GEMM_CHILD, ns)
     ns["gemm_torch"](0)
     return got
@@ -69,12 +76,16 @@ def main() -> None:
             ours.setdefault(name, []).append(value)
         for dt in (torch.float32, half):
             base.setdefault(str(dt).split(".")[-1], []).append(bare(dt, args.seconds))
-    print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, n={N}, "
-          f"{args.seconds:g} s per run, median of {args.repeats}")
+    print(
+        f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, n={N}, "
+        f"{args.seconds:g} s per run, median of {args.repeats}"
+    )
     for name in base:
         o, b = statistics.median(ours[name]), statistics.median(base[name])
-        print(f"{name:9s} envcheck gemm {o:8.1f} TFLOPS   bare torch.matmul {b:8.1f} TFLOPS   "
-              f"ratio {o / b:.3f} (target >= 0.95)")
+        print(
+            f"{name:9s} envcheck gemm {o:8.1f} TFLOPS   bare torch.matmul {b:8.1f} TFLOPS   "
+            f"ratio {o / b:.3f} (target >= 0.95)"
+        )
 
 
 if __name__ == "__main__":

@@ -58,28 +58,35 @@ def interleaved(a: Callable[[], Any], b: Callable[[], Any], repeat: int) -> tupl
 
 
 def host_reads(repeat: int) -> dict[str, float]:
-    line = ("[ 3947.590120] NVRM: Xid (PCI:0000:61:00): 119, pid=123417, name=nv-hostengine, "
-            "Timeout after 6s of waiting for RPC response from GPU0 GSP! Expected function 10 "
-            "(FREE) (0xc0000005 0x0).")
+    line = (
+        "[ 3947.590120] NVRM: Xid (PCI:0000:61:00): 119, pid=123417, name=nv-hostengine, "
+        "Timeout after 6s of waiting for RPC response from GPU0 GSP! Expected function 10 "
+        "(FREE) (0xc0000005 0x0)."
+    )
     other = "[ 3947.600000] usb 1-1: new high-speed USB device number 2 using xhci_hcd"
     with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
         f.write("\n".join(line if i % 100 == 0 else other for i in range(10_000)) + "\n")
         log = f.name
     out = {
         "rlimits (memlock, nofile)": median_us(
-            lambda: (host._rlimit("RLIMIT_MEMLOCK"), host._rlimit("RLIMIT_NOFILE")), repeat),
+            lambda: (host._rlimit("RLIMIT_MEMLOCK"), host._rlimit("RLIMIT_NOFILE")), repeat
+        ),
         "/dev/shm statvfs": median_us(lambda: os.statvfs("/dev/shm"), repeat),
         f"/sys/class/net ({len(os.listdir('/sys/class/net'))} interfaces)": median_us(
-            F.read_net_interfaces, repeat),
+            F.read_net_interfaces, repeat
+        ),
         "/sys/class/infiniband": median_us(F.read_ib_ports, repeat),
         "/sys/module (6 names)": median_us(
-            lambda: [os.path.isdir(f"/sys/module/{m}") for m in F.KERNEL_MODULES], repeat),
+            lambda: [os.path.isdir(f"/sys/module/{m}") for m in F.KERNEL_MODULES], repeat
+        ),
         "/proc/uptime": median_us(host._uptime, repeat),
         "kernel log file, 10,000 lines (100 Xid)": median_us(
-            lambda: F.read_kernel_log(log), max(5, repeat // 20)),
+            lambda: F.read_kernel_log(log), max(5, repeat // 20)
+        ),
     }
     os.unlink(log)
     if os.access("/dev/kmsg", os.R_OK):
+
         def first() -> None:
             state = kernel_log._KMSG_STATE.pop("/dev/kmsg", None)
             if state:
@@ -88,10 +95,12 @@ def host_reads(repeat: int) -> dict[str, float]:
 
         out["/dev/kmsg first read (whole ring buffer)"] = median_us(first, max(5, repeat // 20))
         out["/dev/kmsg re-read (new records only)"] = median_us(
-            lambda: F.read_kernel_log("/dev/kmsg"), repeat)
+            lambda: F.read_kernel_log("/dev/kmsg"), repeat
+        )
         out["_kmsg_records"] = float(F.read_kernel_log("/dev/kmsg")[3])
     out["collect_host_health (no NVIDIA driver: no kernel log)"] = median_us(
-        F.collect_host_health, repeat)
+        F.collect_host_health, repeat
+    )
     return out
 
 
@@ -123,9 +132,14 @@ def cluster_round(client: Any, health: bool | None) -> int:
 def bench_cluster(n: int, rounds: int) -> dict[str, Any]:
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           host="127.0.0.1", dashboard_address=None,
-                           silence_logs=logging.ERROR)
+    cluster = LocalCluster(
+        n_workers=n,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
     client = Client(cluster, set_as_default=False)
     try:
         client.wait_for_workers(n, timeout=300)
@@ -143,10 +157,16 @@ def bench_cluster(n: int, rounds: int) -> dict[str, Any]:
         client.close()
         cluster.close()
     b, a = statistics.median(before), statistics.median(after)
-    return {"workers": n, "before_ms": b * 1e3, "after_ms": a * 1e3, "ratio": a / b,
-            "before_all_ms": sorted(x * 1e3 for x in before),
-            "after_all_ms": sorted(x * 1e3 for x in after),
-            "results_before": results[False], "results_after": results[None]}
+    return {
+        "workers": n,
+        "before_ms": b * 1e3,
+        "after_ms": a * 1e3,
+        "ratio": a / b,
+        "before_all_ms": sorted(x * 1e3 for x in before),
+        "after_all_ms": sorted(x * 1e3 for x in after),
+        "results_before": results[False],
+        "results_after": results[None],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,29 +177,39 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json")
     args = p.parse_args(argv)
     F.collect_node_facts()  # first collection (imports, caches) out of the way
-    without, with_ = interleaved(lambda: F.collect_node_facts(health=False),
-                                 lambda: F.collect_node_facts(health=True), args.repeat)
+    without, with_ = interleaved(
+        lambda: F.collect_node_facts(health=False),
+        lambda: F.collect_node_facts(health=True),
+        args.repeat,
+    )
     summary: dict[str, Any] = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
-                   f"{sys.version.split()[0]}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}",
         "gpus": len(F.collect_node_facts().gpus),
-        "collect_node_facts_us": {"health=False": without, "health=True": with_,
-                                  "ratio": with_ / without},
+        "collect_node_facts_us": {
+            "health=False": without,
+            "health=True": with_,
+            "ratio": with_ / without,
+        },
         "host_reads_us": host_reads(args.repeat),
         "cluster": [],
     }
-    print(f"collect_node_facts warm: {without:.0f} us without health, {with_:.0f} us with "
-          f"({with_ / without:.2f}x, +{with_ - without:.0f} us)")
+    print(
+        f"collect_node_facts warm: {without:.0f} us without health, {with_:.0f} us with "
+        f"({with_ / without:.2f}x, +{with_ - without:.0f} us)"
+    )
     for name, us in summary["host_reads_us"].items():
         print(f"  {name}: {us:.1f}" + ("" if name.startswith("_") else " us"))
     for n in [int(x) for x in args.workers.split(",") if x]:
         r = bench_cluster(n, args.rounds)
         summary["cluster"].append(r)
-        print(f"{n:>3} workers: facts round + checks {r['before_ms']:.1f} ms before, "
-              f"{r['after_ms']:.1f} ms after ({r['ratio']:.2f}x; results {r['results_before']}"
-              f" -> {r['results_after']}); spread before {r['before_all_ms'][0]:.1f}-"
-              f"{r['before_all_ms'][-1]:.1f}, after {r['after_all_ms'][0]:.1f}-"
-              f"{r['after_all_ms'][-1]:.1f} ms", flush=True)
+        print(
+            f"{n:>3} workers: facts round + checks {r['before_ms']:.1f} ms before, "
+            f"{r['after_ms']:.1f} ms after ({r['ratio']:.2f}x; results {r['results_before']}"
+            f" -> {r['results_after']}); spread before {r['before_all_ms'][0]:.1f}-"
+            f"{r['before_all_ms'][-1]:.1f}, after {r['after_all_ms'][0]:.1f}-"
+            f"{r['after_all_ms'][-1]:.1f} ms",
+            flush=True,
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))
     return 0

@@ -31,26 +31,72 @@ PORT = 8786
 
 def cluster(h: Hosts, tmp: Path, workers: list[str], port: int) -> str:
     address = f"tcp://{h.ip('sched')}:{port}"
-    h.start("sched", [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
-                      h.ip("sched"), "--port", str(port), "--dashboard-address", "127.0.0.1:0"],
-            tmp / f"sched-{port}.log")
+    h.start(
+        "sched",
+        [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_scheduler",
+            "--host",
+            h.ip("sched"),
+            "--port",
+            str(port),
+            "--dashboard-address",
+            "127.0.0.1:0",
+        ],
+        tmp / f"sched-{port}.log",
+    )
     for i, host in enumerate(workers):
-        h.start(host, [sys.executable, "-m", "distributed.cli.dask_worker", address, "--host",
-                       h.ip(host), "--nthreads", "1", "--no-nanny", "--no-dashboard",
-                       "--local-directory", str(tmp / f"w{port}-{i}")],
-                tmp / f"w{port}-{i}.log")
-    p = h.run("client", [sys.executable, "-c",
-                         "import sys, distributed as d; "
-                         "d.Client(sys.argv[1], timeout=60).wait_for_workers(3, timeout=60)",
-                         address], timeout=90)
+        h.start(
+            host,
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_worker",
+                address,
+                "--host",
+                h.ip(host),
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--no-dashboard",
+                "--local-directory",
+                str(tmp / f"w{port}-{i}"),
+            ],
+            tmp / f"w{port}-{i}.log",
+        )
+    p = h.run(
+        "client",
+        [
+            sys.executable,
+            "-c",
+            "import sys, distributed as d; "
+            "d.Client(sys.argv[1], timeout=60).wait_for_workers(3, timeout=60)",
+            address,
+        ],
+        timeout=90,
+    )
     assert p.returncode == 0, p.stderr
     return address
 
 
 def verify(h: Hosts, address: str) -> float:
     t0 = time.monotonic()
-    p = h.run("client", [sys.executable, "-m", "envcheck", "verify", "cluster", address,
-                         "--smoke", "submit", "--quiet"], timeout=120)
+    p = h.run(
+        "client",
+        [
+            sys.executable,
+            "-m",
+            "envcheck",
+            "verify",
+            "cluster",
+            address,
+            "--smoke",
+            "submit",
+            "--quiet",
+        ],
+        timeout=120,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     return time.monotonic() - t0
 

@@ -7,13 +7,17 @@ and their dependencies, 22 packages, ~19 MB) is built, served over loopback HTTP
 with `envcheck build` (no pip entries: py-rattler's install has no pip part to compare). Then,
 alternating so neither side gets a warmer page cache:
 
-- warm: both install into a fresh prefix from one warm package cache. envcheck hashes every
-  archive again, links from the checked files, restores the lock's URLs in conda-meta and writes
-  its stamp; bare is `rattler.install(records, prefix, package_cache=...)`, the records as the
-  lock gives them (cache hits by name-version-build and sha256). Target: envcheck <= 1.2x bare.
+- warm: both install into a fresh prefix from one warm package cache. envcheck takes the
+  prefix and cache locks, checks each archive and unpacked package against its verified-once
+  marker (stat data only; a re-hash where it changed), validates the packages' metadata, links
+  in a child process into a staging tree, restores the lock's URLs, writes its stamp, renames
+  the tree into place and renews the markers; bare is `rattler.install(records, prefix,
+  package_cache=...)`, the records as the lock gives them. Target: envcheck <= 1.2x bare.
 - cold: both start from an empty cache and download over loopback HTTP.
-Both sides run in this process (the work compared, not interpreter start-up); one `envcheck
-install` CLI process per mode is timed as well. Medians of --repeat runs.
+Each side runs in a worker process of its own, started once (the work compared, not
+interpreter start-up): envcheck's worker is single-threaded between installs, as the CLI is,
+so its linker child is forked; the bare side's worker holds py-rattler's async runtime. One
+`envcheck install` CLI process per mode is timed as well. Medians of --repeat runs.
 """
 
 from __future__ import annotations
@@ -55,6 +59,37 @@ def bare(records: list, prefix: Path, cache: Path) -> None:
     )
 
 
+def worker(side: str, lock: Path) -> None:
+    """``--worker SIDE LOCK``: read "PREFIX CACHE" lines, install, answer seconds taken."""
+    plan = read_plan(lock, "linux-64")
+    for line in sys.stdin:
+        prefix, cache = (Path(x) for x in line.split())
+        if side == "envcheck":
+            s = timed(lambda: install(plan, prefix, cache))  # noqa: B023
+        else:
+            s = timed(lambda: bare(list(plan.records), prefix, cache))  # noqa: B023
+        print(s, flush=True)
+    sys.stdout.flush()
+    os._exit(0)  # py-rattler has crashed in interpreter shutdown after an install
+
+
+class Worker:
+    def __init__(self, side: str, lock: Path) -> None:
+        cmd = [sys.executable, __file__, "--worker", side, str(lock)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def __call__(self, prefix: Path, cache: Path) -> float:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{prefix} {cache}\n")
+        self.proc.stdin.flush()
+        return float(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
 def timed(fn) -> float:  # noqa: ANN001
     t = time.perf_counter()
     fn()
@@ -65,7 +100,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--worker", nargs=2, metavar=("SIDE", "LOCK"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:
+        worker(args.worker[0], Path(args.worker[1]))
     python = pyenv_python("3.9")
     if python is None:
         raise SystemExit("needs a pyenv Python 3.9")
@@ -104,30 +142,35 @@ def main() -> None:
                 "cold": {"envcheck": [], "bare": []},
             }
             warm_ours, warm_bare = work / "warm-ours", work / "warm-bare"
-            install(plan, work / "seed-ours", warm_ours)
-            bare(records, work / "seed-bare", warm_bare)
+            ours, theirs = Worker("envcheck", lock), Worker("bare", lock)
+            ours(work / "seed-ours", warm_ours)
+            theirs(work / "seed-bare", warm_bare)
             n = 0
+            kept: list[Path] = []
             for i in range(args.repeat):
                 order = ("envcheck", "bare") if i % 2 == 0 else ("bare", "envcheck")
                 for side in order:
                     n += 1
                     prefix = work / f"p{n}"
-                    if side == "envcheck":
-                        s = timed(lambda: install(plan, prefix, warm_ours))  # noqa: B023
-                    else:
-                        s = timed(lambda: bare(records, prefix, warm_bare))  # noqa: B023
+                    s = ours(prefix, warm_ours) if side == "envcheck" else theirs(prefix, warm_bare)
                     results["warm"][side].append(s)
-                    shutil.rmtree(prefix)
+                    # kept until the end: deleting an env hard-linked from the cache changes
+                    # the ctime of the cache's files, which sends envcheck's next install
+                    # through the full re-hash of the unpacked packages (timed below)
+                    kept.append(prefix)
                 for side in order:
                     n += 1
                     prefix, cache = work / f"p{n}", work / f"c{n}"
-                    if side == "envcheck":
-                        s = timed(lambda: install(plan, prefix, cache))  # noqa: B023
-                    else:
-                        s = timed(lambda: bare(records, prefix, cache))  # noqa: B023
+                    s = ours(prefix, cache) if side == "envcheck" else theirs(prefix, cache)
                     results["cold"][side].append(s)
                     shutil.rmtree(prefix)
                     shutil.rmtree(cache)
+            for prefix in kept:
+                shutil.rmtree(prefix)
+            rehash = ours(work / "after-rm", warm_ours)
+            again = ours(work / "after-rm-2", warm_ours)
+            ours.close()
+            theirs.close()
             cli = {}
             for mode, cache in (("warm", warm_ours), ("cold", work / "cli-cold")):
                 t = time.perf_counter()
@@ -173,6 +216,11 @@ def main() -> None:
                 f"{max(sides['bare']):.3f})"
             )
         print(f"CLI process: warm {cli['warm']:.2f} s, cold {cli['cold']:.2f} s")
+        print(
+            f"warm after envs made from the cache were deleted outside envcheck (full re-hash "
+            f"of the unpacked packages): {rehash:.3f} s; the install after it {again:.3f} s"
+        )
+        summary["after_rm_s"], summary["after_rm_next_s"] = rehash, again
         load = os.getloadavg()
         summary["loadavg"] = load
         print(f"load average at the end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")

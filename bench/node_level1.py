@@ -22,10 +22,21 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-NODE = [sys.executable, "-m", "envcheck", "verify", "node", "--level", "1", "--no-plugins",
-        "--quiet"]
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
-                                                                  os.environ.get("PYTHONPATH")]))}
+NODE = [
+    sys.executable,
+    "-m",
+    "envcheck",
+    "verify",
+    "node",
+    "--level",
+    "1",
+    "--no-plugins",
+    "--quiet",
+]
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+}
 
 
 def wall(cmd: list[str]) -> float:
@@ -35,8 +46,9 @@ def wall(cmd: list[str]) -> float:
 
 
 def imports() -> list[tuple[int, str]]:
-    proc = subprocess.run([sys.executable, "-X", "importtime", *NODE[1:]], env=ENV,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", *NODE[1:]], env=ENV, capture_output=True, text=True
+    )
     rows = []
     for line in proc.stderr.splitlines():
         m = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)
@@ -78,14 +90,18 @@ def main() -> None:
         ours.append(wall(NODE))
         smi.append(wall(["nvidia-smi", "-q"]))
     o, s = statistics.median(ours), statistics.median(smi)
-    print(f"verify node --level 1: {o:.3f} s   nvidia-smi -q: {s:.3f} s   ratio {o / s:.2f} "
-          f"(target <= 1.5), median of {args.repeats}")
+    print(
+        f"verify node --level 1: {o:.3f} s   nvidia-smi -q: {s:.3f} s   ratio {o / s:.2f} "
+        f"(target <= 1.5), median of {args.repeats}"
+    )
     print("\ntop-level imports (cumulative ms):")
     rows = imports()
     for us, name in rows[:12]:
         print(f"  {us / 1000:8.1f}  {name}")
-    print("  dask imported: " + ("yes" if any(n.split(".")[0] in ("dask", "distributed")
-                                               for _, n in rows) else "no"))
+    print(
+        "  dask imported: "
+        + ("yes" if any(n.split(".")[0] in ("dask", "distributed") for _, n in rows) else "no")
+    )
     print("\nin process (s):")
     for name, seconds in in_process().items():
         print(f"  {seconds:8.3f}  {name}")

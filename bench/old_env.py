@@ -83,8 +83,15 @@ def main() -> None:
             for n in names:
                 cluster.add_worker(n, python=env.python)
             cluster.wait_for_workers(names)
-            verify_cmd = [env.envcheck, "verify", "cluster", cluster.address, "--smoke", "none",
-                          "--quiet"]
+            verify_cmd = [
+                env.envcheck,
+                "verify",
+                "cluster",
+                cluster.address,
+                "--smoke",
+                "none",
+                "--quiet",
+            ]
             bare_cmd = [env.python, "-c", BARE, cluster.address]
             timed(verify_cmd), timed(bare_cmd)  # warm the page cache, compile .pyc
             proc_env, proc_bare = [], []
@@ -93,24 +100,41 @@ def main() -> None:
                 proc_bare.append(timed(bare_cmd))
             out = subprocess.run(
                 [env.python, "-c", WARM, cluster.address, str(args.repeat)],
-                capture_output=True, text=True, check=True, cwd="/",
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd="/",
             )
             warm = json.loads(out.stdout.strip().splitlines()[-1])
         finally:
             cluster.stop()
-    py = subprocess.run([env.python, "-c", "import platform; print(platform.python_version())"],
-                        capture_output=True, text=True).stdout.strip()
-    print(f"environment: Python {py}, dask/distributed 2022.7.1, {args.workers} workers, "
-          f"{args.repeat} interleaved repeats (medians)")
+    py = subprocess.run(
+        [env.python, "-c", "import platform; print(platform.python_version())"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    print(
+        f"environment: Python {py}, dask/distributed 2022.7.1, {args.workers} workers, "
+        f"{args.repeat} interleaved repeats (medians)"
+    )
     rows = [
-        ("process: verify cluster --smoke none", statistics.median(proc_env),
-         "process: Client + get_versions(check=True)", statistics.median(proc_bare)),
-        ("warm: verify() facts round + checks", statistics.median(warm["envcheck"]),
-         "warm: client.get_versions(check=True)", statistics.median(warm["get_versions"])),
+        (
+            "process: verify cluster --smoke none",
+            statistics.median(proc_env),
+            "process: Client + get_versions(check=True)",
+            statistics.median(proc_bare),
+        ),
+        (
+            "warm: verify() facts round + checks",
+            statistics.median(warm["envcheck"]),
+            "warm: client.get_versions(check=True)",
+            statistics.median(warm["get_versions"]),
+        ),
     ]
     for a, ta, b, tb in rows:
-        print(f"  {a:<42} {ta * 1000:9.1f} ms   {b:<44} {tb * 1000:8.1f} ms   "
-              f"ratio {ta / tb:5.2f}x")
+        print(
+            f"  {a:<42} {ta * 1000:9.1f} ms   {b:<44} {tb * 1000:8.1f} ms   ratio {ta / tb:5.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -55,8 +55,9 @@ assert c.submit(sum, [1, 2]).result() == 3
 
 def bare(directory: Path) -> float:
     t0 = time.monotonic()
-    job = sbatch(BARE.format(dir=directory, py=sys.executable), str(directory / "bare-%j.out"),
-                 directory)
+    job = sbatch(
+        BARE.format(dir=directory, py=sys.executable), str(directory / "bare-%j.out"), directory
+    )
     fields, _ = wait(job, 300)
     assert fields["ExitCode"] == "0:0", fields
     return time.monotonic() - t0
@@ -65,10 +66,27 @@ def bare(directory: Path) -> float:
 def verified(directory: Path, smoke: str) -> float:
     t0 = time.monotonic()
     p = subprocess.run(
-        [sys.executable, "-m", "envcheck", "slurm", "script", "--gpus-per-node", "2",
-         "--env", sys.prefix, "--smoke", smoke, "--submit", "--quiet",
-         "--shared-dir", str(directory / "verified")],
-        capture_output=True, text=True, cwd=directory, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "envcheck",
+            "slurm",
+            "script",
+            "--gpus-per-node",
+            "2",
+            "--env",
+            sys.prefix,
+            "--smoke",
+            smoke,
+            "--submit",
+            "--quiet",
+            "--shared-dir",
+            str(directory / "verified"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=directory,
+        timeout=600,
     )
     assert p.returncode == 0, p.stdout + p.stderr
     return time.monotonic() - t0

@@ -79,8 +79,10 @@ def main() -> None:
     print(f"  envcheck toposorted:                      {t_mine:8.3f} s")
     print(f"  ratio baseline / envcheck:                {t_base / t_mine:8.1f}x")
     print(f"  explicit_text now (deep copy included):   {t_text:8.3f} s")
-    print(f"  explicit_text before (estimated: now - envcheck sort + baseline sort): "
-          f"{t_text - t_mine + t_base:.3f} s")
+    print(
+        f"  explicit_text before (estimated: now - envcheck sort + baseline sort): "
+        f"{t_text - t_mine + t_base:.3f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -82,6 +82,8 @@ def install(
     platform: str | None = None,
     cache_dir: PathLike | None = None,
     force: bool = False,
+    lock_timeout: float = 600.0,
+    fetch_timeout: float = 900.0,
 ) -> Report:
     """``envcheck install``: create ``prefix`` from ``lock``, every package's hash checked."""
     from envcheck.provision.command import InstallOptions, install_lock
@@ -92,6 +94,8 @@ def install(
         platform=platform,
         cache_dir=Path(cache_dir) if cache_dir is not None else None,
         force=force,
+        lock_timeout=float(lock_timeout),
+        fetch_timeout=float(fetch_timeout),
     )
     with interrupts.scope():
         return install_lock(options)

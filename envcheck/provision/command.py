@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.errors import BadInput
+from envcheck.flags import seconds
 from envcheck.report import Report, Result, Status
 
 
@@ -25,6 +26,8 @@ class InstallOptions:
     cache_dir: Path | None = None  # default: $ENVCHECK_CACHE, else ~/.cache/envcheck
     force: bool = False  # install even when the prefix's stamp matches
     progress: bool = False  # progress bars on stderr
+    lock_timeout: float = 600.0  # wait this long for another install into the prefix (0: none)
+    fetch_timeout: float = 900.0  # each package's download, all tries together
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,6 +41,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--force", action="store_true", help="install even when the prefix's stamp matches"
+    )
+    p.add_argument(
+        "--lock-timeout",
+        type=seconds,
+        default=600.0,
+        metavar="S",
+        help="wait this long for another install into the same prefix (0: fail at once; "
+        "default 600)",
+    )
+    p.add_argument(
+        "--fetch-timeout",
+        type=seconds,
+        default=900.0,
+        metavar="S",
+        help="deadline for each package's download, all tries together (default 900)",
     )
 
 
@@ -83,6 +101,8 @@ def options_from_args(args: argparse.Namespace) -> InstallOptions:
         cache_dir=args.cache_dir,
         force=args.force,
         progress=not args.quiet and sys.stderr.isatty(),
+        lock_timeout=args.lock_timeout,
+        fetch_timeout=args.fetch_timeout,
     )
 
 
@@ -145,6 +165,8 @@ class _Bars:
 def install_lock(opts: InstallOptions) -> Report:
     """Create ``opts.prefix`` from the lock, every package's hash checked before it links."""
     require_install_extra()
+    if opts.fetch_timeout <= 0:
+        raise BadInput(f"--fetch-timeout must be positive (got {opts.fetch_timeout:g})")
     from envcheck.provision.install import default_cache, install
     from envcheck.provision.plan import read_plan
 
@@ -159,6 +181,8 @@ def install_lock(opts: InstallOptions) -> Report:
             on_fetch=bars.on_fetch,
             reporter=bars.reporter,
             before_link=bars.before_link,
+            lock_timeout=opts.lock_timeout,
+            fetch_timeout=opts.fetch_timeout,
         )
     lock = f"lock sha256 {plan.lock_sha256[:12]}, {plan.platform}"
     if outcome.noop:

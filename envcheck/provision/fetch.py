@@ -1,20 +1,31 @@
 """Fetch every file a plan names into a staging cache and check its hashes before anything links.
 
 The cache holds archives by their expected sha256 (``archives/<sha256>/<file name>``). A file
-already there is hashed again on every install: a cache is not trusted more than a download.
+already there is hashed again unless its marker (``.<file name>.verified``: device, inode,
+size, mtime and ctime when it was last hashed, with the hashes) still matches its stat data:
+any write to the file changes its ctime, and only the kernel sets ctime.
+
+Each download has one deadline (``deadline`` seconds for all its tries together); a watchdog
+thread cuts the socket of a download past its deadline or when the install stops (an error
+elsewhere, Ctrl-C), so a server that drips one byte a second cannot hold the install and an
+interrupt takes effect within a fraction of a second. A download shorter than announced is
+retried like a network error; a full disk is reported as such at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import shutil
+import socket
 import tempfile
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -22,10 +33,16 @@ from urllib.parse import unquote, urlparse
 from envcheck.errors import BadInput, Unreachable
 from envcheck.lockfile.model import LockedPackage
 
-TRIES = 3  # attempts per URL (network errors and 5xx); 4xx fails at once
+TRIES = 3  # attempts per URL (network errors, 5xx, short reads); 4xx fails at once
 BACKOFF_S = 0.5  # first wait between attempts, doubled each time
-TIMEOUT_S = 30.0  # per connection attempt and per read
+TIMEOUT_S = 30.0  # per connection attempt and per silent read
+DEADLINE_S = 900.0  # all attempts at one file together (--fetch-timeout)
+WATCH_S = 0.1  # how often the watchdog looks at the downloads in flight
 CHUNK = 1 << 20
+
+
+class DiskFull(BadInput):
+    """No space left (or quota exceeded) where the env or the cache is written."""
 
 
 class HashMismatch(BadInput):
@@ -64,39 +81,101 @@ def cache_path(cache: Path, artifact: LockedPackage) -> Path:
     return cache / "archives" / key / artifact.file_name
 
 
-def _open(url: str):  # noqa: ANN202 - a urllib response or a file
+def _open(url: str, timeout: float):  # noqa: ANN202 - a urllib response or a file
     parsed = urlparse(url)
     if parsed.scheme == "file":
         return open(unquote(parsed.path), "rb")  # noqa: SIM115 - closed by the caller
     if parsed.scheme in ("http", "https"):
-        return urllib.request.urlopen(url, timeout=TIMEOUT_S)  # noqa: S310
+        return urllib.request.urlopen(url, timeout=timeout)  # noqa: S310
     raise BadInput(f"cannot fetch {url}: only http(s):// and file:// URLs")
 
 
 class Stopped(Exception):
-    """Another fetch failed or the user interrupted: give up between two chunks."""
+    """Another fetch failed or the user interrupted: give up now."""
+
+
+class _Short(Exception):
+    """The server closed the connection before sending what it announced."""
+
+
+class _Watch:
+    """One download's deadline and socket, which the watchdog cuts when it is time."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+        self.seconds = seconds
+        self.sock: socket.socket | None = None
+        self.cut = False
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def attach(self, src) -> None:  # noqa: ANN001
+        raw = getattr(getattr(src, "fp", None), "raw", None)
+        self.sock = getattr(raw, "_sock", None)  # http.client's socket (None for a file)
+
+    def cut_now(self) -> None:
+        self.cut = True
+        sock = self.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
+
+
+def _watchdog(watches: list[_Watch], stop: threading.Event, done: threading.Event) -> None:
+    while not done.wait(WATCH_S):
+        for w in list(watches):
+            if not w.cut and (stop.is_set() or w.left() <= 0):
+                w.cut_now()
+
+
+def _stream(src, out, sha, md5, progress: Callable[[int], None]) -> int:  # noqa: ANN001
+    done = 0
+    read = getattr(src, "read1", src.read)  # read1: what has arrived, not a full chunk
+    while chunk := read(CHUNK):
+        try:
+            out.write(chunk)
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(f"disk full writing the cache: {e.strerror} ({out.name})") from None
+            raise
+        sha.update(chunk)
+        md5.update(chunk)
+        done += len(chunk)
+        progress(len(chunk))
+    if getattr(src, "length", None):  # http.client counts down what the server announced
+        raise _Short(f"connection closed {src.length} bytes short of the announced length")
+    return done
 
 
 def _download(
-    artifact: LockedPackage, dest: Path, progress: Callable[[int], None], stop: threading.Event
+    artifact: LockedPackage,
+    dest: Path,
+    progress: Callable[[int], None],
+    stop: threading.Event,
+    watch: _Watch,
 ) -> tuple[str, str]:
     """Stream ``artifact.url`` into ``dest`` while hashing it; retry transient failures."""
     last = ""
     for attempt in range(TRIES):
-        if attempt and stop.wait(BACKOFF_S * 2 ** (attempt - 1)):
+        if attempt and stop.wait(min(BACKOFF_S * 2 ** (attempt - 1), max(watch.left(), 0))):
             raise Stopped
+        if stop.is_set():
+            raise Stopped
+        if watch.left() <= 0:
+            break
         sha, md5, done = hashlib.sha256(), hashlib.md5(), 0
         try:
-            with _open(artifact.url) as src, dest.open("wb") as out:
-                while chunk := src.read(CHUNK):
-                    if stop.is_set():
-                        raise Stopped
-                    out.write(chunk)
-                    sha.update(chunk)
-                    md5.update(chunk)
-                    done += len(chunk)
-                    progress(len(chunk))
-            return sha.hexdigest(), md5.hexdigest()
+            with _open(artifact.url, min(TIMEOUT_S, watch.left())) as src, dest.open("wb") as out:
+                watch.attach(src)
+                done = _stream(src, out, sha, md5, progress)
+            if watch.cut:
+                raise OSError("cut")
+            got = (sha.hexdigest(), md5.hexdigest())
+            if _matches(artifact, got) or attempt == TRIES - 1:
+                return got
+            last = f"{done} bytes that do not match the lock"  # a truncated or bad answer
+            progress(-done)
         except FileNotFoundError:
             raise Unreachable(f"cannot fetch {artifact.name}: no file {artifact.url}") from None
         except urllib.error.HTTPError as e:
@@ -104,14 +183,61 @@ def _download(
             last = f"HTTP {e.code} {e.reason}"
             if e.code < 500:
                 break
-        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
+        except (
+            urllib.error.URLError,
+            TimeoutError,
+            ConnectionError,
+            OSError,
+            _Short,
+            ValueError,
+        ) as e:
             progress(-done)
-            reason = getattr(e, "reason", None) or e
-            last = str(reason)
+            if stop.is_set():
+                raise Stopped from None
+            if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(f"disk full writing the cache: {e.strerror} ({dest})") from None
+            last = str(getattr(e, "reason", None) or e)
+        finally:
+            watch.sock = None
+        if watch.left() <= 0 or watch.cut and not stop.is_set():
+            last = f"no complete answer within --fetch-timeout {watch.seconds:g} s ({last})"
+            break
     raise Unreachable(
         f"cannot fetch {artifact.name} {artifact.version} from {artifact.url}: {last}"
         f" (after {attempt + 1} tr{'y' if attempt == 0 else 'ies'})"
     )
+
+
+def _matches(artifact: LockedPackage, got: tuple[str, str]) -> bool:
+    return (not artifact.sha256 or got[0] == artifact.sha256) and (
+        not artifact.md5 or got[1] == artifact.md5
+    )
+
+
+def _marker(final: Path) -> Path:
+    return final.with_name(f".{final.name}.verified")
+
+
+def _stat_key(path: Path) -> str:
+    st = path.stat()
+    return f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
+
+
+def _still_verified(final: Path, artifact: LockedPackage) -> bool:
+    try:
+        key, sha, md5 = _marker(final).read_text().rsplit(" ", 2)
+        return key == _stat_key(final) and _matches(artifact, (sha, md5.strip()))
+    except (OSError, ValueError):
+        return False
+
+
+def _mark(final: Path, sha: str, md5: str) -> None:
+    try:
+        tmp = final.with_name(f".{final.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(f"{_stat_key(final)} {sha} {md5}\n")
+        os.replace(tmp, _marker(final))
+    except OSError:
+        pass  # no marker: the next install hashes the file again
 
 
 def fetch_one(
@@ -119,26 +245,39 @@ def fetch_one(
     cache: Path,
     progress: Callable[[int], None],
     stop: threading.Event | None = None,
+    watch: _Watch | None = None,
 ) -> Fetched:
     """The checked file for ``artifact`` in ``cache``: hashed again if there, else fetched."""
     final = cache_path(cache, artifact)
     if final.is_file():
+        size = final.stat().st_size
+        if _still_verified(final, artifact):
+            progress(size)
+            return Fetched(artifact, final, size, cached=True)
         sha, md5 = _hashes(final)
         try:
             check(artifact, sha, md5)
-            size = final.stat().st_size
+            _mark(final, sha, md5)
             progress(size)
             return Fetched(artifact, final, size, cached=True)
         except HashMismatch:
             final.unlink()  # a damaged cache entry: fetch it again, the source decides
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=final.parent, prefix=".part-")
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=final.parent, prefix=".part-")
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFull(f"disk full writing the cache: {e.strerror} ({final.parent})") from None
+        raise BadInput(f"cannot write the cache: {e.strerror} ({final.parent})") from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        sha, md5 = _download(artifact, tmp, progress, stop or threading.Event())
+        sha, md5 = _download(
+            artifact, tmp, progress, stop or threading.Event(), watch or _Watch(DEADLINE_S)
+        )
         check(artifact, sha, md5)
         os.replace(tmp, final)
+        _mark(final, sha, md5)
     finally:
         tmp.unlink(missing_ok=True)
     return Fetched(artifact, final, final.stat().st_size, cached=False)
@@ -149,22 +288,60 @@ def fetch_all(
     cache: Path,
     progress: Callable[[int], None] = lambda n: None,
     workers: int = 4,
+    deadline: float = DEADLINE_S,
 ) -> list[Fetched]:
-    """Fetch and check every artifact (in parallel); the first failure stops the rest."""
+    """Fetch and check every artifact (in parallel); the first failure stops the rest.
+
+    Workers are daemon threads: an interrupt returns at once, whatever they are blocked in.
+    """
     if not artifacts:
         return []
-    stop = threading.Event()
-    pool = ThreadPoolExecutor(max_workers=min(workers, len(artifacts)))
+    stop, finished = threading.Event(), threading.Event()
+    results: list[Fetched | BaseException | None] = [None] * len(artifacts)
+    watches: list[_Watch] = []
+    todo = list(range(len(artifacts)))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while not stop.is_set():
+            with lock:
+                if not todo:
+                    return
+                i = todo.pop(0)
+                watch = _Watch(deadline)
+                watches.append(watch)
+            try:
+                results[i] = fetch_one(artifacts[i], cache, progress, stop, watch)
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                results[i] = e
+                stop.set()
+            finally:
+                with lock:
+                    watches.remove(watch)
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(min(workers, len(todo)))]
+    dog = threading.Thread(target=_watchdog, args=(watches, stop, finished), daemon=True)
     try:
-        futures = [pool.submit(fetch_one, a, cache, progress, stop) for a in artifacts]
-        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        for f in futures:  # in the lock's order: the first failing package is the one reported
-            if f in done and f.exception() is not None and not isinstance(f.exception(), Stopped):
-                raise f.exception()  # type: ignore[misc]
-        return [f.result() for f in futures]
+        dog.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)  # short waits: a signal's exception is raised between them
     finally:
-        stop.set()  # an error or Ctrl-C: the other downloads stop at their next chunk
-        pool.shutdown(wait=True, cancel_futures=True)
+        stop.set()  # an error or Ctrl-C: the other downloads are cut by the watchdog
+        for w in list(watches):
+            w.cut_now()
+        end = time.monotonic() + 1.0  # cut downloads end at once and remove their .part files
+        for t in threads:
+            t.join(max(0.0, end - time.monotonic()))
+        finished.set()
+        if dog.is_alive():
+            dog.join(1.0)  # gone before the next install looks at this process's threads
+    for r in results:  # in the lock's order: the first failing package is the one reported
+        if isinstance(r, BaseException) and not isinstance(r, Stopped):
+            raise r
+    return [r for r in results if isinstance(r, Fetched)]
 
 
 def clear_partials(cache: Path) -> None:

@@ -1,34 +1,42 @@
-"""Create an environment from a lock: fetch and check everything, then link with py-rattler.
+"""Create an environment from a lock: fetch and check everything, link a new env beside the
+prefix, rename it into place.
 
-Order, so that a failure leaves nothing that looks complete:
-1. read the lock (records, pip wheels, hashes); stop if the prefix's stamp already matches it;
-2. check that the prefix can be written;
-3. fetch every conda package and pip wheel into the staging cache and check its sha256/md5
-   (cache hits are hashed again); nothing in the prefix has been touched yet;
-4. drop the old stamp, link the conda packages (py-rattler, from the checked files), install
-   the pip wheels with the prefix's interpreter (uv, hashes required, no index, no deps);
-5. write the stamp (``conda-meta/envcheck-install.json``) last.
-A prefix that did not exist before is removed again when step 4 fails or is interrupted.
+Order, so that a prefix is either the old env or the complete new one, never a mix:
+1. read the lock; check that the prefix's parent can be written;
+2. take the prefix lock (``<parent>/.<name>.envcheck-lock``: one install per prefix), undo
+   what a dead install left beside it (staging.recover); stop if the stamp matches the lock;
+3. fetch every conda package and pip wheel into the cache and check its sha256/md5;
+4. under the cache lock: unpack each checked archive (linker child) or check the unpacked
+   tree against its marker (unpacked.py); check each package's metadata (validate.py);
+5. link the lock's records into ``<parent>/.<name>.envcheck-staging-<pid>`` for the final
+   path (linker child: py-rattler may abort), install the pip wheels (pip_part.py), write the
+   stamp (``conda-meta/envcheck-install.json``);
+6. commit (signals are held from here), swap the staging tree into place, remove the old env,
+   renew the cache markers.
+Any failure or signal before step 6 removes the staging tree: the prefix is as it was.
 """
 
 from __future__ import annotations
 
-import asyncio
+import errno
 import json
 import os
-import shutil
-import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from envcheck import __version__
+from envcheck import __version__, interrupts
 from envcheck.errors import BadInput, EnvcheckError
-from envcheck.provision.fetch import Fetched, clear_partials, fetch_all
+from envcheck.provision import linker, pip_part, prefix_lock, staging, unpacked, validate
+from envcheck.provision.fetch import DEADLINE_S as FETCH_DEADLINE_S
+from envcheck.provision.fetch import DiskFull, Fetched, clear_partials, fetch_all
 from envcheck.provision.plan import Plan
 
+LOCK_TIMEOUT_S = 600.0  # how long an install waits for another one into the same prefix
 STAMP = "envcheck-install.json"  # under <prefix>/conda-meta/
 
 
@@ -69,16 +77,22 @@ def is_current(prefix: Path, plan: Plan) -> bool:
 
 
 def check_writable(prefix: Path) -> None:
-    """BadInput when ``prefix`` (or, if it does not exist, its nearest ancestor) is not writable."""
-    p = prefix
+    """BadInput when ``prefix`` cannot be built beside and renamed into place: its parent (or
+    the nearest ancestor that exists) must be a writable directory; an existing prefix must be
+    a conda env (or empty) and not a mount point."""
+    p = prefix.parent
     while not p.exists():
         if p.is_symlink():  # a dangling link
             raise BadInput(f"cannot create prefix {prefix}: {p} is a broken symlink")
         p = p.parent
     if not p.is_dir():
         raise BadInput(f"cannot create prefix {prefix}: {p} is not a directory")
-    if p == prefix and any(prefix.iterdir()) and not (prefix / "conda-meta").is_dir():
-        raise BadInput(f"prefix {prefix} exists and is not a conda environment (no conda-meta)")
+    if os.path.lexists(prefix):
+        if not prefix.is_dir():
+            raise BadInput(f"prefix {prefix} exists and is not a directory")
+        if any(prefix.iterdir()) and not (prefix / "conda-meta").is_dir():
+            raise BadInput(f"prefix {prefix} exists and is not a conda environment (no conda-meta)")
+        staging.check_swappable(prefix)
     if not os.access(p, os.W_OK | os.X_OK):
         raise BadInput(f"cannot write prefix {prefix}: {p} is not writable")
     try:  # root passes os.access everywhere; a read-only filesystem still refuses
@@ -87,114 +101,6 @@ def check_writable(prefix: Path) -> None:
         os.unlink(probe)
     except OSError as e:
         raise BadInput(f"cannot write prefix {prefix}: {e.strerror} ({p})") from None
-
-
-def _link(plan: Plan, fetched: Sequence[Fetched], prefix: Path, cache: Path, reporter) -> None:  # noqa: ANN001
-    """py-rattler's install of the lock's records from the checked files.
-
-    A record py-rattler already holds extracted in its cache is passed as the lock has it
-    (py-rattler links the extracted tree, whatever the URL); any other is pointed at its
-    checked archive in the staging cache, so py-rattler never downloads anything itself.
-    """
-    import rattler
-    from rattler import PackageCache
-
-    by_url = {f.artifact.url: f for f in fetched}
-    package_cache = PackageCache(cache / "pkgs")
-
-    async def work() -> list:
-        index = await package_cache.index()
-        records, moved = [], []
-        for r in plan.records:
-            if index.contains_record(r):
-                records.append(r)
-            else:
-                records.append(
-                    rattler.RepoDataRecord(r, r.file_name, by_url[r.url].path.as_uri(), r.channel)
-                )
-                moved.append(r)
-        await rattler.install(
-            records,
-            target_prefix=prefix,
-            package_cache=package_cache,
-            platform=rattler.Platform(plan.platform),
-            execute_link_scripts=False,
-            show_progress=False,
-            reporter=reporter,
-        )
-        return moved
-
-    moved = asyncio.run(work())
-    _restore_urls(prefix, moved)
-
-
-def _restore_urls(prefix: Path, records: Sequence) -> None:
-    """conda-meta records name the lock's URL, not the staging cache rattler read from."""
-    meta = prefix / "conda-meta"
-    for r in records:
-        stem = r.file_name.removesuffix(".conda").removesuffix(".tar.bz2")
-        path = meta / f"{stem}.json"
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if data.get("url") != r.url:
-            data["url"] = r.url
-            tmp = path.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-            os.replace(tmp, path)
-
-
-def _pip(plan: Plan, fetched: Sequence[Fetched], prefix: Path) -> None:
-    """Install the checked wheels into the prefix's interpreter: hashes required, no index."""
-    if not plan.pip:
-        return
-    from envcheck.resolve.pip import _uv
-
-    python = prefix / "bin" / "python"
-    if not python.exists():
-        raise EnvcheckError(f"the lock has pip packages but {python} does not exist")
-    by_url = {f.artifact.url: f for f in fetched}
-    lines = [f"{a.name} @ {by_url[a.url].path.as_uri()} --hash=sha256:{a.sha256}" for a in plan.pip]
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as req:
-        req.write("\n".join(lines) + "\n")
-    try:
-        done = subprocess.run(
-            [
-                _uv(),
-                "pip",
-                "install",
-                "--python",
-                str(python),
-                "--no-deps",
-                "--no-index",
-                "--require-hashes",
-                "--offline",
-                "--no-cache",
-                "--break-system-packages",
-                "--quiet",
-                "-r",
-                req.name,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    finally:
-        os.unlink(req.name)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise EnvcheckError(f"pip part failed in {prefix}: {last}", detail=done.stderr)
-
-
-def _topmost_missing(prefix: Path) -> Path | None:
-    """The highest directory of ``prefix``'s path that does not exist yet (None: it exists)."""
-    if prefix.exists():
-        return None
-    p = prefix
-    while not p.parent.exists():
-        p = p.parent
-    return p
 
 
 def write_stamp(prefix: Path, plan: Plan) -> None:
@@ -213,6 +119,16 @@ def write_stamp(prefix: Path, plan: Plan) -> None:
     os.replace(tmp, path)
 
 
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _target(prefix: Path) -> Path:
+    """The prefix as an absolute path; a symlink to an env stands for the env it names."""
+    prefix = prefix.absolute()
+    return Path(os.path.realpath(prefix)) if prefix.is_symlink() else prefix
+
+
 def install(
     plan: Plan,
     prefix: Path,
@@ -220,39 +136,35 @@ def install(
     *,
     force: bool = False,
     on_fetch: Callable[[int], None] = lambda n: None,
-    reporter=None,  # noqa: ANN001 - a rattler InstallerReporter
+    reporter=None,  # noqa: ANN001 - an object with on_link_complete(index), or None
     before_link: Callable[[], None] = lambda: None,
+    lock_timeout: float = LOCK_TIMEOUT_S,
+    fetch_timeout: float = FETCH_DEADLINE_S,
+    say: Callable[[str], None] = _say,
 ) -> Outcome:
-    """Steps 1-5 of the module docstring; raises EnvcheckError subclasses."""
+    """Steps 1-6 of the module docstring; raises EnvcheckError subclasses."""
     start = time.perf_counter()
-    prefix = prefix.absolute()
-    if not force and is_current(prefix, plan):
-        return Outcome(prefix, plan, noop=True, seconds=time.perf_counter() - start)
+    prefix = _target(prefix)
     check_writable(prefix)
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise BadInput(f"cannot use cache {cache}: {e.strerror}") from None
-    try:
-        fetched = fetch_all([*plan.conda, *plan.pip], cache, on_fetch)
-    finally:
-        clear_partials(cache)
-    created = _topmost_missing(prefix)  # what to remove again if linking fails
-    before_link()
-    try:
-        (prefix / "conda-meta" / STAMP).unlink(missing_ok=True)
-        _link(plan, [f for f in fetched if f.artifact.manager == "conda"], prefix, cache, reporter)
-        _pip(plan, [f for f in fetched if f.artifact.manager == "pip"], prefix)
-        write_stamp(prefix, plan)
-    except BaseException as e:
-        if created is not None:
-            shutil.rmtree(created, ignore_errors=True)
-        if isinstance(e, (EnvcheckError, KeyboardInterrupt, SystemExit)):
-            raise
-        if isinstance(e, OSError):
-            raise BadInput(f"cannot write prefix {prefix}: {e}") from None
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise EnvcheckError(f"linking into {prefix} failed: {first}", detail=str(e)) from None
+    with prefix_lock.hold(prefix_lock.lock_path(prefix), f"prefix {prefix}", lock_timeout, say):
+        for note in staging.recover(prefix):
+            say(f"envcheck: {note}")
+        if not force and is_current(prefix, plan):
+            return Outcome(prefix, plan, noop=True, seconds=time.perf_counter() - start)
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise BadInput(f"cannot use cache {cache}: {e.strerror}") from None
+        with linker.Linker(plan) as child:  # forked now, while envcheck has no threads
+            try:
+                fetched = fetch_all(
+                    [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout
+                )
+            finally:
+                clear_partials(cache)
+            lock = prefix_lock.cache_lock_path(cache)
+            with prefix_lock.hold(lock, f"cache {cache}", lock_timeout, say):
+                _build(plan, fetched, prefix, cache, child, reporter, before_link)
     return Outcome(
         prefix,
         plan,
@@ -263,3 +175,71 @@ def install(
         bytes_total=sum(f.size for f in fetched),
         seconds=time.perf_counter() - start,
     )
+
+
+def _build(
+    plan: Plan,
+    fetched: Sequence[Fetched],
+    prefix: Path,
+    cache: Path,
+    child: linker.Linker,
+    reporter,  # noqa: ANN001
+    before_link: Callable[[], None],
+) -> None:
+    """Steps 4-6: verified unpacked packages, a staged env, the swap."""
+    conda = [f for f in fetched if f.artifact.manager == "conda"]
+    with _errors(prefix):
+        ready = unpacked.prepare(
+            [(f.artifact, f.path) for f in conda],
+            cache,
+            lambda items: child.run({"op": "extract", "items": items}, f"unpacking into {cache}"),
+        )
+        for u in ready:
+            try:
+                validate.check_package(f"{u.artifact.name} {u.artifact.version}", u.folder, u.walk)
+            except validate.UnsafePackage:
+                unpacked.forget(u.folder)  # nothing of a refused package stays in the cache
+                raise
+    before_link()
+    stage = staging.staging_path(prefix)
+    job = {
+        "op": "link",
+        "staging": str(stage),
+        "final": str(prefix),
+        "pkgs": str(cache / "pkgs"),
+        "archives": {f.artifact.url: str(f.path) for f in conda},
+    }
+    tick = (lambda: reporter.on_link_complete(0)) if reporter is not None else (lambda: None)
+    try:
+        with _errors(prefix):
+            child.run(job, f"linking into {prefix}", tick)
+            pip_part.install(
+                plan, [f for f in fetched if f.artifact.manager == "pip"], stage, prefix
+            )
+            write_stamp(stage, plan)
+            interrupts.commit()  # from here on the install finishes: signals are held
+            old = staging.swap_in(stage, prefix)
+    except BaseException:
+        child.stop()  # it may still be writing into the staging tree
+        staging.remove_tree(stage)
+        raise
+    if old is not None:
+        staging.remove_tree(old)
+    unpacked.renew(ready)
+
+
+@contextmanager
+def _errors(prefix: Path) -> Iterator[None]:
+    """OSErrors and py-rattler's errors as one-line EnvcheckErrors (disk full named so)."""
+    try:
+        yield
+    except (EnvcheckError, KeyboardInterrupt, SystemExit):
+        raise
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            where = e.filename or prefix
+            raise DiskFull(f"disk full writing {where}: {e.strerror}") from None
+        raise BadInput(f"cannot write prefix {prefix}: {e}") from None
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise EnvcheckError(f"installing into {prefix} failed: {first}", detail=str(e)) from None

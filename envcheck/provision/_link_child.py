@@ -1,0 +1,167 @@
+"""The linker child's side: unpack checked archives, link a plan's records into a staging dir.
+
+Runs apart from envcheck (linker.Linker) because py-rattler's linker can abort the whole
+process (a Rust panic on hostile package metadata ends in SIGABRT): whatever happens here,
+envcheck is still there to remove what this process wrote. Usually forked, with the plan
+(py-rattler's records) in hand and nothing new to import; else started as
+``python -m envcheck.provision._link_child LOCK PLATFORM SHA256``, reading the lock again. It
+never returns into envcheck's code: it leaves through ``os._exit``.
+
+Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package done, then
+the job's JSON outcome line:
+
+    {"op": "extract", "items": [[archive, dest, sha256 or md5], ...]}
+    {"op": "link", "staging": ..., "final": ..., "pkgs": ..., "archives": {url: path}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import json
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+ENOSPC_TEXT = ("No space left on device", "os error 28", "Disk quota exceeded", "os error 122")
+
+
+class _Out:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def line(self, text: str) -> None:
+        data = (text + "\n").encode()
+        while data:
+            data = data[os.write(self.fd, data) :]
+
+
+class _Reporter:
+    """py-rattler's installer callbacks: one tick per package linked, every other a no-op."""
+
+    def __init__(self, out: _Out) -> None:
+        self.out = out
+
+    def on_link_complete(self, index: int) -> None:
+        self.out.line("+")
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        if name.startswith("on_"):
+            return lambda *a, **k: 0
+        raise AttributeError(name)
+
+
+def _extract(job: dict[str, Any], out: _Out) -> None:
+    from rattler.package_streaming import extract
+
+    for archive, dest, key in job["items"]:  # key: the locked sha256, else md5
+        dest_path = Path(dest)
+        shutil.rmtree(dest_path, ignore_errors=True)
+        Path(f"{dest}.lock").unlink(missing_ok=True)  # py-rattler's entry for the old tree
+        sha, md5 = (h.hex() for h in extract(archive, dest_path))
+        got = sha if len(key) == 64 else md5
+        if got != key:  # the archive changed after it was checked
+            raise RuntimeError(f"{archive}: the unpacked bytes hash to {got}, not {key}")
+        out.line("+")
+
+
+def _link(plan: Any, job: dict[str, Any], out: _Out) -> None:
+    import rattler
+    from rattler import PackageCache, ValidationMode
+
+    archives = job["archives"]
+    records = [
+        rattler.RepoDataRecord(r, r.file_name, Path(archives[r.url]).as_uri(), r.channel)
+        for r in plan.records
+    ]
+    asyncio.run(
+        rattler.install(
+            records,
+            target_prefix=job["staging"],
+            # envcheck checked every unpacked package (unpacked.py): py-rattler need not
+            package_cache=PackageCache.new_layered([job["pkgs"]], False, ValidationMode.skip()),
+            platform=rattler.Platform(plan.platform),
+            execute_link_scripts=False,
+            show_progress=False,
+            reporter=_Reporter(out),
+            alternative_target_prefix=job["final"],
+        )
+    )
+    _restore_urls(Path(job["staging"]), plan.records)
+
+
+def _restore_urls(prefix: Path, records: Any) -> None:
+    """conda-meta records name the lock's URL, not the staging cache rattler read from."""
+    meta = prefix / "conda-meta"
+    for r in records:
+        stem = r.file_name.removesuffix(".conda").removesuffix(".tar.bz2")
+        path = meta / f"{stem}.json"
+        data = json.loads(path.read_text())
+        data["url"] = r.url
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        os.replace(tmp, path)
+
+
+def main() -> None:
+    """``python -m envcheck.provision._link_child LOCK PLATFORM SHA256``: the started (not
+    forked) child; jobs on stdin, answers on stdout, stderr as given."""
+    from envcheck.provision.plan import read_plan
+
+    lock, platform, sha256 = sys.argv[1:4]
+    parent = int(os.environ.get("ENVCHECK_LINK_PARENT", "0"))
+    try:
+        plan = read_plan(Path(lock), platform)
+    except BaseException as e:  # noqa: BLE001 - told to the parent as the first answer
+        sys.stdout.write(json.dumps({"ok": False, "error": f"cannot read {lock}: {e}"}) + "\n")
+        sys.stdout.flush()
+        os._exit(0)
+    if plan.lock_sha256 != sha256:
+        sys.stdout.write(json.dumps({"ok": False, "error": f"{lock} changed meanwhile"}) + "\n")
+        sys.stdout.flush()
+        os._exit(0)
+    serve(plan, 0, 1, 2, parent)
+
+
+def _detach(parent: int, stderr_fd: int) -> None:
+    """Its own session (a terminal's Ctrl-C reaches envcheck, which ends this process),
+    default signal dispositions, death with the parent, stderr to envcheck's capture file."""
+    os.setsid()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if parent and os.getppid() != parent:  # it died before prctl took effect
+        os._exit(1)
+    if stderr_fd != 2:
+        os.dup2(stderr_fd, 2)
+
+
+def serve(plan: Any, jobs_fd: int, out_fd: int, stderr_fd: int, parent: int) -> None:
+    """The child's whole life: jobs until EOF, then ``os._exit``."""
+    try:
+        _detach(parent, stderr_fd)
+        out = _Out(out_fd)
+        with os.fdopen(jobs_fd, "rb", buffering=0) as jobs:
+            for raw in iter(jobs.readline, b""):
+                job = json.loads(raw)
+                try:
+                    if job["op"] == "extract":
+                        _extract(job, out)
+                    else:
+                        _link(plan, job, out)
+                    outcome: dict[str, Any] = {"ok": True}
+                except BaseException as e:  # noqa: BLE001 - everything is reported
+                    text = str(e).strip() or type(e).__name__
+                    enospc = any(t in text for t in ENOSPC_TEXT)
+                    outcome = {"ok": False, "error": text, "enospc": enospc}
+                out.line(json.dumps(outcome))
+    finally:
+        os._exit(0)  # never back into envcheck's stack; no interpreter shutdown either
+
+
+if __name__ == "__main__":
+    main()

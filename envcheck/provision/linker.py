@@ -1,0 +1,170 @@
+"""Run py-rattler's unpacking and linking in a child process (envcheck/provision/_link_child.py).
+
+The child may abort (a Rust panic), fill the disk or be interrupted: envcheck stays alive to
+end it and remove what it wrote. It is forked when ``Linker`` is entered, before the downloads
+start their threads, with the plan in hand (no interpreter start-up, no imports); a process
+that already has other threads (a progress bar, py-rattler's async runtime after a solve in
+the same process) starts a fresh interpreter instead. On any way out of the block the child
+is dead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from envcheck.errors import EnvcheckError
+from envcheck.provision.fetch import DiskFull
+
+
+def _single_threaded() -> bool:
+    """This process has one thread (Python's or any library's): forking it is safe."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+class Linker:
+    """One linker child, forked with ``plan`` in hand; ``run`` sends it a job and waits."""
+
+    def __init__(self, plan: Any) -> None:
+        self.plan = plan
+
+    def __enter__(self) -> Linker:
+        self.err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
+        jobs_r, self.jobs_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        if _single_threaded():
+            self.pid = self._fork(jobs_r, out_w)
+        else:
+            self.pid = self._spawn(jobs_r, out_w)
+        os.close(jobs_r)
+        os.close(out_w)
+        self.code: int | None = None
+        self.jobs_w_closed = False
+        self._buf = b""
+        return self
+
+    def _fork(self, jobs_r: int, out_w: int) -> int:
+        from envcheck.provision import _link_child
+
+        parent = os.getpid()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(self.jobs_w)
+            os.close(self.out_r)
+            _link_child.serve(self.plan, jobs_r, out_w, self.err.fileno(), parent)
+        return pid
+
+    def _spawn(self, jobs_r: int, out_w: int) -> int:
+        """A fresh interpreter that reads the lock again (its sha256 checked): a process with
+        other threads (a progress bar, py-rattler's async runtime) cannot be forked safely."""
+        plan = self.plan
+        args = [str(plan.lock.absolute()), plan.platform, plan.lock_sha256]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "envcheck.provision._link_child", *args],
+            stdin=jobs_r,
+            stdout=out_w,
+            stderr=self.err,
+            env=dict(os.environ, ENVCHECK_LINK_PARENT=str(os.getpid())),
+            pass_fds=(),
+        )
+        self._proc = proc  # kept so its Popen object does not outlive the child unreaped
+        return proc.pid
+
+    def _reap(self, block: bool) -> int | None:
+        if self.code is None:
+            pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+            if pid:
+                self.code = os.waitstatus_to_exitcode(status)
+        return self.code
+
+    def __exit__(
+        self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if kind is None and not self.jobs_w_closed:
+                os.close(self.jobs_w)  # EOF: a child between jobs leaves at once
+                self.jobs_w_closed = True
+                deadline = time.monotonic() + 5
+                while self._reap(False) is None and time.monotonic() < deadline:
+                    time.sleep(0.002)
+        finally:
+            self.stop()
+            os.close(self.out_r)
+            self.err.close()
+
+    def stop(self) -> None:
+        """Kill the child now and wait for it: nothing it does outlives this call."""
+        if not self.jobs_w_closed:
+            os.close(self.jobs_w)
+            self.jobs_w_closed = True
+        if self._reap(False) is None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, signal.SIGKILL)  # its session: the child and its own
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+            self._reap(True)
+
+    def run(
+        self, job: dict[str, Any], what: str, on_tick: Callable[[], None] = lambda: None
+    ) -> None:
+        """One job; EnvcheckError (DiskFull for ENOSPC) when it fails or the child dies.
+
+        ``what`` names the work in messages ("linking into /opt/env").
+        """
+        outcome = self._talk(job, on_tick)
+        if outcome.get("ok"):
+            return
+        if outcome.get("enospc"):
+            raise DiskFull(f"disk full {what}: {outcome['error'].splitlines()[0]}")
+        if outcome:
+            first = outcome["error"].splitlines()[0]
+            raise EnvcheckError(f"{what} failed: {first}", detail=outcome["error"])
+        code = self._reap(True) or 0
+        self.err.seek(0)
+        tail = self.err.read()[-4000:].decode(errors="replace")
+        last = [x for x in tail.strip().splitlines() if x.strip()]
+        how = _signal_name(code) if code < 0 else f"exit {code}"
+        hint = f": {last[0][:300]}" if last else ""
+        raise EnvcheckError(f"{what} failed: the linker process died ({how}){hint}", detail=tail)
+
+    def _talk(self, job: dict[str, Any], on_tick: Callable[[], None]) -> dict:
+        try:
+            data = (json.dumps(job) + "\n").encode()
+            while data:
+                data = data[os.write(self.jobs_w, data) :]
+        except BrokenPipeError:
+            return {}
+        while True:
+            while b"\n" in self._buf:
+                line, _, self._buf = self._buf.partition(b"\n")
+                if line == b"+":
+                    on_tick()
+                elif line:
+                    return json.loads(line)
+            select.select([self.out_r], [], [])  # a signal's exception leaves from here
+            chunk = os.read(self.out_r, 1 << 16)
+            if not chunk:
+                return {}
+            self._buf += chunk

@@ -1,0 +1,229 @@
+"""What is linked is what was verified: the unpacked packages py-rattler links from are checked.
+
+envcheck unpacks each checked archive itself (in the linker child) into py-rattler's package
+cache, ``CACHE/pkgs/<name>-<version>-<build>/``; the unpacker hashes the bytes it reads, and
+they must be the checked archive's. It then records, in ``CACHE/verified/<folder>.json``, the
+sha256 of every file (from the package's paths.json, hashed where it has none, info/ included)
+and the symlink targets, and in ``<folder>.digest`` one digest of every entry's (path, device,
+inode, size, mtime, ctime, mode).
+
+Every later install walks the folder and compares the digest (stat calls only). A difference
+sends the folder through the full check: every file hashed against the record; a file that
+differs, is missing or was added is refused (BadInput naming the package and the file); a
+difference only in stat data (hard links made into an env change a file's ctime) is accepted
+and the digest renewed. After linking, the digest is renewed when only ctimes changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from envcheck.errors import BadInput
+from envcheck.lockfile.model import LockedPackage
+
+CHUNK = 1 << 20
+Walk = list[tuple[str, int, int, int, int, int, int]]  # rel, dev, ino, size, mtime, ctime, mode
+
+
+class Tampered(BadInput):
+    """An unpacked package in the cache is not what its checked archive holds."""
+
+
+@dataclass(frozen=True)
+class Unpacked:
+    artifact: LockedPackage
+    folder: Path
+    walk: Walk  # the stat data the folder was verified with
+
+
+def folder_for(cache: Path, artifact: LockedPackage) -> Path:
+    stem = artifact.file_name.removesuffix(".conda").removesuffix(".tar.bz2")
+    return cache / "pkgs" / stem
+
+
+def _marks(folder: Path) -> tuple[Path, Path]:
+    base = folder.parent.parent / "verified" / folder.name
+    return base.with_name(f"{folder.name}.json"), base.with_name(f"{folder.name}.digest")
+
+
+def walk(folder: Path) -> Walk:
+    """Every entry under ``folder`` with its stat data, sorted (no symlink followed)."""
+    out: Walk = []
+    stack = [("", str(folder))]
+    while stack:
+        rel_dir, path = stack.pop()
+        with os.scandir(path) as it:
+            for e in it:
+                st = e.stat(follow_symlinks=False)
+                rel = f"{rel_dir}{e.name}"
+                out.append(
+                    (
+                        rel,
+                        st.st_dev,
+                        st.st_ino,
+                        st.st_size,
+                        st.st_mtime_ns,
+                        st.st_ctime_ns,
+                        st.st_mode,
+                    )
+                )
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append((f"{rel}/", e.path))
+    out.sort()
+    return out
+
+
+def digest(sha256: str, entries: Walk) -> str:
+    text = "\n".join(f"{r}\0{d}\0{i}\0{s}\0{m}\0{c}\0{o}" for r, d, i, s, m, c, o in entries)
+    return hashlib.sha256(f"{sha256}\n{text}".encode(errors="surrogateescape")).hexdigest()
+
+
+def _file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _describe(folder: Path, entries: Walk) -> dict[str, str]:
+    """rel -> sha256 of a file, '->target' of a symlink, 'dir' of a directory."""
+    try:
+        listed = json.loads((folder / "info" / "paths.json").read_bytes())["paths"]
+        known = {e["_path"]: e["sha256"] for e in listed if isinstance(e, dict) and e.get("sha256")}
+    except (OSError, ValueError, KeyError, TypeError):
+        known = {}
+    out = {}
+    for rel, *_, mode in entries:
+        full = os.path.join(folder, rel)
+        if stat.S_ISDIR(mode):
+            out[rel] = "dir"
+        elif stat.S_ISLNK(mode):
+            out[rel] = "->" + os.readlink(full)
+        else:
+            out[rel] = known.get(rel) or _file_sha256(full)
+    return out
+
+
+def record(artifact: LockedPackage, folder: Path) -> Walk:
+    """Write the marker of a folder just unpacked from the checked archive."""
+    entries = walk(folder)
+    files, dig = _marks(folder)
+    files.parent.mkdir(parents=True, exist_ok=True)
+    body = {"sha256": artifact.sha256 or artifact.md5, "files": _describe(folder, entries)}
+    _write(files, json.dumps(body))
+    _write(dig, f"{body['sha256']} {digest(body['sha256'], entries)}\n")
+    return entries
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _key(artifact: LockedPackage) -> str:
+    return artifact.sha256 or artifact.md5 or ""
+
+
+def check(artifact: LockedPackage, folder: Path) -> Walk | None:
+    """The folder's stat data when it is the verified unpacked package; None when it must be
+    unpacked again (absent, never verified, or from another archive); Tampered when it was
+    changed after it was verified."""
+    files, dig = _marks(folder)
+    try:
+        mark = dig.read_text().split()
+    except OSError:
+        return None
+    if len(mark) != 2 or mark[0] != _key(artifact) or not folder.is_dir():
+        return None
+    entries = walk(folder)
+    if digest(mark[0], entries) == mark[1]:
+        return entries
+    try:
+        recorded = json.loads(files.read_text())["files"]
+    except (OSError, ValueError, KeyError):
+        return None  # the marker itself is incomplete: unpack again
+    _compare(artifact, folder, entries, recorded)
+    _write(dig, f"{mark[0]} {digest(mark[0], entries)}\n")  # only stat data changed
+    return entries
+
+
+def _compare(artifact: LockedPackage, folder: Path, entries: Walk, recorded: dict) -> None:
+    what = f"conda package {artifact.name} {artifact.version}"
+    hint = f"; remove {folder} to unpack it again from the checked archive"
+    now = {e[0]: e for e in entries}
+    for rel in sorted(set(recorded) - set(now)):
+        raise Tampered(f"{what}: {rel} is missing from the unpacked cache{hint}")
+    for rel in sorted(set(now) - set(recorded)):
+        raise Tampered(f"{what}: {rel} was added to the unpacked cache{hint}")
+    for rel, *_, mode in entries:
+        full = os.path.join(folder, rel)
+        want = recorded[rel]
+        if stat.S_ISDIR(mode):
+            same = want == "dir"
+        elif stat.S_ISLNK(mode):
+            same = want == "->" + os.readlink(full)
+        else:
+            same = not want.startswith("->") and want != "dir" and _file_sha256(full) == want
+        if not same:
+            raise Tampered(f"{what}: {rel} in the unpacked cache differs from the package{hint}")
+
+
+def prepare(
+    items: Sequence[tuple[LockedPackage, Path]],
+    cache: Path,
+    unpack: Callable[[list[tuple[str, str, str]]], None],
+) -> list[Unpacked]:
+    """Each (artifact, checked archive) as a verified unpacked folder, unpacking where needed
+    through ``unpack`` (the linker child)."""
+    found: dict[int, Walk] = {}
+    todo = []
+    for i, (artifact, _archive) in enumerate(items):
+        folder = folder_for(cache, artifact)
+        entries = check(artifact, folder)
+        if entries is None:
+            todo.append(i)
+        else:
+            found[i] = entries
+    if todo:
+        (cache / "pkgs").mkdir(parents=True, exist_ok=True)
+        unpack(
+            [
+                (str(items[i][1]), str(folder_for(cache, items[i][0])), _key(items[i][0]))
+                for i in todo
+            ]
+        )
+        for i in todo:
+            found[i] = record(items[i][0], folder_for(cache, items[i][0]))
+    return [Unpacked(a, folder_for(cache, a), found[i]) for i, (a, _) in enumerate(items)]
+
+
+def forget(folder: Path) -> None:
+    """Remove an unpacked folder and its marker (a refused package)."""
+    import shutil
+
+    for mark in _marks(folder):
+        mark.unlink(missing_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    Path(f"{folder}.lock").unlink(missing_ok=True)
+
+
+def renew(done: Sequence[Unpacked]) -> None:
+    """After linking: renew each digest whose folder changed in ctime (and nlink) only."""
+    for u in done:
+        try:
+            entries = walk(u.folder)
+        except OSError:
+            continue
+        if len(entries) != len(u.walk):
+            continue
+        if all(a[:5] == b[:5] and a[6] == b[6] for a, b in zip(entries, u.walk)):
+            key = _key(u.artifact)
+            _write(_marks(u.folder)[1], f"{key} {digest(key, entries)}\n")
