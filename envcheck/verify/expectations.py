@@ -153,6 +153,24 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
         "below (docs/expect/); flags given as well override it, repeatable ones add to it",
     )
     g.add_argument("--lock", type=Path, metavar="FILE", help="conda-lock file the env must match")
+    _add_gpu_expectations(g)
+    _add_probe_and_health_expectations(g)
+    g.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="ID[,ID]",
+        help="checks and smoke tests not to run (repeatable; ids: --list-checks); each is "
+        "reported as skipped",
+    )
+    parser.add_argument(
+        "--list-checks",
+        action="store_true",
+        help="list every check and smoke test (id, kind, description) and exit",
+    )
+
+
+def _add_gpu_expectations(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--expect-gpus",
         type=int,
@@ -173,6 +191,9 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--min-compute-capability", type=_cc_arg, metavar="X.Y", help="oldest GPU arch needed"
     )
+
+
+def _add_probe_and_health_expectations(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--import",
         dest="imports",
@@ -211,19 +232,6 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
         type=seconds,
         metavar="SECONDS",
         help=f"limit for each import / library probe (default {DEFAULT_PROBE_TIMEOUT:g})",
-    )
-    g.add_argument(
-        "--skip",
-        action="append",
-        default=[],
-        metavar="ID[,ID]",
-        help="checks and smoke tests not to run (repeatable; ids: --list-checks); each is "
-        "reported as skipped",
-    )
-    parser.add_argument(
-        "--list-checks",
-        action="store_true",
-        help="list every check and smoke test (id, kind, description) and exit",
     )
 
 

@@ -129,7 +129,69 @@ def _make_runner() -> Callable[..., Any]:
     return run_facts
 
 
+def _make_worker_asker() -> Callable[..., Any]:
+    """``one(dask_scheduler, address, by_digest, with_source, deadline)``: one worker's facts
+    or why it sent none. Nested, so cloudpickle ships it by value with fan_out."""
+
+    def failure(kind: str, text: str) -> dict:
+        return {"error": kind, "text": text[:500]}
+
+    def result_of(reply: dict) -> Any:
+        from distributed.protocol import deserialize
+
+        result = reply["result"]
+        if hasattr(result, "header") and hasattr(result, "frames"):  # still serialized
+            result = deserialize(result.header, result.frames)
+        return result
+
+    async def ask(dask_scheduler: Any, address: str, by_digest: dict, with_source: dict) -> dict:
+        replies = await dask_scheduler.broadcast(
+            msg=by_digest, workers=[address], on_error="return_pickle"
+        )
+        reply = replies.get(address)
+        if isinstance(reply, dict) and reply.get("status") == "OK":
+            result = result_of(reply)
+            replies = {**replies, address: {**reply, "result": result}}
+            if result == b"":
+                replies = await dask_scheduler.broadcast(
+                    msg=with_source, workers=[address], on_error="return_pickle"
+                )
+        return replies
+
+    async def one(
+        dask_scheduler: Any, address: str, by_digest: dict, with_source: dict, deadline: float
+    ) -> dict:
+        import asyncio
+
+        from distributed.protocol.pickle import loads
+
+        try:
+            replies = await asyncio.wait_for(
+                ask(dask_scheduler, address, by_digest, with_source), deadline
+            )
+        except (asyncio.TimeoutError, TimeoutError):
+            if address not in dask_scheduler.workers:  # refused until it was removed
+                return failure("lost", "it left the cluster while being asked")
+            return failure("timeout", "")
+        reply = replies.get(address)
+        if reply is None:
+            return failure("lost", "the scheduler no longer lists it")
+        if isinstance(reply, (bytes, bytearray)):  # the call failed on the way
+            exc = loads(reply)
+            # A dead connection is "lost"; anything else was raised by the worker, e.g.
+            # while unpickling our runner with another cloudpickle.
+            kind = "lost" if isinstance(exc, (OSError, EOFError)) else "raised"
+            return failure(kind, f"{type(exc).__name__}: {exc}")
+        if reply.get("status") != "OK":
+            return failure("raised", str(reply.get("exception_text", "unknown error")))
+        return {"facts": result_of(reply)}
+
+    return one
+
+
 def _make_fan_out() -> Callable[..., Any]:
+    one = _make_worker_asker()
+
     async def fan_out(
         runner: bytes,
         digest: str,
@@ -142,7 +204,6 @@ def _make_fan_out() -> Callable[..., Any]:
         import asyncio
         import inspect
 
-        from distributed.protocol import deserialize
         from distributed.protocol.pickle import dumps, loads
 
         workers = {
@@ -164,48 +225,6 @@ def _make_fan_out() -> Callable[..., Any]:
         # This saves sending ~20 KB to every worker in every round.
         by_digest, with_source = message(False), message(True)
 
-        def failure(kind: str, text: str) -> dict:
-            return {"error": kind, "text": text[:500]}
-
-        async def ask(address: str) -> dict:
-            replies = await dask_scheduler.broadcast(
-                msg=by_digest, workers=[address], on_error="return_pickle"
-            )
-            reply = replies.get(address)
-            if isinstance(reply, dict) and reply.get("status") == "OK":
-                result = reply["result"]
-                if hasattr(result, "header") and hasattr(result, "frames"):  # still serialized
-                    result = deserialize(result.header, result.frames)
-                    replies = {**replies, address: {**reply, "result": result}}
-                if result == b"":
-                    replies = await dask_scheduler.broadcast(
-                        msg=with_source, workers=[address], on_error="return_pickle"
-                    )
-            return replies
-
-        async def one(address: str) -> dict:
-            try:
-                replies = await asyncio.wait_for(ask(address), deadline)
-            except (asyncio.TimeoutError, TimeoutError):
-                if address not in dask_scheduler.workers:  # refused until it was removed
-                    return failure("lost", "it left the cluster while being asked")
-                return failure("timeout", "")
-            reply = replies.get(address)
-            if reply is None:
-                return failure("lost", "the scheduler no longer lists it")
-            if isinstance(reply, (bytes, bytearray)):  # the call failed on the way
-                exc = loads(reply)
-                # A dead connection is "lost"; anything else was raised by the worker, e.g.
-                # while unpickling our runner with another cloudpickle.
-                kind = "lost" if isinstance(exc, (OSError, EOFError)) else "raised"
-                return failure(kind, f"{type(exc).__name__}: {exc}")
-            if reply.get("status") != "OK":
-                return failure("raised", str(reply.get("exception_text", "unknown error")))
-            result = reply["result"]
-            if hasattr(result, "header") and hasattr(result, "frames"):  # still serialized
-                result = deserialize(result.header, result.frames)
-            return {"facts": result}
-
         async def own() -> dict:
             try:
                 facts = loads(runner)(
@@ -215,14 +234,16 @@ def _make_fan_out() -> Callable[..., Any]:
                     facts = await asyncio.wait_for(facts, deadline)
                 return {"facts": facts}
             except (asyncio.TimeoutError, TimeoutError):
-                return failure("timeout", "")
+                return {"error": "timeout", "text": ""}
             except Exception as e:
-                return failure("raised", f"{type(e).__name__}: {e}")
+                return {"error": "raised", "text": f"{type(e).__name__}: {e}"[:500]}
 
         addresses = sorted(workers)
         # Workers first: their requests go out before the scheduler's own collection, which
         # may run right on this event loop, holds it.
-        replies = await asyncio.gather(*(one(a) for a in addresses), own())
+        replies = await asyncio.gather(
+            *(one(dask_scheduler, a, by_digest, with_source, deadline) for a in addresses), own()
+        )
         return {
             "scheduler": replies[-1],
             "workers": dict(zip(addresses, replies[:-1])),
