@@ -180,3 +180,13 @@ def test_distinct_gpus_and_the_same_index_on_two_hosts_do_not_block_nccl():
     assert nccl_blocker([rank(0), rank(1)]) == ""
     assert nccl_blocker([rank(0, "a", 0), rank(1, "b", 0)]) == ""
     assert nccl_blocker([rank(0), rank(1, device=-1)]) == "not every rank has a working GPU"
+
+
+def test_skip_names_a_job_check_that_then_reports_skipped_and_runs_nothing():
+    exp = dataclasses.replace(expect(), skip=frozenset({"job.kernel"}))
+    ranks = [rank(0, kernel_error="no kernel image is available"), rank(1)]
+    results = run_job_checks(job(ranks), exp)
+    kernel = [r for r in results if r.check.startswith("job.kernel")]
+    assert [(r.check, r.status, r.message) for r in kernel] == [
+        ("job.kernel", Status.SKIP, "skipped by --skip")
+    ]

@@ -74,6 +74,7 @@ def _names(ranks: list[int]) -> str:
 
 
 def check_ranks(job: JobFacts, exp: Expectations) -> list[Result]:
+    """Every rank of the world reported; a missing one is named with its host."""
     world = job.launch.world_size
     out = [
         _r("job.ranks", Status.ERROR, f"{who} never reported", node=f"rank {rank}",
@@ -110,6 +111,7 @@ def check_local_ranks(job: JobFacts, exp: Expectations) -> list[Result]:
 
 
 def check_skew(job: JobFacts, exp: Expectations) -> list[Result]:
+    """Python, torch, numpy, torch's CUDA runtime and NCCL (and --lock) identical on every rank."""
     _, results = skew_table(job)
     out = [dataclasses.replace(r, check=r.check.replace("skew", "job.skew", 1),
                                node=", ".join(f"rank {n}" for n in r.node.split(", ") if n))
@@ -207,6 +209,7 @@ def _idle(job: JobFacts, host: str, ranks: list[RankFacts], used: set[str]) -> l
 
 
 def check_kernels(job: JobFacts, exp: Expectations) -> list[Result]:
+    """A kernel ran on each rank's GPU (the build carries code for its architecture)."""
     bad = [r for r in job.ranks if r.kernel_error]
     out = []
     for r in bad:
@@ -243,6 +246,7 @@ def nccl_blocker(ranks: Sequence[RankFacts]) -> str:
 
 
 def check_allreduce(job: JobFacts, exp: Expectations) -> list[Result]:
+    """gloo and NCCL all-reduce across every rank gave the known answer."""
     out = []
     blocker = nccl_blocker(job.ranks)
     if blocker and any(r.device >= 0 for r in job.ranks):
@@ -266,6 +270,7 @@ def check_allreduce(job: JobFacts, exp: Expectations) -> list[Result]:
 
 
 def check_slurm_binding(job: JobFacts, exp: Expectations) -> list[Result]:
+    """Slurm's GPU binding per rank: SLURM_*_GPUS against CUDA_VISIBLE_DEVICES."""
     labelled = {f"rank {k}": f for k, f in job.labelled().items()}
     return check_slurm(labelled)
 
@@ -288,6 +293,9 @@ def run_job_checks(job: JobFacts, exp: Expectations) -> list[Result]:
     """Every judgement; one that raises becomes an error naming it, and the rest still run."""
     out: list[Result] = []
     for name, fn in JOB_CHECKS.items():
+        if name in exp.skip:  # --skip: said once, never silently absent
+            out.append(_r(name, Status.SKIP, "skipped by --skip"))
+            continue
         try:
             out += fn(job, exp)
         except Exception as e:

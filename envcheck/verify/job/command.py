@@ -17,7 +17,11 @@ import os
 from envcheck.errors import BadInput, ExitCode
 from envcheck.flags import seconds
 from envcheck.report import Report
-from envcheck.verify.expectations import add_expectation_arguments, expectations_from_args
+from envcheck.verify.expectations import (
+    add_expectation_arguments,
+    expect_options_from_args,
+    expectations_from_options,
+)
 from envcheck.verify.job import group as grp
 from envcheck.verify.job.launch import launch_info
 from envcheck.verify.job.run import JobRun
@@ -36,10 +40,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Report | int:
+    if getattr(args, "list_checks", False):
+        from envcheck.verify.job.checks import JOB_CHECKS
+
+        for name, fn in JOB_CHECKS.items():
+            doc = (fn.__doc__ or "").strip().splitlines()
+            print(f"{name:18} job   {doc[0] if doc else ''}")
+        return ExitCode.OK
     if args.timeout <= 0:
         raise BadInput(f"--timeout must be positive, not {args.timeout:g}")
     launch = launch_info(os.environ)
-    exp = expectations_from_args(args)
+    exp = expectations_from_options(expect_options_from_args(args))
     debug = bool(getattr(args, "debug", False))
     if not debug:  # c10d's own warnings about the broken group: the report says it once
         os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
