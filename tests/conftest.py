@@ -126,13 +126,23 @@ _NEEDS = {
 }
 
 
+# kinds whose tests share one session-scoped world (a Slurm, namespaces as hosts, images, cached
+# envs): under pytest-xdist (``-n N --dist loadgroup``) each goes whole to one worker, so every
+# world is made once; the other tests spread over all workers
+_GROUPED = ("slurm", "netns", "image", "oldenv", "install")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     strict = os.environ.get("ENVCHECK_TESTS_REQUIRE_ALL") == "1"
+    xdist = config.pluginmanager.hasplugin("xdist")
     lacking: dict[str, str] = {}
     for item in items:
         kinds = _kinds(item)
         for kind in sorted(kinds):
             item.add_marker(getattr(pytest.mark, kind))
+        group = next((k for k in _GROUPED if k in kinds), None)
+        if xdist and group:
+            item.add_marker(pytest.mark.xdist_group(group))
         for kind in sorted(kinds & set(_NEEDS)):
             if kind not in lacking:
                 lacking[kind] = _NEEDS[kind]()

@@ -8,6 +8,7 @@ pins (set ENVCHECK_TEST_ENV_CACHE to keep them across sessions).
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import glob
 import hashlib
@@ -67,7 +68,9 @@ def _cache_root() -> Path:
     root = os.environ.get("ENVCHECK_TEST_ENV_CACHE")
     if root:
         return Path(root)
-    return Path(tempfile.gettempdir()) / f"envcheck-test-envs-{os.getpid()}"
+    # one cache per test run: pytest-xdist's workers share it (their builds take the lock below)
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")[:12] or str(os.getpid())
+    return Path(tempfile.gettempdir()) / f"envcheck-test-envs-{run}"
 
 
 @dataclass(frozen=True)
@@ -125,12 +128,22 @@ def build_env(spec: EnvSpec, with_envcheck: bool = True, extra: tuple[str, ...] 
         json.dumps([python, spec.pins, extra, with_envcheck, spec.with_pip, source]).encode()
     ).hexdigest()[:12]
     prefix = _cache_root() / f"{spec.name}-{key}"
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    # concurrent test processes (pytest-xdist workers, a kept ENVCHECK_TEST_ENV_CACHE) build
+    # each env once: the first takes the lock, the others wait and then find it done
+    with open(prefix.parent / f".{prefix.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_locked(spec, prefix, python, with_envcheck, extra)
+
+
+def _build_locked(
+    spec: EnvSpec, prefix: Path, python: str, with_envcheck: bool, extra: tuple[str, ...]
+) -> OldEnv:
     done = prefix / ".envcheck-test-done.json"
     if done.exists() and (not with_envcheck or (prefix / "bin" / "envcheck").exists()):
         state = json.loads(done.read_text())
         return OldEnv(spec, prefix, state["before"], state["after"])
     shutil.rmtree(prefix, ignore_errors=True)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
     seed = ("--seed",) if spec.with_pip else ()
     _run([str(UV), "venv", "-q", *seed, "--python", python, str(prefix)], f"uv venv {spec.name}")
     py = str(prefix / "bin" / "python")
