@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
 from envcheck.lockfile.condalock import conda_lock_ready  # noqa: E402
+from envcheck.lockfile.toposort import toposorted  # noqa: E402
 from envcheck.lockfile.write import explicit_text  # noqa: E402
-from envcheck.resolve.toposort import toposorted  # noqa: E402
 
 
 def chain_lockfile(n: int):  # noqa: ANN201 - conda-lock's Lockfile

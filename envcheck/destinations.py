@@ -3,7 +3,7 @@
 As root, replacing a device node with a regular file is one ``os.replace`` away (a recipe
 written "to" a copy of /dev/null), and writing into a FIFO blocks until a reader comes. Every
 writer (report files, locks, recipes) asks ``check_destination`` before any work and writes
-through ``write_file`` or ``resolve.atomic``, which ask again at the moment of writing.
+through ``write_file`` or ``envcheck.atomic``, which ask again at the moment of writing.
 """
 
 from __future__ import annotations

@@ -13,11 +13,8 @@ import pytest
 from envcheck.cli import main
 from envcheck.errors import BadInput, ExitCode
 from envcheck.verify.expect_file import KEYS, MAX_BYTES, read_expect_file
-from envcheck.verify.expectations import (
-    ExpectOptions,
-    add_expectation_arguments,
-    expectations_from_options,
-)
+from envcheck.verify.expect_options import add_expectation_arguments, expectations_from_options
+from envcheck.verify.expectations import ExpectOptions
 
 DOCS = Path(__file__).parent.parent / "docs" / "expect"
 EXCERPT = Path(__file__).parent / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from envcheck import interrupts
+from envcheck.atomic import write_files_atomically
 from envcheck.cli import main
 from envcheck.errors import ExitCode
-from envcheck.resolve.atomic import write_files_atomically
 from envcheck.resolve.recipe import MAX_ENTRIES
 from tests.channel import demo_channel
 from tests.channel import write_recipe as recipe

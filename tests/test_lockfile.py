@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from envcheck.atomic import check_writable, write_files_atomically
 from envcheck.errors import BadInput
 from envcheck.lockfile.model import PipPackage
 from envcheck.lockfile.read import read_lock, read_lockfile_model
-from envcheck.lockfile.write import build_lockfile, conda_lock_text, explicit_text, write_lock
-from envcheck.resolve.atomic import check_writable, write_files_atomically
+from envcheck.lockfile.write import conda_lock_text, explicit_text, write_lock
+from envcheck.resolve.lockdoc import build_lockfile
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.solve import solve_specs, virtual_packages
 from tests.channel import pkg, write_channel, write_recipe

@@ -17,9 +17,9 @@ import pytest
 from envcheck.errors import BadInput
 from envcheck.report import Status
 from envcheck.verify.needs import package_version
+from envcheck.verify.smoke.run import SmokeRun
 from envcheck.verify.smoke.suite import (
     SMOKE_TESTS,
-    SmokeRun,
     SmokeTest,
     applicability,
     gpu_kernel_expected,

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from envcheck.lockfile.read import parse_lockfile
-from envcheck.resolve.toposort import level_order, toposorted
+from envcheck.lockfile.toposort import level_order, toposorted
 
 DATA = Path(__file__).parent / "data"
 

@@ -8,12 +8,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # the recipe module needs py-rattler: the build extra
-    from envcheck.resolve.recipe import Exclusion
+from typing import Any
 
 META = "envcheck."  # prefix of envcheck's keys in conda-lock's custom_metadata
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """A package a recipe keeps out of its environments, and why (recorded in the lock)."""
+
+    name: str
+    reason: str
 
 
 @dataclass(frozen=True)

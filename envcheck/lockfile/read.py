@@ -25,6 +25,7 @@ from envcheck.errors import BadInput
 from envcheck.inputs import check_regular, read_text
 from envcheck.lockfile.model import (
     META,
+    Exclusion,
     Lock,
     LockedPackage,
     build_from_url,
@@ -346,7 +347,7 @@ def parse_lockfile(path: Path) -> Any:
     parser: a test compares the two models.
     """
     from envcheck.lockfile.condalock import conda_lock_ready
-    from envcheck.resolve.toposort import toposorted
+    from envcheck.lockfile.toposort import toposorted
 
     conda_lock_ready()
     from conda_lock.lockfile import (
@@ -405,7 +406,6 @@ def _check_virtual_packages(path: Path, vps: Any) -> None:
 
 def read_lock(path: Path) -> Lock:
     """Read a conda-lock file written by envcheck build; BadInput if it is missing or not one."""
-    from envcheck.resolve.recipe import Exclusion
 
     lf = read_lockfile_model(path)
     custom = lf.metadata.custom_metadata or {}

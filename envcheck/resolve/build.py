@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from envcheck.atomic import check_writable, write_files_atomically
 from envcheck.destinations import check_destination
 from envcheck.errors import BadInput, EnvcheckError, StaleLock, Unsolvable
 from envcheck.lockfile.condalock import preload_conda_lock
 from envcheck.lockfile.model import Lock, PipPackage
 from envcheck.lockfile.read import read_lock, read_lockfile_model
-from envcheck.lockfile.write import build_lockfile, lock_paths, render_lock_texts
+from envcheck.lockfile.write import lock_paths, render_lock_texts
 from envcheck.report import Report, Result, Status, Table
-from envcheck.resolve.atomic import check_writable, write_files_atomically
 from envcheck.resolve.changes import Change, changes_table, compare, version_build
+from envcheck.resolve.lockdoc import build_lockfile
 from envcheck.resolve.recipe import Recipe, load_recipe
 from envcheck.resolve.solve import (
     DEFAULT_FETCH_TIMEOUT_S,

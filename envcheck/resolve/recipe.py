@@ -16,6 +16,7 @@ from rattler.exceptions import InvalidVersionError
 
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.inputs import read_text
+from envcheck.lockfile.model import Exclusion
 from envcheck.resolve.solve import resolve_channel
 from envcheck.resolve.spec import conda_spec
 
@@ -44,12 +45,6 @@ MAX_RECIPE_BYTES = 256 * 1024
 MAX_ENTRIES = 1000  # per list: dependencies, pip, exclude, channels, targets
 # system versions are plain release numbers (`cuda: "11.8"`, `glibc: "2.17"`, `linux: "3.10"`)
 _SYSTEM_VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
-
-
-@dataclass(frozen=True)
-class Exclusion:
-    name: str
-    reason: str
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ def verify_cluster(client_or_address: Client | str | None = None, **options: Any
                        "asynchronous=False)); from a coroutine, call it in a thread")
     opts = _options(ClusterOptions, options)
     from envcheck.verify.cluster.scheduler_loss import quiet_dask_logs
-    from envcheck.verify.expectations import expectations_from_options
+    from envcheck.verify.expect_options import expectations_from_options
 
     exp = expectations_from_options(opts.expect)
     quiet_dask_logs(opts.debug)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 from envcheck.errors import BadInput
-from envcheck.report import Result, Status
 
 
 @dataclass(frozen=True)
@@ -103,8 +102,3 @@ def print_list() -> int:
 
     sys.stdout.write(render_list(all_checks()))
     return 0
-
-
-def skipped(check_id: str, group: str, node: str = "") -> Result:
-    """What a report says of a check it did not run: one skip, so nothing is silently absent."""
-    return Result(check_id, Status.SKIP, "skipped by --skip", node=node, group=group)

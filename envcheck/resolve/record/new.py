@@ -440,7 +440,7 @@ def recipe_new(opts: Options, out: Path | None = None) -> Report:
     result = Result("recipe new", Status.PASS, f"RAPIDS {opts.rapids}, {opts.os}: {where}")
     if out is None:
         return Report("envcheck recipe new", results=(result,), output=text)
-    from envcheck.resolve.atomic import write_files_atomically
+    from envcheck.atomic import write_files_atomically
 
     write_files_atomically({out: text.encode()})
     return Report("envcheck recipe new", results=(result,), output=f"wrote {out}\n")

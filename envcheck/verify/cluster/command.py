@@ -17,7 +17,7 @@ from envcheck.verify.cluster.options import (
     smoke_selection,
 )
 from envcheck.verify.cluster.pipeline import verify_cluster
-from envcheck.verify.expectations import add_expectation_arguments, expect_options_from_args
+from envcheck.verify.expect_options import add_expectation_arguments, expect_options_from_args
 
 GROUP = "cluster"
 

@@ -15,8 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable
 
 from envcheck.errors import BadInput, EnvcheckError
-from envcheck.report import Measurement, Report, Result, Status, Table
-from envcheck.verify.catalog import skipped
+from envcheck.report import Measurement, Report, Result, Status, Table, skipped
 from envcheck.verify.cluster.checks import (
     NodeChecks,
     cluster_pids_by_host,
@@ -54,7 +53,8 @@ from envcheck.verify.cluster.registry import (
 )
 from envcheck.verify.cluster.scheduler_loss import quiet_dask_logs, scheduler_lost
 from envcheck.verify.cluster.skew import skew_report
-from envcheck.verify.expectations import Expectations, expectations_from_options
+from envcheck.verify.expect_options import expectations_from_options
+from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.node.pipeline import skipped_node_checks
 

@@ -15,8 +15,7 @@ import dataclasses
 import threading
 from typing import Callable, List
 
-from envcheck.report import Result, Status, Table
-from envcheck.verify.catalog import skipped
+from envcheck.report import Result, Status, Table, skipped
 from envcheck.verify.cluster.checks import check_stack_agreement
 from envcheck.verify.cluster.gather import ClusterFacts
 from envcheck.verify.cluster.hosts import hosts_view, spans_hosts

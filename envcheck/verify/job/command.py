@@ -17,7 +17,7 @@ import os
 from envcheck.errors import BadInput, ExitCode
 from envcheck.flags import seconds
 from envcheck.report import Report
-from envcheck.verify.expectations import (
+from envcheck.verify.expect_options import (
     add_expectation_arguments,
     expect_options_from_args,
     expectations_from_options,

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from envcheck.report import Report
-from envcheck.verify.expectations import add_expectation_arguments, expect_options_from_args
+from envcheck.verify.expect_options import add_expectation_arguments, expect_options_from_args
 from envcheck.verify.node.options import NodeOptions
 from envcheck.verify.node.pipeline import verify_node
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.inputs import check_regular, load_json_file
-from envcheck.report import Measurement, Report, Result, Status
-from envcheck.verify.catalog import skipped
-from envcheck.verify.expectations import Expectations, expectations_from_options
+from envcheck.report import Measurement, Report, Result, Status, skipped
+from envcheck.verify.expect_options import expectations_from_options
+from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import (
     NodeFacts,
     collect_node_facts,

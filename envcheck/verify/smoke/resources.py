@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from envcheck.report import Result, Status
 
 if TYPE_CHECKING:
-    from envcheck.verify.smoke.suite import SmokeRun
+    from envcheck.verify.smoke.run import SmokeRun
 
 CHECK = "smoke.resources"
 GROUP = "smoke"
