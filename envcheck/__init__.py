@@ -15,6 +15,8 @@ _LAZY = {
     "recipe_new": "envcheck.api",
     "verify_node": "envcheck.verify.api",
     "verify_cluster": "envcheck.verify.api",
+    "verify_job": "envcheck.verify.api",
+    "verify_ray": "envcheck.verify.api",
     "Report": "envcheck.report",
     "Result": "envcheck.report",
     "Status": "envcheck.report",

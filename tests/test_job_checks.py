@@ -13,6 +13,7 @@ from envcheck.verify.job.checks import (
     check_allreduce,
     check_gpu_binding,
     check_kernels,
+    check_launcher_views,
     check_local_ranks,
     check_ranks,
     check_skew,
@@ -20,7 +21,7 @@ from envcheck.verify.job.checks import (
     nccl_blocker,
     run_job_checks,
 )
-from envcheck.verify.job.launch import LaunchInfo
+from envcheck.verify.job.launch import LaunchInfo, launcher_views, views_disagree
 from envcheck.verify.job.rank import RankFacts, choose_device
 from tests.factories import expect, gpu_uuid, node, with_env
 
@@ -190,3 +191,25 @@ def test_skip_names_a_job_check_that_then_reports_skipped_and_runs_nothing():
     assert [(r.check, r.status, r.message) for r in kernel] == [
         ("job.kernel", Status.SKIP, "skipped by --skip")
     ]
+
+
+def test_launcher_views_are_read_from_every_launcher_and_nested_launches_are_not_compared():
+    env = {"SLURM_PROCID": "1", "SLURM_LOCALID": "1", "SLURM_NTASKS": "2",
+           "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "x"}
+    views = launcher_views(env)
+    assert views == (("slurm", 1, 1, 2), ("torch", 0, 0, 2))
+    assert views_disagree(views) == "slurm says rank 1 (local 1), torch says rank 0 (local 0)"
+    # torchrun's 8 workers under 2 srun tasks: another world, a nested launch, not a conflict
+    assert views_disagree((("slurm", 1, 0, 2), ("torch", 5, 1, 8))) == ""
+
+
+def test_a_rank_whose_launchers_disagree_fails_naming_it():
+    agree = (("slurm", 0, 0, 2), ("submitit", 0, 0, 2))
+    ranks = [dataclasses.replace(rank(0), launcher_views=agree),
+             dataclasses.replace(rank(1, local=1),
+                                 launcher_views=(("slurm", 1, 1, 2), ("torch", 0, 0, 2)))]
+    (bad,) = failing(check_launcher_views(job(ranks), expect()))
+    assert bad.node == "rank 1" and "slurm says rank 1 (local 1), torch says rank 0" in bad.message
+    ok = [dataclasses.replace(r, launcher_views=agree) for r in ranks]
+    (good,) = check_launcher_views(job(ok), expect())
+    assert good.status is Status.PASS and good.message == "slurm and submitit agree on every rank"

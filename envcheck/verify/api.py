@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from envcheck.verify.cluster.options import ClusterOptions
     from envcheck.verify.node.options import NodeOptions
 
-__all__ = ["verify_cluster", "verify_node"]
+__all__ = ["verify_cluster", "verify_job", "verify_node"]
 
 _EXPECT_FIELDS = {f.name for f in dataclasses.fields(ExpectOptions)} - {"file"}
 
@@ -89,6 +89,55 @@ def verify_cluster(client_or_address: Client | str | None = None, **options: Any
     quiet_dask_logs(opts.debug)
     address = getattr(client_or_address.scheduler, "address", "") or ""
     return verify_client(client_or_address, exp, opts, described=f"client of {address}")
+
+
+def verify_job(timeout: float = 60.0, **expect: Any) -> Report:
+    """``envcheck verify job`` from Python, in every task of a parallel launch (a submitit job's
+    function, an srun/torchrun/mpirun task): the group forms from the launcher's environment,
+    rank 0 judges, and every task gets a Report with the same verdict (rank 0's is the full
+    report; another rank's holds one ``job.verdict`` result carrying rank 0's line).
+
+    Expectations as in verify_node (expect_gpus=..., lock=..., skip=(...), expect="FILE").
+    Bounded by ``timeout`` per step, as the command; a rank that never arrives is named.
+    """
+    import os
+
+    from envcheck.errors import ExitCode
+    from envcheck.report import Result, Status
+    from envcheck.verify.expect_options import expectations_from_options
+    from envcheck.verify.job.launch import launch_info
+    from envcheck.verify.job.run import JobRun
+
+    if not timeout > 0:
+        raise BadInput(f"timeout must be positive, not {timeout!r}")
+    given = {("file" if k == "expect" else k): v for k, v in expect.items()}
+    if given.get("file") is not None:
+        given["file"] = Path(given["file"])
+    unknown = sorted(set(given) - _EXPECT_FIELDS - {"file"})
+    if unknown:
+        raise BadInput(f"unknown option {unknown[0]!r} (known: timeout, expect, "
+                       f"{', '.join(sorted(_EXPECT_FIELDS))})")
+    exp = expectations_from_options(_expect_options(given))
+    launch = launch_info(os.environ)
+    outcome = JobRun(launch, exp, timeout).run()
+    if isinstance(outcome, Report):
+        return outcome
+    code, line = outcome
+    status = {ExitCode.OK: Status.PASS, ExitCode.WARN: Status.WARN,
+              ExitCode.FAIL: Status.FAIL}.get(ExitCode(code), Status.ERROR)
+    return Report(title="envcheck verify job", code=ExitCode(code), results=(
+        Result("job.verdict", status, line or f"rank 0 ended with exit {code}",
+               node=f"rank {launch.rank}", group="job"),))
+
+
+def verify_ray(address: str | None = None, **options: Any) -> Report:
+    """``envcheck verify ray``: a Ray cluster at ``address`` (host:port on a node of it, or
+    ray://host:port), or a local one started and shut down when None. Options: timeout,
+    expect_nodes, train, train_workers; expectations as in verify_node."""
+    from envcheck.verify.ray.pipeline import RayOptions
+    from envcheck.verify.ray.pipeline import verify_ray as run
+
+    return run(_options(RayOptions, {**options, "address": address}))
 
 
 def _options(

@@ -21,7 +21,7 @@ from envcheck.verify.cluster.skew import skew_report
 from envcheck.verify.cluster.slurm import check_slurm
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
-from envcheck.verify.job.launch import LaunchInfo
+from envcheck.verify.job.launch import LaunchInfo, views_disagree
 from envcheck.verify.job.rank import RankFacts
 
 GROUP = "job"
@@ -155,6 +155,26 @@ def check_node(job: JobFacts, exp: Expectations) -> list[Result]:
             for r in results]
 
 
+def check_launcher_views(job: JobFacts, exp: Expectations) -> list[Result]:
+    """Every launcher's variables a rank carries agree on its rank and local rank (SLURM_*,
+    submitit's JobEnvironment, torch's RANK/LOCAL_RANK, OpenMPI's, Horovod's)."""
+    out = []
+    for r in job.ranks:
+        why = views_disagree(r.launcher_views)
+        if why:
+            out.append(_r("job.launcher", Status.FAIL, f"rank {r.rank} on {r.host}: {why}",
+                          node=f"rank {r.rank}",
+                          fix="take rank and local rank from one place: a script that forms "
+                          "its group from one and shards its data or picks its GPU by the "
+                          "other trains on the wrong shard or device"))
+    if out:
+        return out
+    sources = sorted({v[0] for r in job.ranks for v in r.launcher_views})
+    if len(sources) < 2:
+        return []
+    return [_r("job.launcher", Status.PASS, f"{' and '.join(sources)} agree on every rank")]
+
+
 def check_gpu_binding(job: JobFacts, exp: Expectations) -> list[Result]:
     """Every rank on exactly one GPU of its own; LOCAL_RANK agrees with the device it got."""
     if not any(r.device_count for r in job.ranks):
@@ -284,6 +304,7 @@ JOB_CHECKS: Mapping[str, Check] = {
     "job.gpu-binding": check_gpu_binding,
     "job.kernel": check_kernels,
     "job.slurm": check_slurm_binding,
+    "job.launcher": check_launcher_views,
     "job.allreduce": check_allreduce,
     "job.node": check_node,
 }

@@ -244,3 +244,43 @@ def launch_info(env: Mapping[str, str]) -> LaunchInfo:
         # every rank on this host: rank 0 is here
         return dataclasses.replace(info, master_addr="127.0.0.1")
     return info
+
+
+# Each launcher's own (rank, local rank, world size) variables, where a rank may carry several
+# (torch's RANK set by a script under srun, submitit's JobEnvironment over SLURM_*).
+_VIEWS = (
+    ("slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"),
+    ("torch", "RANK", "LOCAL_RANK", "WORLD_SIZE"),
+    ("openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"),
+    ("horovod", "HOROVOD_RANK", "HOROVOD_LOCAL_RANK", "HOROVOD_SIZE"),
+)
+
+
+def launcher_views(env: Mapping[str, str]) -> tuple[tuple[str, int, int, int], ...]:
+    """(source, rank, local rank, world size) from every launcher whose variables are set;
+    submitit's JobEnvironment too inside a submitit job (SUBMITIT_EXECUTOR)."""
+    out = []
+    for source, *names in _VIEWS:
+        values = [env.get(n, "").strip() for n in names]
+        if all(v.isdigit() for v in values):
+            out.append((source, int(values[0]), int(values[1]), int(values[2])))
+    if env.get("SUBMITIT_EXECUTOR"):
+        try:
+            import submitit
+
+            je = submitit.JobEnvironment()
+            out.append(("submitit", int(je.global_rank), int(je.local_rank), int(je.num_tasks)))
+        except Exception:  # noqa: BLE001 - not a submitit job after all, or another submitit
+            pass
+    return tuple(out)
+
+
+def views_disagree(views: tuple[tuple[str, int, int, int], ...]) -> str:
+    """Why the views of one rank disagree ("" when they agree). Views of different world
+    sizes are nested launches (torchrun's workers under one srun task each) and not compared."""
+    problems = []
+    for i, (a, ra, la, wa) in enumerate(views):
+        for b, rb, lb, wb in views[i + 1:]:
+            if wa == wb and (ra, la) != (rb, lb):
+                problems.append(f"{a} says rank {ra} (local {la}), {b} says rank {rb} (local {lb})")
+    return "; ".join(problems)

@@ -15,7 +15,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.verify.job.launch import LaunchInfo
+from envcheck.verify.job.launch import LaunchInfo, launcher_views
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ class RankFacts:
     arch_list: tuple[str, ...] = ()  # torch.cuda.get_arch_list(): what its kernels target
     kernel_error: str = ""  # a kernel on the device failed: first line of why
     cuda_visible_devices: str | None = None
+    # (source, rank, local rank, world size) of every launcher's variables this rank has
+    launcher_views: tuple[tuple[str, int, int, int], ...] = ()
 
 
 def choose_device(count: int, local_rank: int) -> tuple[int, str]:
@@ -95,6 +97,7 @@ def collect_rank_facts(launch: LaunchInfo, ip: str, interface: str) -> RankFacts
         torch=torch.__version__,
         torch_cuda=torch.version.cuda or "",
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+        launcher_views=launcher_views(os.environ),
     )
     if not torch.version.cuda:
         return dataclasses.replace(facts, device_note="torch is a CPU build")
@@ -145,4 +148,5 @@ def rank_facts_from_dict(d: dict[str, Any]) -> RankFacts:
     names = {f.name for f in dataclasses.fields(RankFacts)}
     known = {k: v for k, v in d.items() if k in names}
     known["arch_list"] = tuple(known.get("arch_list", ()))
+    known["launcher_views"] = tuple(tuple(v) for v in known.get("launcher_views", ()))
     return RankFacts(**known)
