@@ -137,9 +137,12 @@ _NEEDS = {
 
 
 # kinds whose tests share one session-scoped world (a Slurm, namespaces as hosts, images, cached
-# envs): under pytest-xdist (``-n N --dist loadgroup``) each goes whole to one worker, so every
-# world is made once; the other tests spread over all workers
-_GROUPED = ("slurm", "netns", "image", "oldenv", "install")
+# envs) -> the pytest-xdist group that holds them (``-n N --dist loadgroup``): each group goes
+# whole to one worker, so every world is made once; the other tests spread over all workers.
+# Image builds (podman, CPU-bound) share a group with the namespaced hosts, whose UCX and Ray
+# peers give up on each other when starved of CPU.
+_GROUPED = {"slurm": "slurm", "netns": "heavy", "image": "heavy", "oldenv": "oldenv",
+            "install": "install"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -150,7 +153,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         kinds = _kinds(item)
         for kind in sorted(kinds):
             item.add_marker(getattr(pytest.mark, kind))
-        group = next((k for k in _GROUPED if k in kinds), None)
+        group = next((_GROUPED[k] for k in _GROUPED if k in kinds), None)
         if xdist and group:
             item.add_marker(pytest.mark.xdist_group(group))
         for kind in sorted(kinds & set(_NEEDS)):

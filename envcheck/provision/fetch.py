@@ -334,9 +334,10 @@ def fetch_all(
             w.cut_now()
         end = time.monotonic() + 1.0  # cut downloads end at once and remove their .part files
         for t in threads:
-            t.join(max(0.0, end - time.monotonic()))
+            if t.ident is not None:  # a Ctrl-C inside start() leaves the rest never started
+                t.join(max(0.0, end - time.monotonic()))
         finished.set()
-        if dog.is_alive():
+        if dog.ident is not None and dog.is_alive():
             dog.join(1.0)  # gone before the next install looks at this process's threads
     for r in results:  # in the lock's order: the first failing package is the one reported
         if isinstance(r, BaseException) and not isinstance(r, Stopped):

@@ -179,7 +179,9 @@ def _render_dask(o: ScriptOptions) -> str:
     sched = [
         "python", "-m", "distributed.cli.dask_scheduler",
         "--scheduler-file", Var("$SCHED_FILE"), "--protocol", o.protocol,
-        "--dashboard-address", o.dashboard, *iface,
+        # a free port, told through the scheduler file: two jobs sharing a node (or anything
+        # else on 8786) would otherwise make the second scheduler fail to start
+        "--port", "0", "--dashboard-address", o.dashboard, *iface,
     ]
     verify = [
         "envcheck", "verify", "cluster", "--scheduler-file", Var("$SCHED_FILE"),
