@@ -223,11 +223,20 @@ def test_gloo_only_horovod_under_mpirun_runs_each_rank_alone_and_fails():
     alone = tuple(hvd_rank(r, size=1, hvd_rank=0, local_rank=0, reduced=(r + 1.0, r + 1.0))
                   for r in range(2))
     results = check_horovod_ranks(job(ranks, MPIRUN, horovod=alone), expect())
-    msgs = {r.message: r for r in results}
-    size = msgs["hvd.size() is 1 on ranks 0, 1, but openmpi says 2"]
+    [size] = results  # its rank and local rank follow from the size: not named again
+    assert size.message == ("hvd.size() is 1 on ranks 0, 1, but openmpi says 2; its all-reduce "
+                            "summed 1 on rank 0, 2 on rank 1, not 3")
     assert size.status is Status.FAIL and "horovodrun --gloo -np 2" in size.fix
-    assert "hvd.rank() is 0 on rank 1, but openmpi says 1" in msgs
-    assert "hvd.local_rank() is 0 on rank 1, but openmpi says 1" in msgs
+
+
+def test_a_local_rank_horovod_numbers_otherwise_fails_naming_set_device():
+    from envcheck.verify.job.horovod_job import check_horovod_ranks
+
+    ranks = [rank(r, launcher="horovod") for r in range(4)]
+    hv = tuple(hvd_rank(r, local_rank=3 - r) for r in range(4))
+    results = check_horovod_ranks(job(ranks, HOROVODRUN, horovod=hv), expect())
+    assert [r.message for r in results][0] == "hvd.local_rank() is 3 on rank 0, but horovod says 0"
+    assert all("set_device(hvd.local_rank())" in r.fix for r in results) and len(results) == 4
 
 
 def test_a_rank_whose_horovod_failed_is_named():

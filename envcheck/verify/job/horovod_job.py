@@ -119,36 +119,54 @@ def _size_fix(job: JobFacts, h: HorovodRank) -> str:
             "mpirun / srun for an MPI build), with no HOROVOD_* variables left from another")
 
 
+def _mismatches(job: JobFacts) -> dict[tuple[str, int, int], list[int]]:
+    """(hvd.* call, what it said, what the launcher said) -> the ranks. A rank whose
+    hvd.size() is wrong is named for that alone: its rank and local rank follow from it."""
+    launcher = {r.rank: r for r in job.ranks}
+    wrong: dict[tuple[str, int, int], list[int]] = {}
+    for h in job.horovod:
+        if h.error:
+            continue
+        mine = launcher.get(h.rank)
+        pairs = [("hvd.size()", h.size, job.launch.world_size)]
+        if h.size == job.launch.world_size:
+            pairs += [("hvd.rank()", h.hvd_rank, h.rank),
+                      ("hvd.local_rank()", h.local_rank, mine.local_rank if mine else -1),
+                      ("hvd.local_size()", h.local_size, mine.local_world_size if mine else -1)]
+        for name, got, want in pairs:
+            if want >= 0 and got != want:
+                wrong.setdefault((name, got, want), []).append(h.rank)
+    return wrong
+
+
 def check_horovod_ranks(job: JobFacts, exp: Expectations) -> list[Result]:
     """Horovod's world (hvd.size(), rank(), local_rank(), local_size()) is the launcher's."""
     if not job.horovod:
         return []
-    local_size = {r.rank: r.local_world_size for r in job.ranks}
-    local_rank = {r.rank: r.local_rank for r in job.ranks}
-    launch, out = job.launch, []
-    wrong: dict[tuple[str, int, int], list[int]] = {}
+    launcher, out = job.launch.launcher, []
     for h in job.horovod:
         if h.error:
             out.append(_r(Status.FAIL, f"rank {h.rank} on {h.host}: {h.error}",
                           node=f"rank {h.rank}", fix="run envcheck verify node in this "
                           "environment: its horovod check names what is wrong with the build"))
-            continue
-        pairs = [("hvd.size()", h.size, launch.world_size), ("hvd.rank()", h.hvd_rank, h.rank),
-                 ("hvd.local_rank()", h.local_rank, local_rank.get(h.rank, h.local_rank)),
-                 ("hvd.local_size()", h.local_size, local_size.get(h.rank, -1))]
-        for name, got, want in pairs:
-            if want >= 0 and got != want:
-                wrong.setdefault((name, got, want), []).append(h.rank)
-    for (name, got, want), ranks in wrong.items():
-        first = next(h for h in job.horovod if h.rank == ranks[0])
-        fix = _size_fix(job, first) if name == "hvd.size()" else (
-            "torch.cuda.set_device(hvd.local_rank()) puts these ranks on other GPUs than the "
-            "launcher gave them: " + _size_fix(job, first))
-        out.append(_r(Status.FAIL, f"{name} is {got} on {_ranks(ranks)}, but {launch.launcher} "
-                      f"says {want}", node=", ".join(f"rank {r}" for r in ranks), fix=fix))
+    by_rank = {h.rank: h for h in job.horovod}
+    for (name, got, want), ranks in _mismatches(job).items():
+        fix = _size_fix(job, by_rank[ranks[0]])
+        said = ""
+        if name == "hvd.size()":
+            sums = ", ".join(f"{by_rank[r].reduced[0]:g} on rank {r}" for r in ranks[:4]
+                             if len(by_rank[r].reduced) == 2)
+            world = job.launch.world_size
+            said = f"; its all-reduce summed {sums}, not {world * (world + 1) / 2:g}" if sums \
+                else ""
+        elif name == "hvd.local_rank()":
+            fix = ("torch.cuda.set_device(hvd.local_rank()) puts these ranks on other GPUs "
+                   "than the launcher gave them: " + fix)
+        out.append(_r(Status.FAIL, f"{name} is {got} on {_ranks(ranks)}, but {launcher} says "
+                      f"{want}{said}", node=", ".join(f"rank {r}" for r in ranks), fix=fix))
     if not out:
         h = job.horovod[0]
         out.append(_r(Status.PASS, f"Horovod {h.version} ({h.controller} controller): "
                       f"hvd.size() {h.size}, and every rank's hvd.rank(), local_rank(), "
-                      f"local_size() as {launch.launcher} set them"))
+                      f"local_size() as {launcher} set them"))
     return out

@@ -284,9 +284,9 @@ def _gather(dist: Any, obj: Any) -> list[Any]:
 
 
 def _horovod_collective(ranks: tuple[HorovodRank, ...], world: int) -> list[Collective]:
-    """The known-answer hvd.allreduce as a Collective, when every rank ran it (job.horovod
-    names those that could not)."""
-    if not ranks or any(h.error or len(h.reduced) != 2 for h in ranks):
+    """The known-answer hvd.allreduce as a Collective, when every rank ran it in the world the
+    launcher made (job.horovod names the ranks that could not, or saw another world)."""
+    if not ranks or any(h.error or len(h.reduced) != 2 or h.size != world for h in ranks):
         return []
     got = tuple((h.rank, h.reduced[0], h.reduced[1]) for h in ranks)
     return [Collective("horovod", world * (world + 1) / 2, got)]
