@@ -53,8 +53,7 @@ def collect_node_facts(
     ucx_info_timeout: float = 10.0,
     health: bool | None = None,
     kernel_log: str = "",
-    arch_probe: bool | None = None,
-    horovod_probe: bool | None = None,
+    arch_probe: bool | None = None, horovod_probe: bool | None = None,
 ) -> NodeFacts:
     """Gather this process's view of its machine; never raises for missing hardware.
 
@@ -65,9 +64,7 @@ def collect_node_facts(
     the caller. kernel_log: a file to read Xid lines from instead of the kernel's own log.
     arch_probe: read the GPU architectures torch / CuPy / xgboost carry, in a child that runs
     while the rest is read. None (the default): for "local" and "worker" on a machine whose
-    kernel driver is loaded. horovod_probe: read Horovod's build (what horovodrun -cb reports,
-    and the framework versions it was built against) in another child. None (the default):
-    for "local" and "worker" when Horovod is installed.
+    kernel driver is loaded. horovod_probe: Horovod's build (facts/horovod.py); see _start_horovod.
     """
     t0 = time.perf_counter()
     # One stat per directory per collection: every stat releases the GIL, and taking it back
@@ -81,9 +78,7 @@ def collect_node_facts(
         frameworks, arch_cache, compiled, archs_child = _start_archs(
             {**packages, **python_packages}, role, arch_probe, kernel_driver.version
         )
-        wants_horovod = horovod_probe if horovod_probe is not None else (
-            role in ("local", "worker") and "horovod" in python_packages)
-        horovod_child = start_horovod_probe() if wants_horovod else None
+        horovod_child = _start_horovod(horovod_probe, role, python_packages)
         nvml_state, nvml_error, driver, cuda_driver, gpus = _nvml_facts()
         visible, problem = resolve_visible_devices(env.get("CUDA_VISIBLE_DEVICES"), gpus)
         # walking /proc costs ms: only when another process on a GPU makes it matter
@@ -121,16 +116,31 @@ def collect_node_facts(
             kernel_driver=kernel_driver,
             nvml_state=nvml_state,
             compiled_archs=compiled,
-            horovod=finish_horovod_probe(horovod_child, probe_timeout) if wants_horovod
-            else HorovodBuild(),
+            horovod=_finish_horovod(horovod_child, probe_timeout),
         )
         return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
         _STAT_MEMO.pop(threading.get_ident(), None)
-        for child in (archs_child, horovod_child):
-            if child is not None and child.poll() is None:  # an exception on the way
-                child.kill()
-                child.wait()
+        _reap(archs_child, horovod_child)  # still running: an exception on the way
+
+
+def _start_horovod(wanted: bool | None, role: str, installed: dict[str, str]) -> Any:
+    """Probe Horovod when asked, or (None) for "local" and "worker" with Horovod installed.
+    False: not probed; else the child (None: it did not start)."""
+    if wanted is None:
+        wanted = role in ("local", "worker") and "horovod" in installed
+    return start_horovod_probe() if wanted else False
+
+
+def _finish_horovod(child: Any, timeout: float) -> HorovodBuild:
+    return HorovodBuild() if child is False else finish_horovod_probe(child, timeout)
+
+
+def _reap(*children: Any) -> None:
+    for child in children:
+        if child and child.poll() is None:
+            child.kill()
+            child.wait()
 
 
 def _start_archs(

@@ -4,7 +4,7 @@
   built against another torch (or TensorFlow) fails to import with an undefined symbol, or
   with Horovod's own "Framework pytorch installed with version X but found version Y"; one
   that imports beside another version only warns in Horovod (check_installed_version) and
-  breaks later. Horovod records the version it was built with in horovod/metadata.json: a
+  can break at any call. Horovod records the version it was built with in horovod/metadata.json: a
   difference fails here, naming both, with the rebuild against the current framework.
 - A build with no usable framework, or neither controller (MPI, Gloo), cannot run a job.
 - On a node with GPUs: a Horovod without GPU support cannot reduce GPU tensors ("Horovod was
@@ -62,7 +62,9 @@ def _framework(b: HorovodBuild, f: HorovodFramework) -> Result | None:
            "(or install the version it was built against)")
     if f.built_with and f.built_with != f.installed:
         what = "does not import: " + f.error if f.error else (
-            "imports, but Horovod warns that this breaks at run time")
+            "imports, and Horovod only warns (\"This can result in unexpected behavior "
+            "including runtime errors\"): the C++ extension calls into a torch it was not "
+            "compiled for")
         return Result(CHECK, Status.FAIL, f"Horovod {b.version}'s {ext} was built against "
                       f"{f.name} {f.built_with}, but {f.name} {f.installed} is installed: "
                       f"{ext} {what}", fix=fix)
