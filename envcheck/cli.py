@@ -53,6 +53,10 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "envcheck.verify.job.command",
         "run as every rank of srun/torchrun/mpirun/horovodrun: check the job's ranks",
     ),
+    ("verify", "ray"): (
+        "envcheck.verify.ray.command",
+        "audit a Ray cluster: nodes, skew, GPUs Ray advertises vs the driver's (default: local)",
+    ),
     ("slurm", "script"): (
         "envcheck.slurm.command",
         "sbatch script: a Dask cluster that verifies itself before the work (--submit runs it)",

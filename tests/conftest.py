@@ -19,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
-KINDS = ("unit", "cluster", "solve", "install", "image", "slurm", "netns", "oldenv", "gpu")
+KINDS = (
+    "unit", "cluster", "solve", "install", "image", "slurm", "netns", "oldenv", "ray", "gpu",
+)
 
 # tests/<dir>/ -> kind
-_BY_DIR = {"gpu": "gpu", "slurm": "slurm", "hosts": "netns"}
+_BY_DIR = {"gpu": "gpu", "slurm": "slurm", "hosts": "netns", "ray": "ray"}
 # module -> kinds of every test in it
 _BY_MODULE: dict[str, tuple[str, ...]] = {
     "test_images": ("image", "install"),
@@ -54,6 +56,7 @@ _BY_FIXTURE = {
     "py39_env": "install",
     "slurm": "slurm",
     "hosts": "netns",
+    "ray_hosts": "netns",
     "ucx_env": "oldenv",
 }
 
@@ -110,6 +113,12 @@ def _tools(*names: str) -> str:
     return f"needs {', '.join(missing)}" if missing else ""
 
 
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 def _root() -> str:
     return "" if os.geteuid() == 0 else "needs root"
 
@@ -123,6 +132,7 @@ _NEEDS = {
     "slurm": lambda: _root() or _tools("slurmctld", "slurmd", "munged"),
     "netns": lambda: _root() or _tools("ip", "unshare"),
     "oldenv": lambda: "" if _pyenv("3.8") and _pyenv("3.9") else "needs pyenv's Python 3.8 and 3.9",
+    "ray": lambda: "" if _importable("ray") else "needs Ray (pip install -e '.[test]')",
 }
 
 

@@ -605,3 +605,38 @@ def test_a_process_with_threads_links_through_a_started_child(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] in ("0", "ExitCode.OK"), done.stdout
     assert (tmp_path / "env" / "share" / "tiny" / "a.txt").read_text() == "tiny\n"
+
+
+def test_metadata_is_validated_again_unless_a_finished_install_validated_it_under_these_rules(
+    py39_env: Installed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envcheck.provision import install as install_module
+    from envcheck.provision import validate
+    from envcheck.provision.plan import read_plan
+    from envcheck.provision.unpacked import VALIDATED
+
+    checked: list[str] = []
+    real = validate.check_package
+
+    def spy(package: str, folder: Path, walk) -> int:  # noqa: ANN001 - the real one, counted
+        checked.append(package)
+        return real(package, folder, walk)
+
+    monkeypatch.setattr(validate, "check_package", spy)
+    cache = tmp_path / "cache"
+    shutil.copytree(py39_env.cache / "archives", cache / "archives")
+    plan = read_plan(py39_env.world.lock, "linux-64")
+    install_module.install(plan, tmp_path / "a", cache)
+    conda = len(plan.conda)
+    assert len(checked) == conda  # unpacked now: every package validated
+    marks = sorted((cache / "verified").glob("*.digest"))
+    assert len(marks) == conda and all(m.read_text().split()[2:] == [VALIDATED] for m in marks)
+    install_module.install(plan, tmp_path / "b", cache)
+    assert len(checked) == conda  # unchanged since, validated under these rules: not again
+    key, dig, _ = marks[0].read_text().split()
+    marks[0].write_text(f"{key} {dig} validated-0\n")  # validated under older rules
+    install_module.install(plan, tmp_path / "c", cache)
+    assert len(checked) == conda + 1
+    marks[1].write_text(" ".join(marks[1].read_text().split()[:2]) + "\n")  # unpacked only
+    install_module.install(plan, tmp_path / "d", cache)
+    assert len(checked) == conda + 2

@@ -174,6 +174,21 @@ def test_embedded_style_cluster_passes_cpu_tests_and_skips_gpu_tests(local_clust
         assert "over gloo" in ddp[0].message and "sum 3" in ddp[0].message
     else:
         assert ddp[0].status is Status.SKIP
+    skorch = by["smoke.skorch"]
+    if HAS_TORCH and importlib.util.find_spec("skorch"):
+        assert [r.status for r in skorch] == [Status.PASS, Status.PASS], [r.message for r in skorch]
+        assert sorted(r.node for r in skorch) == sorted(facts)
+        assert all("on cpu: training accuracy" in r.message for r in skorch)
+    else:
+        assert skorch[0].status is Status.SKIP
+    dispatched = by["smoke.dask-pytorch-ddp"]
+    if HAS_TORCH and importlib.util.find_spec("dask_pytorch_ddp"):
+        assert [r.status for r in dispatched] == [Status.PASS, Status.PASS], [
+            r.message for r in dispatched]
+        assert sorted(r.message.split(" over ")[0] for r in dispatched) == ["rank 0/2", "rank 1/2"]
+        assert all("gloo" in r.message and "sum 3" in r.message for r in dispatched)
+    else:
+        assert dispatched[0].status is Status.SKIP
 
 
 def _hang(run: SmokeRun) -> list:

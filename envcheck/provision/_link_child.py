@@ -90,19 +90,32 @@ def _link(plan: Any, job: dict[str, Any], out: _Out) -> None:
             alternative_target_prefix=job["final"],
         )
     )
-    _restore_urls(Path(job["staging"]), plan.records)
+    _restore_urls(Path(job["staging"]), plan.records, archives)
 
 
-def _restore_urls(prefix: Path, records: Any) -> None:
-    """conda-meta records name the lock's URL, not the staging cache rattler read from."""
+def _restore_urls(prefix: Path, records: Any, archives: dict[str, str]) -> None:
+    """conda-meta records name the lock's URL, not the staging cache rattler read from.
+
+    The one ``"url"`` value rattler wrote (the archive's file URI) is replaced in the text:
+    parsing and re-writing every record (python's lists thousands of paths) cost more than the
+    link. A record where that value is not found exactly once is parsed and re-written."""
     meta = prefix / "conda-meta"
     for r in records:
         stem = r.file_name.removesuffix(".conda").removesuffix(".tar.bz2")
         path = meta / f"{stem}.json"
-        data = json.loads(path.read_text())
-        data["url"] = r.url
+        text = path.read_text()
+        source = archives.get(r.url)
+        wrote = json.dumps(Path(source).as_uri()) if source else ""
+        hits = [f'"url": {wrote}', f'"url":{wrote}'] if wrote else []
+        hit = next((h for h in hits if text.count(h) == 1), "")
+        if hit:
+            text = text.replace(hit, f'"url": {json.dumps(r.url)}', 1)
+        else:
+            data = json.loads(text)
+            data["url"] = r.url
+            text = json.dumps(data, indent=2, sort_keys=True)
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        tmp.write_text(text)
         os.replace(tmp, path)
 
 

@@ -195,6 +195,8 @@ def _build(
             lambda items: child.run({"op": "extract", "items": items}, f"unpacking into {cache}"),
         )
         for u in ready:
+            if u.validated:  # validated before, not changed since (the stat marker)
+                continue
             try:
                 validate.check_package(f"{u.artifact.name} {u.artifact.version}", u.folder, u.walk)
             except validate.UnsafePackage:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.lockfile.model import LockedPackage
+from envcheck.provision.validate import VALIDATION_RULES
 
 CHUNK = 1 << 20
 Walk = list[tuple[str, int, int, int, int, int, int]]  # rel, dev, ino, size, mtime, ctime, mode
@@ -40,6 +41,7 @@ class Unpacked:
     artifact: LockedPackage
     folder: Path
     walk: Walk  # the stat data the folder was verified with
+    validated: bool = False  # its metadata passed validate.py, unchanged since (the marker says)
 
 
 def folder_for(cache: Path, artifact: LockedPackage) -> Path:
@@ -132,27 +134,33 @@ def _key(artifact: LockedPackage) -> str:
     return artifact.sha256 or artifact.md5 or ""
 
 
-def check(artifact: LockedPackage, folder: Path) -> Walk | None:
-    """The folder's stat data when it is the verified unpacked package; None when it must be
-    unpacked again (absent, never verified, or from another archive); Tampered when it was
-    changed after it was verified."""
+# The digest marker's third word once an install validated the package's metadata and linked
+# it (renew); a marker written at unpacking has none. A change of validate.py's rules bumps it.
+VALIDATED = f"validated-{VALIDATION_RULES}"
+
+
+def check(artifact: LockedPackage, folder: Path) -> tuple[Walk, bool] | None:
+    """The folder's stat data when it is the verified unpacked package, and whether its
+    metadata was validated with the same stat data; None when it must be unpacked again
+    (absent, never verified, or from another archive); Tampered when it was changed after
+    it was verified."""
     files, dig = _marks(folder)
     try:
         mark = dig.read_text().split()
     except OSError:
         return None
-    if len(mark) != 2 or mark[0] != _key(artifact) or not folder.is_dir():
+    if len(mark) not in (2, 3) or mark[0] != _key(artifact) or not folder.is_dir():
         return None
     entries = walk(folder)
     if digest(mark[0], entries) == mark[1]:
-        return entries
+        return entries, mark[2:] == [VALIDATED]
     try:
         recorded = json.loads(files.read_text())["files"]
     except (OSError, ValueError, KeyError):
         return None  # the marker itself is incomplete: unpack again
     _compare(artifact, folder, entries, recorded)
     _write(dig, f"{mark[0]} {digest(mark[0], entries)}\n")  # only stat data changed
-    return entries
+    return entries, False
 
 
 def _compare(artifact: LockedPackage, folder: Path, entries: Walk, recorded: dict) -> None:
@@ -183,15 +191,15 @@ def prepare(
 ) -> list[Unpacked]:
     """Each (artifact, checked archive) as a verified unpacked folder, unpacking where needed
     through ``unpack`` (the linker child)."""
-    found: dict[int, Walk] = {}
+    found: dict[int, tuple[Walk, bool]] = {}
     todo = []
     for i, (artifact, _archive) in enumerate(items):
         folder = folder_for(cache, artifact)
-        entries = check(artifact, folder)
-        if entries is None:
+        seen = check(artifact, folder)
+        if seen is None:
             todo.append(i)
         else:
-            found[i] = entries
+            found[i] = seen
     if todo:
         (cache / "pkgs").mkdir(parents=True, exist_ok=True)
         unpack(
@@ -201,8 +209,8 @@ def prepare(
             ]
         )
         for i in todo:
-            found[i] = record(items[i][0], folder_for(cache, items[i][0]))
-    return [Unpacked(a, folder_for(cache, a), found[i]) for i, (a, _) in enumerate(items)]
+            found[i] = (record(items[i][0], folder_for(cache, items[i][0])), False)
+    return [Unpacked(a, folder_for(cache, a), *found[i]) for i, (a, _) in enumerate(items)]
 
 
 def forget(folder: Path) -> None:
@@ -216,7 +224,8 @@ def forget(folder: Path) -> None:
 
 
 def renew(done: Sequence[Unpacked]) -> None:
-    """After linking: renew each digest whose folder changed in ctime (and nlink) only."""
+    """After a complete install: renew each digest whose folder changed in ctime (and nlink)
+    only, marked validated (its metadata passed before it was linked)."""
     for u in done:
         try:
             entries = walk(u.folder)
@@ -226,4 +235,4 @@ def renew(done: Sequence[Unpacked]) -> None:
             continue
         if all(a[:5] == b[:5] and a[6] == b[6] for a, b in zip(entries, u.walk)):
             key = _key(u.artifact)
-            _write(_marks(u.folder)[1], f"{key} {digest(key, entries)}\n")
+            _write(_marks(u.folder)[1], f"{key} {digest(key, entries)} {VALIDATED}\n")

@@ -20,6 +20,9 @@ from pathlib import Path
 from envcheck.errors import BadInput
 
 MAX_PATH = 4096
+# Bumped whenever a rule here changes: cache markers recording a validation under other rules
+# (unpacked.py) are then validated again.
+VALIDATION_RULES = 1
 
 
 class UnsafePackage(BadInput):

@@ -17,7 +17,7 @@ from envcheck.errors import BadInput
 @dataclass(frozen=True)
 class CheckInfo:
     id: str
-    kind: str  # "node", "cluster" or "smoke"
+    kind: str  # "node", "cluster", "smoke", "job" or "ray"
     summary: str  # one line: the first line of the check's docstring
 
 
@@ -48,6 +48,20 @@ def _smoke() -> Iterator[CheckInfo]:
         yield CheckInfo(test.id, "smoke", test.summary)
 
 
+def _job() -> Iterator[CheckInfo]:
+    from envcheck.verify.job.checks import JOB_CHECKS
+
+    for check_id, fn in JOB_CHECKS.items():
+        yield CheckInfo(check_id, "job", _first_line(fn))
+
+
+def _ray() -> Iterator[CheckInfo]:
+    from envcheck.verify.ray.checks import RAY_CHECKS
+
+    for check_id, fn in RAY_CHECKS.items():
+        yield CheckInfo(check_id, "ray", _first_line(fn))
+
+
 def _plugins() -> Iterator[CheckInfo]:
     from envcheck.verify.plugins import load_plugins
 
@@ -56,7 +70,7 @@ def _plugins() -> Iterator[CheckInfo]:
         yield CheckInfo(p.name, "node", f"plugin {p.target}: {_first_line(p.check)}".rstrip(": "))
 
 
-SOURCES = (_node, _cluster, _smoke, _plugins)
+SOURCES = (_node, _cluster, _smoke, _job, _ray, _plugins)
 
 
 def all_checks() -> list[CheckInfo]:
@@ -96,9 +110,10 @@ def render_list(checks: Iterable[CheckInfo]) -> str:
     return "\n".join(f"{i:<{width}}  {k:<7}  {s}".rstrip() for i, k, s in rows) + "\n"
 
 
-def print_list() -> int:
-    """--list-checks: print the catalog on stdout; exit 0."""
+def print_list(*kinds: str) -> int:
+    """--list-checks: print the catalog (only ``kinds`` and node checks, when given); exit 0."""
     import sys
 
-    sys.stdout.write(render_list(all_checks()))
+    wanted = {"node", *kinds} if kinds else None
+    sys.stdout.write(render_list(c for c in all_checks() if wanted is None or c.kind in wanted))
     return 0

@@ -77,13 +77,14 @@ class Hosts:
 
 
 @contextlib.contextmanager
-def namespaced_hosts(*names: str) -> Iterator[Hosts]:
-    """Namespaces for `names` joined by one bridge; removed (with their links) on the way out."""
+def namespaced_hosts(*names: str, prefix: str = "ec") -> Iterator[Hosts]:
+    """Namespaces for `names` joined by one bridge; removed (with their links) on the way out.
+    `prefix` keeps two sets of one test process apart (a module's and a test's)."""
     if os.geteuid() != 0:
         raise Unavailable("network namespaces need root")
     if shutil.which("ip") is None or shutil.which("unshare") is None:
         raise Unavailable("ip (iproute2) or unshare (util-linux) is missing")
-    tag = f"ec{os.getpid() % 100000}"  # unique per test process; interface names <= 15 chars
+    tag = f"{prefix}{os.getpid() % 100000}"  # unique per test process; interface names <= 15 chars
     hosts = Hosts(tag, names)
     switch = f"{tag}-sw"
     made: list[str] = []

@@ -170,18 +170,20 @@ def skew_report(
     noun: str = "worker",
     critical: frozenset[str] = CRITICAL,
     group: str = "cluster",
+    tracked: tuple[str, ...] = TRACKED,
 ) -> tuple[Table, list[Result]]:
     """The skew table (tracked rows present anywhere, plus extra rows that differ) and verdicts.
 
     `processes` maps a label ("client", "scheduler", a worker address) to its facts, in the
-    order the columns should appear. `extra_packages` are a lock's packages: compared too,
+    order the columns should appear. `tracked` rows are always shown (when installed
+    anywhere). `extra_packages` are a lock's packages: compared too,
     but shown only where they differ (a lock has hundreds). `noun` names the processes that
     are not client or scheduler ("worker", "rank"); a difference in a `critical` package fails.
     """
     labels = list(processes)
     versions = {label: process_versions(f) for label, f in processes.items()}
     extra = [canonical_name(p) for p in extra_packages]
-    names = list(dict.fromkeys([*TRACKED, *(p for p in extra if p not in TRACKED)]))
+    names = list(dict.fromkeys([*tracked, *(p for p in extra if p not in tracked)]))
 
     verdicts: dict[str, tuple[Status, str, tuple[str, ...], str]] = {}
     rows_wanted: list[str] = []
@@ -191,7 +193,7 @@ def skew_report(
             continue
         verdict = compare_package(name, per, noun, critical)
         verdicts[name] = verdict
-        if name in TRACKED or verdict[0] is not Status.PASS:
+        if name in tracked or verdict[0] is not Status.PASS:
             rows_wanted.append(name)
 
     columns = _columns(labels, versions, rows_wanted, noun)

@@ -19,12 +19,20 @@ from envcheck.errors import BadInput
 from envcheck.report import Result, Status
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.needs import lacks
-from envcheck.verify.smoke import ddp
+from envcheck.verify.smoke import ddp, frameworks
 from envcheck.verify.smoke import tasks as worker_tasks
+from envcheck.verify.smoke.frameworks import SKORCH_ACCURACY_FLOOR
 from envcheck.verify.smoke.resources import smoke_resources
-from envcheck.verify.smoke.run import POLL, SmokeRun, SmokeTimeout, WorkerLost, lost_workers
+from envcheck.verify.smoke.run import (
+    POLL,
+    SmokeRun,
+    SmokeTimeout,
+    WorkerLost,
+    first_line,
+    lost_workers,
+    result,
+)
 
-GROUP = "smoke"
 # The body gets this much longer than its own deadline to return before the runner gives up on
 # it: a body that waits with SmokeRun's helpers reports *which* step timed out.
 _GRACE = 2.0
@@ -43,17 +51,6 @@ class SmokeTest:
     gpu: bool = False  # runs only on GPU workers; skipped when there are none
 
 
-def result(test: str, status: Status, message: str, node: str = "", fix: str = "") -> Result:
-    return Result(f"smoke.{test}", status, message, node=node, fix=fix, group=GROUP)
-
-
-def _first_line(exc: BaseException, limit: int = 300) -> str:
-    text = str(exc).strip().splitlines()
-    line = text[0] if text else ""
-    line = f"{type(exc).__name__}: {line}" if line else type(exc).__name__
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
 # --- the tests ----------------------------------------------------------------------------
 
 
@@ -65,7 +62,7 @@ def _submit(run: SmokeRun) -> list[Result]:
     for a, (value, exc) in run.outcomes(futs, "a task").items():
         n = ns[a]
         if exc is not None:
-            out.append(result("submit", Status.FAIL, f"task raised {_first_line(exc)}", a))
+            out.append(result("submit", Status.FAIL, f"task raised {first_line(exc)}", a))
             continue
         total, pid, host = value
         if total != n * (n - 1) // 2:
@@ -124,7 +121,7 @@ def _gpu_kernel(run: SmokeRun) -> list[Result]:
                 result(
                     "gpu-kernel",
                     Status.FAIL,
-                    f"kernel failed: {_first_line(exc)}",
+                    f"kernel failed: {first_line(exc)}",
                     a,
                     fix="check the driver, CUDA_VISIBLE_DEVICES and that CuPy/Numba match the "
                     "CUDA version the driver supports",
@@ -250,7 +247,7 @@ def _torch_ddp(run: SmokeRun) -> list[Result]:
                 result(
                     "torch-ddp",
                     Status.FAIL,
-                    f"{label}: {_first_line(exc)}",
+                    f"{label}: {first_line(exc)}",
                     a,
                     fix="each rank needs its own GPU (NCCL refuses two ranks on one GPU) and "
                     "the workers must reach worker 0's host on the rendezvous port",
@@ -311,6 +308,19 @@ SMOKE_TESTS: dict[str, SmokeTest] = {
             _torch_ddp,
             worker_packages=(("torch",),),
         ),
+        SmokeTest(
+            "skorch",
+            f"a skorch fit on every worker's device, accuracy >= {SKORCH_ACCURACY_FLOOR}",
+            frameworks.skorch_fit,
+            worker_packages=(("skorch",), ("torch",)),
+        ),
+        SmokeTest(
+            "dask-pytorch-ddp",
+            "dask_pytorch_ddp.dispatch.run over every worker, a checked all-reduce",
+            frameworks.ddp_dispatch,
+            worker_packages=(("dask-pytorch-ddp", "dask_pytorch_ddp"), ("torch",)),
+            client_modules=("dask_pytorch_ddp.dispatch",),
+        ),
     )
 }
 
@@ -327,7 +337,7 @@ def _client_import_error(module: str) -> str:
     try:
         importlib.import_module(module)
     except Exception as exc:
-        return _first_line(exc)
+        return first_line(exc)
     return ""
 
 
@@ -423,7 +433,7 @@ def run_one(
     if isinstance(err, WorkerLost):
         return _lost_results(test.id, err.workers)
     if err is not None and _is_cluster_failure(err):
-        return [result(test.id, Status.ERROR, f"{_first_line(err)} (after {took:.1f} s)")]
+        return [result(test.id, Status.ERROR, f"{first_line(err)} (after {took:.1f} s)")]
     gone = lost_workers(client, facts)
     if gone:  # whatever the body said, it ran on a cluster that lost workers under it
         return _lost_results(test.id, gone)
@@ -433,7 +443,7 @@ def run_one(
     if isinstance(err, SmokeTimeout):
         return [result(test.id, Status.FAIL, f"timed out after {timeout:g} s {err}")]
     if err is not None:
-        return [result(test.id, Status.FAIL, f"{_first_line(err)} (after {took:.1f} s)")]
+        return [result(test.id, Status.FAIL, f"{first_line(err)} (after {took:.1f} s)")]
     return box["results"]
 
 

@@ -253,3 +253,53 @@ def received(x: Any, key: Any) -> tuple[int, float | None, str]:
         if key in entry.get("keys", {}):
             return size, float(entry["duration"]), str(entry.get("who", ""))
     return size, None, ""  # the data was already here: nothing was transferred
+
+
+# --- skorch and dask-pytorch-ddp ------------------------------------------------------------
+
+
+def skorch_fit(seed: int, gpu: bool) -> dict[str, Any]:
+    """A small skorch classifier fit on this worker's device, on a fixed linearly separable
+    problem; returns its training accuracy and where it ran."""
+    import numpy as np
+    import skorch
+    import torch
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(2000, 8)).astype("float32")
+    y = (x @ rng.normal(size=8) > 0).astype("int64")
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = torch.nn.Sequential(
+                torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)
+            )
+
+        def forward(self, x: Any) -> Any:
+            return self.layers(x)
+
+    torch.manual_seed(seed)
+    net = skorch.NeuralNetClassifier(
+        Net, max_epochs=15, lr=0.05, optimizer=torch.optim.Adam, batch_size=128,
+        train_split=None, verbose=0, device="cuda" if gpu else "cpu",
+        criterion=torch.nn.CrossEntropyLoss,
+    )
+    net.fit(x, y)
+    accuracy = float((net.predict(x) == y).mean())
+    device = str(next(net.module_.parameters()).device)
+    return {"accuracy": accuracy, "device": device, "skorch": skorch.__version__,
+            "torch": torch.__version__}
+
+
+def ddp_dispatch_allreduce(n: int) -> dict[str, Any]:
+    """Run by dask_pytorch_ddp.dispatch.run inside the group it formed: rank r adds r+1."""
+    import torch
+    import torch.distributed as dist
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    t = torch.full((n,), float(rank + 1), dtype=torch.float32, device=device)
+    dist.all_reduce(t)
+    return {"rank": rank, "world": world, "min": float(t.min()), "max": float(t.max()),
+            "device": str(t.device), "host": socket.gethostname()}
