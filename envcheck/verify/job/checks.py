@@ -248,7 +248,7 @@ def nccl_blocker(ranks: Sequence[RankFacts]) -> str:
 
 
 def check_allreduce(job: JobFacts, exp: Expectations) -> list[Result]:
-    """gloo and NCCL all-reduce across every rank gave the known answer."""
+    """gloo, NCCL and Horovod's (horovodrun, --horovod) all-reduce gave the known answer."""
     out = []
     blocker = nccl_blocker(job.ranks)
     if blocker and any(r.device >= 0 for r in job.ranks):
