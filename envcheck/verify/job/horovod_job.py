@@ -144,11 +144,16 @@ def check_horovod_ranks(job: JobFacts, exp: Expectations) -> list[Result]:
     if not job.horovod:
         return []
     launcher, out = job.launch.launcher, []
+    failed: dict[str, list[HorovodRank]] = {}  # one line per error, however many ranks
     for h in job.horovod:
         if h.error:
-            out.append(_r(Status.FAIL, f"rank {h.rank} on {h.host}: {h.error}",
-                          node=f"rank {h.rank}", fix="run envcheck verify node in this "
-                          "environment: its horovod check names what is wrong with the build"))
+            failed.setdefault(h.error, []).append(h)
+    for error, ranks in failed.items():
+        hosts = ", ".join(sorted({h.host for h in ranks}))
+        out.append(_r(Status.FAIL, f"{_ranks([h.rank for h in ranks])} on {hosts}: {error}",
+                      node=", ".join(f"rank {h.rank}" for h in ranks),
+                      fix="run envcheck verify node in this environment: its horovod check "
+                      "names what is wrong with the build"))
     by_rank = {h.rank: h for h in job.horovod}
     for (name, got, want), ranks in _mismatches(job).items():
         fix = _size_fix(job, by_rank[ranks[0]])
