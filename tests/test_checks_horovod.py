@@ -141,3 +141,18 @@ def test_horovod_facts_survive_the_trip_between_processes() -> None:
     back = facts_from_dict(json.loads(json.dumps(facts_to_dict(facts))))
     assert back.horovod == facts.horovod
     assert dataclasses.replace(back, horovod=HorovodBuild()).horovod.present is False
+
+
+def test_a_clean_answer_is_kept_and_read_back_without_a_child(tmp_path, monkeypatch) -> None:
+    from envcheck.verify.facts import horovod as probe
+    from envcheck.verify.facts.archs import cache_path
+
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path))
+    first = probe.start_horovod_probe()  # no Horovod in this venv: the child says so
+    assert first.proc is not None and first.cached is None
+    assert first.finish(60).error.startswith("import horovod: ModuleNotFoundError")
+    assert not list(tmp_path.iterdir())  # a failed import is never kept
+    kept = build(torch_ext("2.12.0+cpu", "2.13.0+cpu"))
+    probe._keep(cache_path(("horovod", *probe.FRAMEWORKS), "horovod"), kept)
+    again = probe.start_horovod_probe()
+    assert again.proc is None and again.finish(60) == kept

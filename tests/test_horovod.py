@@ -16,6 +16,7 @@ import pytest
 
 from envcheck.verify.facts import facts_from_dict
 from envcheck.verify.facts.horovod import parse_check_build
+from envcheck.verify.facts.model import horovod_from_dict
 from tests.horovod_env import HOROVOD, HorovodEnv, horovod_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("horovod")]
@@ -29,7 +30,8 @@ def hvd() -> HorovodEnv:
 def run(env: HorovodEnv, *cmd: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
     path = f"{env.bin}:{os.environ['PATH']}"
     return subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                          env={**os.environ, "PATH": path, "VIRTUAL_ENV": str(env.prefix)})
+                          env={**os.environ, "PATH": path, "VIRTUAL_ENV": str(env.prefix),
+                               "ENVCHECK_CACHE_DIR": str(cwd / "cache")})
 
 
 def by_check(report: Path) -> dict[str, dict]:
@@ -76,6 +78,9 @@ def test_verify_node_reports_the_build_horovodrun_check_build_prints(hvd, tmp_pa
     # what -cb does not print: the torch it was built against (horovod/metadata.json)
     torch = {f.name: f for f in facts.frameworks}["torch"]
     assert torch.built_with == torch.installed == "2.13.0+cpu" and facts.gpu == ""
+    # the clean answer is kept for the next run, as read
+    [kept] = (tmp_path / "cache").glob("horovod-*.json")
+    assert horovod_from_dict(json.loads(kept.read_text())) == facts
     result = by_check(report)["horovod"]
     assert result["status"] == "pass"
     assert result["message"].startswith(f"Horovod {HOROVOD}: frameworks PyTorch; controllers "

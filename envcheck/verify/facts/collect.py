@@ -23,7 +23,7 @@ from .archs import (
     wanted_frameworks,
 )
 from .caches import _STAT_MEMO, _cached, _process_constant, dirs_key
-from .horovod import finish_horovod_probe, start_horovod_probe
+from .horovod import start_horovod_probe
 from .host import address_link, collect_host_health
 from .model import AddressLink, Gpu, GpuHealth, HorovodBuild, HostHealth, NodeFacts
 from .nccl import _nccl_version
@@ -121,19 +121,19 @@ def collect_node_facts(
         return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
         _STAT_MEMO.pop(threading.get_ident(), None)
-        _reap(archs_child, horovod_child)  # still running: an exception on the way
+        _reap(archs_child, horovod_child and horovod_child.proc)  # an exception on the way
 
 
 def _start_horovod(wanted: bool | None, role: str, installed: dict[str, str]) -> Any:
     """Probe Horovod when asked, or (None) for "local" and "worker" with Horovod installed.
-    False: not probed; else the child (None: it did not start)."""
+    False: not probed; else the HorovodProbe under way."""
     if wanted is None:
         wanted = role in ("local", "worker") and "horovod" in installed
     return start_horovod_probe() if wanted else False
 
 
-def _finish_horovod(child: Any, timeout: float) -> HorovodBuild:
-    return HorovodBuild() if child is False else finish_horovod_probe(child, timeout)
+def _finish_horovod(probe: Any, timeout: float) -> HorovodBuild:
+    return HorovodBuild() if probe is False else probe.finish(timeout)
 
 
 def _reap(*children: Any) -> None:

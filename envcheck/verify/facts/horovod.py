@@ -15,17 +15,22 @@ same with the same functions, plus what -cb does not say:
   (cuda_built(), rocm_built()).
 
 Like every facts module this one imports only the standard library: the child imports Horovod
-and the frameworks, never the caller. It starts early in a collection and is read at its end.
+and the frameworks, never the caller. It starts early in a collection and is read at its end;
+a clean answer is kept on disk as facts/archs.py keeps its own (same key, same directory).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 
-from .model import HorovodBuild, HorovodFramework
+from .archs import cache_path
+from .model import HorovodBuild, HorovodFramework, horovod_from_dict
 from .nccl import decode_nccl_version
 
 # -cb's order, which is also the order it asks extensions for the build flags
@@ -87,7 +92,58 @@ for fw in sys.argv[1:]:
 """
 
 
-def start_horovod_probe(python: str = "") -> subprocess.Popen | None:
+@dataclass
+class HorovodProbe:
+    """A probe under way: its child, or the answer an earlier run kept (then no child)."""
+
+    cache: str = ""  # the cache file ("" : not cached, another interpreter's probe)
+    cached: HorovodBuild | None = None
+    proc: subprocess.Popen | None = None
+
+    def finish(self, timeout: float) -> HorovodBuild:
+        if self.cached is not None:
+            return self.cached
+        build = finish_horovod_probe(self.proc, timeout)
+        # only a clean answer is kept: a failed import may be fixed by installing a package
+        # whose files are not in the key (a missing dependency of torch or Horovod)
+        if self.cache and build.version and not build.error and not any(
+                f.error for f in build.frameworks):
+            _keep(self.cache, build)
+        return build
+
+
+def start_horovod_probe(python: str = "") -> HorovodProbe:
+    """The probe, from the cache when Horovod's and the frameworks' files are as they were
+    (archs.cache_path's key: a reinstall of either changes it), else a child started now."""
+    cache = "" if python else cache_path(("horovod", *FRAMEWORKS), "horovod")
+    cached = _cached(cache) if cache else None
+    return HorovodProbe(cache, cached, None if cached is not None else _start_child(python))
+
+
+def _cached(path: str) -> HorovodBuild | None:
+    try:
+        with open(path) as f:
+            data = json.loads(f.read(1 << 20))
+        build = horovod_from_dict(data) if isinstance(data, dict) else None
+    except (OSError, ValueError, TypeError):
+        return None
+    return build if build is not None and build.version else None
+
+
+def _keep(path: str, build: HorovodBuild) -> None:
+    data = {**dataclasses.asdict(build), "frameworks": [
+        dataclasses.asdict(f) for f in build.frameworks]}
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _start_child(python: str) -> subprocess.Popen | None:
     """The child, started; None when it cannot start (the finish names that)."""
     try:
         return subprocess.Popen(
@@ -120,7 +176,8 @@ def finish_horovod_probe(proc: subprocess.Popen | None, timeout: float) -> Horov
 
 
 def probe_horovod(python: str = "", timeout: float = 60.0) -> HorovodBuild:
-    return finish_horovod_probe(start_horovod_probe(python), timeout)
+    """Horovod's build as `python` (default: this interpreter) sees it, never from the cache."""
+    return finish_horovod_probe(_start_child(python), timeout)
 
 
 def parse_probe_lines(stdout: str, why: str = "") -> HorovodBuild:

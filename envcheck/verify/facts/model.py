@@ -412,7 +412,7 @@ def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
     d["kernel_driver"] = KernelDriver(**kd)
     d["compiled_archs"] = tuple(_compiled_from_dict(c) for c in d.get("compiled_archs", ()))
     d["gemm"] = tuple(GemmRun(**_known(GemmRun, g)) for g in d.get("gemm", ()))
-    d["horovod"] = _horovod_from_dict(d.get("horovod") or {})
+    d["horovod"] = horovod_from_dict(d.get("horovod") or {})
     return NodeFacts(**d)
 
 
@@ -422,7 +422,8 @@ def _compiled_from_dict(c: dict[str, Any]) -> CompiledArchs:
     return CompiledArchs(**d)
 
 
-def _horovod_from_dict(h: dict[str, Any]) -> HorovodBuild:
+def horovod_from_dict(h: dict[str, Any]) -> HorovodBuild:
+    """HorovodBuild from its plain dict (facts_to_dict's "horovod")."""
     d = _known(HorovodBuild, h)
     d["frameworks"] = tuple(
         HorovodFramework(**_known(HorovodFramework, f)) for f in d.get("frameworks", ())
