@@ -213,3 +213,62 @@ def test_a_rank_whose_launchers_disagree_fails_naming_it():
     ok = [dataclasses.replace(r, launcher_views=agree) for r in ranks]
     (good,) = check_launcher_views(job(ok), expect())
     assert good.status is Status.PASS and good.message == "slurm and submitit agree on every rank"
+
+
+# --- Horovod's step: hvd.size(), rank(), local_rank() against the launcher -----------------
+
+HOROVODRUN = LaunchInfo("horovod", 0, 4, 0, 4, 0, "127.0.0.1", 29500)
+MPIRUN = LaunchInfo("openmpi", 0, 2, 0, 2, -1, "127.0.0.1", 29500)
+
+
+def hvd_rank(r: int, size: int = 4, **kw: object):
+    from envcheck.verify.job.horovod_job import HorovodRank
+
+    base = dict(rank=r, host="gpu-node-1", version="0.28.1", controller="Gloo", size=size,
+                hvd_rank=r, local_rank=r, local_size=size, reduced=(10.0, 10.0))
+    return HorovodRank(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_horovod_world_as_horovodrun_set_it_passes():
+    from envcheck.verify.job.horovod_job import check_horovod_ranks
+
+    ranks = [rank(r, launcher="horovod") for r in range(4)]
+    [r] = check_horovod_ranks(job(ranks, HOROVODRUN, horovod=tuple(map(hvd_rank, range(4)))),
+                              expect())
+    assert r.status is Status.PASS and "hvd.size() 4" in r.message
+
+
+def test_gloo_only_horovod_under_mpirun_runs_each_rank_alone_and_fails():
+    # what a Gloo-only build does outside horovodrun: size 1, rank 0 on every rank
+    from envcheck.verify.job.horovod_job import check_horovod_ranks
+
+    ranks = [rank(r, world_size=2, local_world_size=2, launcher="openmpi") for r in range(2)]
+    alone = tuple(hvd_rank(r, size=1, hvd_rank=0, local_rank=0, reduced=(r + 1.0, r + 1.0))
+                  for r in range(2))
+    results = check_horovod_ranks(job(ranks, MPIRUN, horovod=alone), expect())
+    [size] = results  # its rank and local rank follow from the size: not named again
+    assert size.message == ("hvd.size() is 1 on ranks 0, 1, but openmpi says 2; its all-reduce "
+                            "summed 1 on rank 0, 2 on rank 1, not 3")
+    assert size.status is Status.FAIL and "horovodrun --gloo -np 2" in size.fix
+
+
+def test_a_local_rank_horovod_numbers_otherwise_fails_naming_set_device():
+    from envcheck.verify.job.horovod_job import check_horovod_ranks
+
+    ranks = [rank(r, launcher="horovod") for r in range(4)]
+    hv = tuple(hvd_rank(r, local_rank=3 - r) for r in range(4))
+    results = check_horovod_ranks(job(ranks, HOROVODRUN, horovod=hv), expect())
+    assert [r.message for r in results][0] == "hvd.local_rank() is 3 on rank 0, but horovod says 0"
+    assert all("set_device(hvd.local_rank())" in r.fix for r in results) and len(results) == 4
+
+
+def test_a_rank_whose_horovod_failed_is_named():
+    from envcheck.verify.job.horovod_job import check_horovod_ranks
+
+    ranks = [rank(r, launcher="horovod") for r in range(4)]
+    timed_out = "hvd.init() failed: RuntimeError: Gloo context timed out"
+    hv = tuple(hvd_rank(r) for r in range(2)) + tuple(
+        hvd_rank(r, error=timed_out) for r in (2, 3))
+    bad = failing(check_horovod_ranks(job(ranks, HOROVODRUN, horovod=hv), expect()))
+    assert [(r.node, r.message) for r in bad] == [
+        ("rank 2, rank 3", f"ranks 2, 3 on gpu-node-1: {timed_out}")]

@@ -3,6 +3,7 @@ from another venv, a node advertising GPUs this machine does not have, and the e
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -68,7 +69,8 @@ def test_embedded_default_starts_a_local_cluster_passes_and_leaves_nothing(tmp_p
     # --timeout bounds each step: Ray Train's first start takes ~30 s here, longer under load
     p = subprocess.run([sys.executable, "-m", "envcheck", "verify", "ray", "--train",
                         "--timeout", "150", "--json", str(out), "--quiet"],
-                       capture_output=True, text=True, timeout=400, env={**__import__("os").environ, **RAY_ENV})
+                       capture_output=True, text=True, timeout=400,
+                       env={**os.environ, **RAY_ENV})
     report = _report(p, out)
     assert p.returncode == 0, report["results"]
     (train,) = _by_check(report, "ray.train")

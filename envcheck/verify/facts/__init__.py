@@ -14,6 +14,7 @@ nvml         GPUs and their health through pynvml; this process's tree of pids
 visible      CUDA_VISIBLE_DEVICES as CUDA reads it
 ucx, nccl    UCX binding, version and transports; NCCL's version
 archs        the GPU architectures torch / CuPy / xgboost builds carry (child probe)
+horovod      Horovod's build as horovodrun --check-build reports it (child probe), its parser
 probes       import and shared-library probes in child interpreters
 procfs       the NVIDIA kernel driver, its GPUs and /dev nodes from /proc and /dev (no NVML)
 host         rlimits, /dev/shm, interfaces, rtnetlink, InfiniBand ports, kernel modules
@@ -57,6 +58,8 @@ from .model import (
     Gpu,
     GpuHealth,
     GpuProcess,
+    HorovodBuild,
+    HorovodFramework,
     HostHealth,
     IbPort,
     ImportProbe,
@@ -105,6 +108,8 @@ __all__ = [
     "Gpu",
     "GpuHealth",
     "GpuProcess",
+    "HorovodBuild",
+    "HorovodFramework",
     "HostHealth",
     "IbPort",
     "ImportProbe",

@@ -79,8 +79,9 @@ def wanted_frameworks(packages: dict[str, str]) -> tuple[str, ...]:
 _KEY_VARIABLES = ("CUDA_PATH", "CUDA_HOME", "LD_LIBRARY_PATH", "CONDA_PREFIX")
 
 
-def cache_path(frameworks: tuple[str, ...]) -> str:
-    """The cache file for these frameworks in this interpreter and environment."""
+def cache_path(frameworks: tuple[str, ...], kind: str = "archs") -> str:
+    """The cache file for these frameworks (`kind` of answer) in this interpreter and
+    environment."""
     parts: list[object] = [sys.executable, [os.environ.get(v, "") for v in _KEY_VARIABLES]]
     for name in frameworks:
         try:
@@ -95,7 +96,7 @@ def cache_path(frameworks: tuple[str, ...]) -> str:
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "envcheck",
     )
-    return os.path.join(base, f"archs-{digest}.json")
+    return os.path.join(base, f"{kind}-{digest}.json")
 
 
 def cached_archs(path: str, frameworks: tuple[str, ...]) -> tuple[CompiledArchs, ...] | None:

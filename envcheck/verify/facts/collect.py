@@ -23,8 +23,9 @@ from .archs import (
     wanted_frameworks,
 )
 from .caches import _STAT_MEMO, _cached, _process_constant, dirs_key
+from .horovod import start_horovod_probe
 from .host import address_link, collect_host_health
-from .model import AddressLink, Gpu, GpuHealth, HostHealth, NodeFacts
+from .model import AddressLink, Gpu, GpuHealth, HorovodBuild, HostHealth, NodeFacts
 from .nccl import _nccl_version
 from .nvml import _nvml_facts, _own_pids, collect_gpu_health
 from .packages import _conda_meta_packages, _dist_info_packages
@@ -52,7 +53,7 @@ def collect_node_facts(
     ucx_info_timeout: float = 10.0,
     health: bool | None = None,
     kernel_log: str = "",
-    arch_probe: bool | None = None,
+    arch_probe: bool | None = None, horovod_probe: bool | None = None,
 ) -> NodeFacts:
     """Gather this process's view of its machine; never raises for missing hardware.
 
@@ -63,13 +64,13 @@ def collect_node_facts(
     the caller. kernel_log: a file to read Xid lines from instead of the kernel's own log.
     arch_probe: read the GPU architectures torch / CuPy / xgboost carry, in a child that runs
     while the rest is read. None (the default): for "local" and "worker" on a machine whose
-    kernel driver is loaded.
+    kernel driver is loaded. horovod_probe: Horovod's build (facts/horovod.py); see _start_horovod.
     """
     t0 = time.perf_counter()
     # One stat per directory per collection: every stat releases the GIL, and taking it back
     # behind a busy event loop thread (a client's, a scheduler's) costs tens of microseconds.
     _STAT_MEMO[threading.get_ident()] = {}
-    archs_child = None
+    archs_child = horovod_child = None
     try:
         env = _interesting_env(extra_env)
         python_packages, packages, builds, source = _installed()
@@ -77,6 +78,7 @@ def collect_node_facts(
         frameworks, arch_cache, compiled, archs_child = _start_archs(
             {**packages, **python_packages}, role, arch_probe, kernel_driver.version
         )
+        horovod_child = _start_horovod(horovod_probe, role, python_packages)
         nvml_state, nvml_error, driver, cuda_driver, gpus = _nvml_facts()
         visible, problem = resolve_visible_devices(env.get("CUDA_VISIBLE_DEVICES"), gpus)
         # walking /proc costs ms: only when another process on a GPU makes it matter
@@ -114,13 +116,31 @@ def collect_node_facts(
             kernel_driver=kernel_driver,
             nvml_state=nvml_state,
             compiled_archs=compiled,
+            horovod=_finish_horovod(horovod_child, probe_timeout),
         )
         return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
         _STAT_MEMO.pop(threading.get_ident(), None)
-        if archs_child is not None and archs_child.poll() is None:  # an exception on the way
-            archs_child.kill()
-            archs_child.wait()
+        _reap(archs_child, horovod_child and horovod_child.proc)  # an exception on the way
+
+
+def _start_horovod(wanted: bool | None, role: str, installed: dict[str, str]) -> Any:
+    """Probe Horovod when asked, or (None) for "local" and "worker" with Horovod installed.
+    False: not probed; else the HorovodProbe under way."""
+    if wanted is None:
+        wanted = role in ("local", "worker") and "horovod" in installed
+    return start_horovod_probe() if wanted else False
+
+
+def _finish_horovod(probe: Any, timeout: float) -> HorovodBuild:
+    return HorovodBuild() if probe is False else probe.finish(timeout)
+
+
+def _reap(*children: Any) -> None:
+    for child in children:
+        if child and child.poll() is None:
+            child.kill()
+            child.wait()
 
 
 def _start_archs(

@@ -229,6 +229,39 @@ class GemmRun:
     clocks_event_reasons: int = 0  # OR of every sample's bitmask
 
 
+
+@dataclass(frozen=True)
+class HorovodFramework:
+    """One of Horovod's framework extensions (horovod.torch, horovod.tensorflow, horovod.mxnet)
+    as a child interpreter found it."""
+
+    name: str  # horovod's module name: "torch", "tensorflow", "mxnet"
+    built: bool = False  # its compiled extension is installed (the build included it)
+    available: bool = False  # horovod.<name> imports: what `horovodrun -cb` marks [X]
+    installed: str = ""  # the framework's __version__ here ("" when it does not import)
+    built_with: str = ""  # the framework version Horovod's build recorded (metadata.json)
+    error: str = ""  # why horovod.<name> (or the framework itself) did not import
+
+
+@dataclass(frozen=True)
+class HorovodBuild:
+    """What `horovodrun --check-build` reports, read from Horovod's own build-info functions
+    (horovod.<framework>.mpi_built(), gloo_built(), nccl_built(), ...). Empty when Horovod is
+    not installed or was not probed."""
+
+    version: str = ""  # horovod.__version__; "" when it does not import
+    frameworks: tuple[HorovodFramework, ...] = ()
+    controllers: tuple[str, ...] = ()  # built in, as -cb names them: "MPI", "Gloo"
+    tensor_ops: tuple[str, ...] = ()  # "NCCL", "DDL", "CCL", "MPI", "Gloo"
+    nccl_version: str = ""  # the NCCL Horovod was compiled with ("" without NCCL)
+    gpu: str = ""  # "CUDA", "ROCm", or "" for a CPU-only build ("?" when unknown)
+    source: str = ""  # "probe", or "horovodrun -cb" for facts parsed from its output
+    error: str = ""  # why Horovod could not be read (import horovod failed, probe timed out)
+
+    @property
+    def present(self) -> bool:
+        return bool(self.version or self.error)
+
 # NodeFacts.nvml_state: why NVML facts are missing, one word a check can branch on
 NVML_OK = "ok"
 NVML_NO_MODULE = "no-module"  # pynvml (nvidia-ml-py) does not import
@@ -291,6 +324,8 @@ class NodeFacts:
     compiled_archs: tuple[CompiledArchs, ...] = ()
     # verify node --level 2's matrix multiplies: () when no load ran
     gemm: tuple[GemmRun, ...] = ()
+    # Horovod's build (horovodrun --check-build's facts, child probe); empty: not installed
+    horovod: HorovodBuild = field(default_factory=HorovodBuild)
 
 
 # ---- plain data, for shipping facts between processes ---------------------------------------
@@ -330,6 +365,8 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
     out["address_link"] = _shallow(facts.address_link)
     out["compiled_archs"] = tuple(_shallow(c) for c in facts.compiled_archs)
     out["gemm"] = tuple(_shallow(g) for g in facts.gemm)
+    hv = facts.horovod
+    out["horovod"] = {**_shallow(hv), "frameworks": tuple(_shallow(f) for f in hv.frameworks)}
     kd = facts.kernel_driver
     out["kernel_driver"] = {**_shallow(kd), "gpus": tuple(_shallow(g) for g in kd.gpus)}
     return out
@@ -375,6 +412,7 @@ def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
     d["kernel_driver"] = KernelDriver(**kd)
     d["compiled_archs"] = tuple(_compiled_from_dict(c) for c in d.get("compiled_archs", ()))
     d["gemm"] = tuple(GemmRun(**_known(GemmRun, g)) for g in d.get("gemm", ()))
+    d["horovod"] = horovod_from_dict(d.get("horovod") or {})
     return NodeFacts(**d)
 
 
@@ -382,6 +420,17 @@ def _compiled_from_dict(c: dict[str, Any]) -> CompiledArchs:
     d = _known(CompiledArchs, c)
     d["archs"] = tuple(d.get("archs", ()))
     return CompiledArchs(**d)
+
+
+def horovod_from_dict(h: dict[str, Any]) -> HorovodBuild:
+    """HorovodBuild from its plain dict (facts_to_dict's "horovod")."""
+    d = _known(HorovodBuild, h)
+    d["frameworks"] = tuple(
+        HorovodFramework(**_known(HorovodFramework, f)) for f in d.get("frameworks", ())
+    )
+    d["controllers"] = tuple(d.get("controllers", ()))
+    d["tensor_ops"] = tuple(d.get("tensor_ops", ()))
+    return HorovodBuild(**d)
 
 
 def _gpu_health_from_dict(h: dict[str, Any]) -> GpuHealth:

@@ -21,6 +21,7 @@ from envcheck.verify.cluster.skew import skew_report
 from envcheck.verify.cluster.slurm import check_slurm
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
+from envcheck.verify.job.horovod_job import HorovodRank, check_horovod_ranks
 from envcheck.verify.job.launch import LaunchInfo, views_disagree
 from envcheck.verify.job.rank import RankFacts
 
@@ -39,7 +40,7 @@ class Collective:
     """One known-answer all-reduce: each rank r contributes r+1; every element must equal
     world*(world+1)/2 afterwards."""
 
-    backend: str  # "gloo", "nccl"
+    backend: str  # "gloo", "nccl", "horovod"
     expected: float
     got: tuple[tuple[int, float, float], ...] = ()  # (rank, min, max) of what each rank holds
     error: str = ""  # why it did not complete
@@ -53,6 +54,7 @@ class JobFacts:
     missing: tuple[tuple[int, str], ...] = ()  # (rank, who and why) of ranks that did not
     collectives: tuple[Collective, ...] = ()
     lock_packages: tuple[str, ...] = ()
+    horovod: tuple[HorovodRank, ...] = ()  # Horovod's answers, when its step ran
 
     def labelled(self) -> dict[str, NodeFacts]:
         return {str(r.rank): f for r, f in zip(self.ranks, self.facts)}
@@ -266,7 +268,7 @@ def nccl_blocker(ranks: Sequence[RankFacts]) -> str:
 
 
 def check_allreduce(job: JobFacts, exp: Expectations) -> list[Result]:
-    """gloo and NCCL all-reduce across every rank gave the known answer."""
+    """gloo, NCCL and Horovod's (horovodrun, --horovod) all-reduce gave the known answer."""
     out = []
     blocker = nccl_blocker(job.ranks)
     if blocker and any(r.device >= 0 for r in job.ranks):
@@ -306,6 +308,7 @@ JOB_CHECKS: Mapping[str, Check] = {
     "job.slurm": check_slurm_binding,
     "job.launcher": check_launcher_views,
     "job.allreduce": check_allreduce,
+    "job.horovod": check_horovod_ranks,
     "job.node": check_node,
 }
 

@@ -23,6 +23,7 @@ from envcheck.verify.expect_options import (
     expectations_from_options,
 )
 from envcheck.verify.job import group as grp
+from envcheck.verify.job.horovod_job import wanted
 from envcheck.verify.job.launch import launch_info
 from envcheck.verify.job.run import JobRun
 
@@ -35,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="limit for each step: every rank arriving, the group forming, each collective; "
         f"a rank missing that long is named and every other rank exits (default "
         f"{DEFAULT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--horovod", action="store_true",
+        help="also run Horovod's collective (hvd.init(), a known-answer hvd.allreduce) and check "
+        "hvd.size(), rank(), local_rank() against the launcher: on by default under horovodrun, "
+        "this asks for it under mpirun or srun (how Horovod's MPI builds start)",
     )
     add_expectation_arguments(parser)
 
@@ -58,7 +65,8 @@ def run(args: argparse.Namespace) -> Report | int:
         import torch.distributed  # noqa: F401 - the group needs it; say so in one line
     except ImportError as e:
         raise BadInput(f"verify job needs torch in this environment ({e})") from None
-    job = JobRun(launch, exp, args.timeout, debug=debug)
+    job = JobRun(launch, exp, args.timeout, debug=debug,
+                 horovod=wanted(os.environ, bool(getattr(args, "horovod", False))))
     outcome = job.run()
     if isinstance(outcome, Report):
         return outcome

@@ -23,6 +23,13 @@ from envcheck.verify.job.checks import (
     run_job_checks,
     skew_table,
 )
+from envcheck.verify.job.horovod_job import (
+    STEP,
+    HorovodRank,
+    horovod_rank_from_dict,
+    horovod_rank_to_dict,
+    run_horovod,
+)
 from envcheck.verify.job.launch import LaunchInfo
 from envcheck.verify.job.rank import (
     collect_rank_facts,
@@ -43,8 +50,9 @@ class StepFailed(Exception):
 
 class JobRun:
     def __init__(self, launch: LaunchInfo, exp: Expectations, timeout: float, *,
-                 debug: bool = False) -> None:
+                 debug: bool = False, horovod: bool = False) -> None:
         self.launch, self.exp, self.timeout = launch, exp, timeout
+        self.horovod = horovod  # run Horovod's step (horovodrun, or --horovod)
         # a collective gives up a little before --timeout: a rank that hangs is then named
         # (its heartbeat long stale) and every rank out before --timeout runs out
         self.collective_timeout = max(timeout / 2, timeout - grp.STALE)
@@ -107,6 +115,10 @@ class JobRun:
         facts = tuple(facts_from_dict(g["facts"]) for g in gathered)
         rv.reached("allreduce")
         collectives = [self._allreduce(dist, "gloo", None)]
+        horovod: tuple[HorovodRank, ...] = ()
+        if self.horovod:
+            horovod = self._horovod(dist)
+            collectives += _horovod_collective(horovod, self.launch.world_size)
         if not nccl_blocker(ranks):
             nccl = self._step("forming the NCCL group", lambda: dist.new_group(
                 backend="nccl", timeout=grp._td(self.collective_timeout)))
@@ -116,7 +128,8 @@ class JobRun:
         if self.launch.rank != 0:
             return self._verdict_or_error("the verdict")
         job = JobFacts(self.launch, ranks, facts, collectives=tuple(collectives),
-                       lock_packages=tuple(p.name for p in self.exp.lock_packages))
+                       lock_packages=tuple(p.name for p in self.exp.lock_packages),
+                       horovod=horovod)
         return self._report(run_job_checks(job, self.exp), job, measurements)
 
     def _step(self, what: str, fn: Any) -> Any:
@@ -153,6 +166,12 @@ class JobRun:
         got = self._step(f"gathering the {backend} all-reduce results",
                          lambda: _gather(dist, (self.launch.rank, lo, hi)))
         return Collective(backend, expected, tuple(tuple(g) for g in got))
+
+    def _horovod(self, dist: Any) -> tuple[HorovodRank, ...]:
+        mine = self._step(STEP, lambda: run_horovod(self.launch, self.collective_timeout))
+        got = self._step("gathering Horovod's answers",
+                         lambda: _gather(dist, horovod_rank_to_dict(mine)))
+        return tuple(horovod_rank_from_dict(g) for g in got)
 
     # --- failures ---------------------------------------------------------------------------
 
@@ -251,6 +270,10 @@ class JobRun:
         if job is not None and job.ranks:
             r0 = job.ranks[0]
             env["torch"] = r0.torch + (f" (CUDA {r0.torch_cuda})" if r0.torch_cuda else "")
+        if job is not None and job.horovod and job.horovod[0].version:
+            h0 = job.horovod[0]
+            env["horovod"] = h0.version + (f" ({h0.controller} controller)" if h0.controller
+                                           else "")
         return env
 
 
@@ -258,6 +281,15 @@ def _gather(dist: Any, obj: Any) -> list[Any]:
     out: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(out, obj)
     return out
+
+
+def _horovod_collective(ranks: tuple[HorovodRank, ...], world: int) -> list[Collective]:
+    """The known-answer hvd.allreduce as a Collective, when every rank ran it in the world the
+    launcher made (job.horovod names the ranks that could not, or saw another world)."""
+    if not ranks or any(h.error or len(h.reduced) != 2 or h.size != world for h in ranks):
+        return []
+    got = tuple((h.rank, h.reduced[0], h.reduced[1]) for h in ranks)
+    return [Collective("horovod", world * (world + 1) / 2, got)]
 
 
 def _own_ip(master: str) -> str:

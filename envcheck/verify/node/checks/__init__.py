@@ -14,6 +14,7 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
+from .env.horovod import check_horovod
 from .env.imports import check_imports
 from .env.libraries import check_libraries
 from .env.packages import check_packages
@@ -50,6 +51,7 @@ BUILTIN_CHECKS: dict[str, Check] = {
     "packages": check_packages,
     "imports": check_imports,
     "libraries": check_libraries,
+    "horovod": check_horovod,
     "ucx": check_ucx,
     # health: what dcgmi diag -r 1, gcm and NHC look at
     "ecc": check_ecc,

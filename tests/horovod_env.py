@@ -1,0 +1,130 @@
+"""A real Horovod 0.28.1 (its last release) with the CPU torch 2.13.0: a venv for the tests.
+
+Horovod ships as an sdist only. Its CMakeLists.txt and horovod/torch/CMakeLists.txt ask for
+C++14, and torch 2.x's headers refuse anything before C++17 ("#error C++17 or later compatible
+compiler is required to use PyTorch"): both are changed to 17, then the wheel is built with
+Gloo and PyTorch only (no MPI, TensorFlow, MXNet), against the venv's own torch
+(--no-build-isolation), ~150 s on two cores. The wheel is kept under the test env cache,
+keyed by its pins and build flags, so a run builds it once; the venv (torch, the wheel,
+envcheck from this checkout) is keyed by those and envcheck's source, like tests/old_envs.py.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.old_envs import ROOT, _cache_root, _run, _source_digest, find_python
+
+HOROVOD = "0.28.1"
+TORCH = "2.13.0"
+PYTHON = "3.11"  # the local CPU torch wheel is cp311
+BUILD_ENV = {
+    "HOROVOD_WITH_PYTORCH": "1", "HOROVOD_WITH_GLOO": "1", "HOROVOD_WITHOUT_MPI": "1",
+    "HOROVOD_WITHOUT_TENSORFLOW": "1", "HOROVOD_WITHOUT_MXNET": "1", "MAKEFLAGS": "-j2",
+}
+# (file in the sdist, line as shipped, line wanted)
+PATCHES = (
+    ("CMakeLists.txt", "set(CMAKE_CXX_STANDARD 14)", "set(CMAKE_CXX_STANDARD 17)"),
+    ("horovod/torch/CMakeLists.txt", "    set(CMAKE_CXX_STANDARD 14)",
+     "    set(CMAKE_CXX_STANDARD 17)"),
+)
+
+
+@dataclass(frozen=True)
+class HorovodEnv:
+    prefix: Path
+    wheel: Path
+    build_seconds: float  # 0.0 when the wheel came from the cache
+
+    @property
+    def bin(self) -> Path:
+        return self.prefix / "bin"
+
+    @property
+    def python(self) -> str:
+        return str(self.bin / "python")
+
+
+def _key(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:12]
+
+
+def _locked(path: Path):  # noqa: ANN202 - a file object used as a context manager
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(path.parent / f".{path.name}.lock", "w")  # noqa: SIM115 - closed by with
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock
+
+
+def horovod_env() -> HorovodEnv:
+    """The venv, built (and the wheel with it) unless the cache has them."""
+    python = find_python(PYTHON)
+    if python is None:
+        raise RuntimeError(f"no Python {PYTHON} on this machine for torch {TORCH}'s wheel")
+    pins = (f"torch=={TORCH}", f"horovod=={HOROVOD}", BUILD_ENV, PATCHES)
+    prefix = _cache_root() / f"horovod-{HOROVOD}-{_key(python, pins, _source_digest())}"
+    wheels = _cache_root() / f"horovod-wheel-{_key(python, pins)}"
+    with _locked(prefix):
+        done = prefix / ".envcheck-test-done.json"
+        if done.exists():
+            state = json.loads(done.read_text())
+            return HorovodEnv(prefix, Path(state["wheel"]), 0.0)
+        shutil.rmtree(prefix, ignore_errors=True)
+        _run([python, "-m", "venv", str(prefix)], "python -m venv (horovod)")
+        py = str(prefix / "bin" / "python")
+        tools = ["setuptools", "wheel"] + ([] if shutil.which("cmake") else ["cmake"])
+        _run([py, "-m", "pip", "install", "-q", f"torch=={TORCH}", *tools],
+             f"pip install torch=={TORCH}")
+        with _locked(wheels):
+            wheel, seconds = _wheel(py, wheels)
+        _run([py, "-m", "pip", "install", "-q", str(wheel), str(ROOT)],
+             "pip install the horovod wheel and envcheck", timeout=900)
+        done.write_text(json.dumps({"wheel": str(wheel)}))
+        return HorovodEnv(prefix, wheel, seconds)
+
+
+def _wheel(py: str, out: Path) -> tuple[Path, float]:
+    """The cached wheel, or one built now with `py` (a venv holding torch): (path, seconds)."""
+    found = sorted(out.glob(f"horovod-{HOROVOD}-*.whl"))
+    if found:
+        return found[0], 0.0
+    t0 = time.monotonic()
+    work = out.parent / f"{out.name}.build"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    _run([py, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+          f"horovod=={HOROVOD}", "-d", str(work)], f"pip download horovod=={HOROVOD}")
+    with tarfile.open(work / f"horovod-{HOROVOD}.tar.gz") as tar:
+        tar.extractall(work, filter="data")
+    src = work / f"horovod-{HOROVOD}"
+    for name, old, new in PATCHES:
+        path = src / name
+        lines = path.read_text().splitlines(keepends=True)
+        hits = [i for i, ln in enumerate(lines) if ln.rstrip("\n") == old]
+        if len(hits) != 1:
+            raise RuntimeError(f"{name}: expected one line {old!r}, found {len(hits)}")
+        lines[hits[0]] = new + "\n"
+        path.write_text("".join(lines))
+    env = {**os.environ, **BUILD_ENV, "PATH": f"{Path(py).parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(
+        [py, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w",
+         str(work / "dist"), str(src)],
+        capture_output=True, text=True, timeout=1800, env=env,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"building horovod {HOROVOD} failed: {proc.stderr[-2000:]}")
+    [built] = (work / "dist").glob("horovod-*.whl")
+    out.mkdir(parents=True, exist_ok=True)
+    wheel = out / built.name
+    shutil.move(str(built), wheel)
+    shutil.rmtree(work, ignore_errors=True)
+    return wheel, time.monotonic() - t0
