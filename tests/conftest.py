@@ -30,6 +30,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     "test_images": ("image", "install"),
     "test_install": ("install",),
     "test_old_envs": ("oldenv", "cluster"),
+    "test_tensorflow": ("oldenv",),  # a cached venv of tensorflow-cpu
     "test_build_crash": ("solve",),
     "test_conflicts": ("solve",),
     "test_shipped_recipes": ("solve",),

@@ -15,6 +15,7 @@ visible      CUDA_VISIBLE_DEVICES as CUDA reads it
 ucx, nccl    UCX binding, version and transports; NCCL's version
 archs        the GPU architectures torch / CuPy / xgboost builds carry (child probe)
 horovod      Horovod's build as horovodrun --check-build reports it (child probe), its parser
+tfprobe      TensorFlow: its build, the GPUs it lists, a MirroredStrategy reduce (child probe)
 probes       import and shared-library probes in child interpreters
 procfs       the NVIDIA kernel driver, its GPUs and /dev nodes from /proc and /dev (no NVML)
 host         rlimits, /dev/shm, interfaces, rtnetlink, InfiniBand ports, kernel modules
@@ -69,6 +70,7 @@ from .model import (
     NodeFacts,
     NvLink,
     ProcGpu,
+    TensorFlowFacts,
     UcxFacts,
     XidEvent,
     facts_from_dict,
@@ -109,6 +111,7 @@ __all__ = [
     "GpuHealth",
     "GpuProcess",
     "HorovodBuild",
+    "TensorFlowFacts",
     "HorovodFramework",
     "HostHealth",
     "IbPort",

@@ -25,12 +25,21 @@ from .archs import (
 from .caches import _STAT_MEMO, _cached, _process_constant, dirs_key
 from .horovod import start_horovod_probe
 from .host import address_link, collect_host_health
-from .model import AddressLink, Gpu, GpuHealth, HorovodBuild, HostHealth, NodeFacts
+from .model import (
+    AddressLink,
+    Gpu,
+    GpuHealth,
+    HorovodBuild,
+    HostHealth,
+    NodeFacts,
+    TensorFlowFacts,
+)
 from .nccl import _nccl_version
 from .nvml import _nvml_facts, _own_pids, collect_gpu_health
 from .packages import _conda_meta_packages, _dist_info_packages
 from .probes import probe_imports, probe_libraries
 from .procfs import nvidia_roots, read_kernel_driver
+from .tfprobe import finish_tensorflow_probe, start_tensorflow_probe
 from .ucx import _ucx_facts
 from .visible import resolve_visible_devices
 
@@ -49,28 +58,25 @@ def collect_node_facts(
     extra_env: tuple[str, ...] | list[str] = (),
     import_modules: tuple[str, ...] | list[str] = (),
     libraries: tuple[str, ...] | list[str] = (),
-    probe_timeout: float = 60.0,
-    ucx_info_timeout: float = 10.0,
-    health: bool | None = None,
-    kernel_log: str = "",
-    arch_probe: bool | None = None, horovod_probe: bool | None = None,
+    probe_timeout: float = 60.0, ucx_info_timeout: float = 10.0,
+    health: bool | None = None, kernel_log: str = "", arch_probe: bool | None = None,
+    horovod_probe: bool | None = None, tensorflow_probe: bool | None = None,
 ) -> NodeFacts:
     """Gather this process's view of its machine; never raises for missing hardware.
 
     health: also read the GPUs' and the host's health (ECC, PCIe, NVLink, clocks, limits,
-    links, Xid events; see collect_gpu_health, collect_host_health). None (the default): for
-    the processes that run jobs and whose health is judged, "local" (verify node) and
-    "worker"; not for a cluster's client and scheduler, which share the busy event loop of
-    the caller. kernel_log: a file to read Xid lines from instead of the kernel's own log.
-    arch_probe: read the GPU architectures torch / CuPy / xgboost carry, in a child that runs
-    while the rest is read. None (the default): for "local" and "worker" on a machine whose
-    kernel driver is loaded. horovod_probe: Horovod's build (facts/horovod.py); see _start_horovod.
+    links, Xid events); None (the default): for "local" and "worker", not for a cluster's
+    client and scheduler, which share the caller's busy event loop. kernel_log: a file to read
+    Xid lines from instead of the kernel's log. arch_probe: the GPU architectures torch / CuPy
+    / xgboost carry, read in a child meanwhile; None: for "local" and "worker" with a loaded
+    kernel driver. horovod_probe, tensorflow_probe: facts/horovod.py, facts/tfprobe.py;
+    None: for "local" and "worker" where the framework is installed.
     """
     t0 = time.perf_counter()
     # One stat per directory per collection: every stat releases the GIL, and taking it back
     # behind a busy event loop thread (a client's, a scheduler's) costs tens of microseconds.
     _STAT_MEMO[threading.get_ident()] = {}
-    archs_child = horovod_child = None
+    archs_child, probes = None, (False, False)
     try:
         env = _interesting_env(extra_env)
         python_packages, packages, builds, source = _installed()
@@ -78,7 +84,8 @@ def collect_node_facts(
         frameworks, arch_cache, compiled, archs_child = _start_archs(
             {**packages, **python_packages}, role, arch_probe, kernel_driver.version
         )
-        horovod_child = _start_horovod(horovod_probe, role, python_packages)
+        probes = (_start_horovod(horovod_probe, role, python_packages),
+                  _start_tensorflow(tensorflow_probe, role, python_packages))
         nvml_state, nvml_error, driver, cuda_driver, gpus = _nvml_facts()
         visible, problem = resolve_visible_devices(env.get("CUDA_VISIBLE_DEVICES"), gpus)
         # walking /proc costs ms: only when another process on a GPU makes it matter
@@ -116,12 +123,13 @@ def collect_node_facts(
             kernel_driver=kernel_driver,
             nvml_state=nvml_state,
             compiled_archs=compiled,
-            horovod=_finish_horovod(horovod_child, probe_timeout),
+            horovod=_finish_horovod(probes[0], probe_timeout),
+            tensorflow=_finish_tensorflow(probes[1], probe_timeout),
         )
         return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
         _STAT_MEMO.pop(threading.get_ident(), None)
-        _reap(archs_child, horovod_child and horovod_child.proc)  # an exception on the way
+        _reap(archs_child, probes[0] and probes[0].proc, probes[1])  # an exception on the way
 
 
 def _start_horovod(wanted: bool | None, role: str, installed: dict[str, str]) -> Any:
@@ -134,6 +142,19 @@ def _start_horovod(wanted: bool | None, role: str, installed: dict[str, str]) ->
 
 def _finish_horovod(probe: Any, timeout: float) -> HorovodBuild:
     return HorovodBuild() if probe is False else probe.finish(timeout)
+
+
+def _start_tensorflow(wanted: bool | None, role: str, installed: dict[str, str]) -> Any:
+    """TensorFlow's child when asked, or (None) for "local" and "worker" where a TensorFlow
+    distribution is installed; False when not probed."""
+    if wanted is None:
+        wanted = role in ("local", "worker") and any(
+            name in installed for name in ("tensorflow", "tensorflow-cpu", "tensorflow-gpu"))
+    return start_tensorflow_probe() if wanted else False
+
+
+def _finish_tensorflow(child: Any, timeout: float) -> TensorFlowFacts:
+    return TensorFlowFacts() if child is False else finish_tensorflow_probe(child, timeout)
 
 
 def _reap(*children: Any) -> None:

@@ -262,6 +262,25 @@ class HorovodBuild:
     def present(self) -> bool:
         return bool(self.version or self.error)
 
+@dataclass(frozen=True)
+class TensorFlowFacts:
+    """What TensorFlow says of itself and of a MirroredStrategy; empty when not probed."""
+
+    version: str = ""  # "" when it does not import or was not probed
+    cuda_build: bool = False
+    cuda: str = ""  # the CUDA its build targets ("12.5"); "" for CPU builds
+    cudnn: str = ""
+    gpus: int = -1  # GPUs tf.config lists (-1: not read)
+    replicas: int = 0  # MirroredStrategy().num_replicas_in_sync
+    reduce: float | None = None  # the sum of replica_id + 1 over the replicas
+    logical_cpus: bool = False  # the replicas were logical CPU devices (no GPU listed)
+    error: str = ""  # why TensorFlow or the strategy could not be read
+
+    @property
+    def present(self) -> bool:
+        return bool(self.version or self.error)
+
+
 # NodeFacts.nvml_state: why NVML facts are missing, one word a check can branch on
 NVML_OK = "ok"
 NVML_NO_MODULE = "no-module"  # pynvml (nvidia-ml-py) does not import
@@ -326,6 +345,8 @@ class NodeFacts:
     gemm: tuple[GemmRun, ...] = ()
     # Horovod's build (horovodrun --check-build's facts, child probe); empty: not installed
     horovod: HorovodBuild = field(default_factory=HorovodBuild)
+    # TensorFlow's build, its GPUs and a MirroredStrategy (child probe); empty: not installed
+    tensorflow: TensorFlowFacts = field(default_factory=TensorFlowFacts)
 
 
 # ---- plain data, for shipping facts between processes ---------------------------------------
@@ -367,6 +388,7 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
     out["gemm"] = tuple(_shallow(g) for g in facts.gemm)
     hv = facts.horovod
     out["horovod"] = {**_shallow(hv), "frameworks": tuple(_shallow(f) for f in hv.frameworks)}
+    out["tensorflow"] = _shallow(facts.tensorflow)
     kd = facts.kernel_driver
     out["kernel_driver"] = {**_shallow(kd), "gpus": tuple(_shallow(g) for g in kd.gpus)}
     return out
@@ -413,6 +435,7 @@ def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
     d["compiled_archs"] = tuple(_compiled_from_dict(c) for c in d.get("compiled_archs", ()))
     d["gemm"] = tuple(GemmRun(**_known(GemmRun, g)) for g in d.get("gemm", ()))
     d["horovod"] = horovod_from_dict(d.get("horovod") or {})
+    d["tensorflow"] = tensorflow_from_dict(d.get("tensorflow") or {})
     return NodeFacts(**d)
 
 
@@ -452,3 +475,8 @@ def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     # A newer collector on a worker may send fields this side does not know yet.
     names = {f.name for f in dataclasses.fields(cls)}
     return {k: v for k, v in data.items() if k in names}
+
+
+def tensorflow_from_dict(d: dict[str, Any]) -> TensorFlowFacts:
+    """TensorFlowFacts from its plain dict (facts_to_dict's "tensorflow")."""
+    return TensorFlowFacts(**_known(TensorFlowFacts, d))

@@ -18,6 +18,7 @@ from .env.horovod import check_horovod
 from .env.imports import check_imports
 from .env.libraries import check_libraries
 from .env.packages import check_packages
+from .env.tensorflow import check_tensorflow
 from .gpu.archs import check_compiled_arch
 from .gpu.busy import check_busy
 from .gpu.clocks import check_clocks
@@ -52,6 +53,7 @@ BUILTIN_CHECKS: dict[str, Check] = {
     "imports": check_imports,
     "libraries": check_libraries,
     "horovod": check_horovod,
+    "tensorflow": check_tensorflow,
     "ucx": check_ucx,
     # health: what dcgmi diag -r 1, gcm and NHC look at
     "ecc": check_ecc,
