@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from .archs import cache_path
 from .model import HorovodBuild, HorovodFramework, horovod_from_dict
 from .nccl import decode_nccl_version
+from .probes import child_answer
 
 # -cb's order, which is also the order it asks extensions for the build flags
 FRAMEWORKS = ("tensorflow", "torch", "mxnet")
@@ -162,16 +163,7 @@ def finish_horovod_probe(proc: subprocess.Popen | None, timeout: float) -> Horov
     """The child's answer; a timeout or a crash names the extension it was importing."""
     if proc is None:
         return HorovodBuild(source="probe", error="probe did not start")
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-        why = f"exited {proc.returncode}" if proc.returncode >= 0 else (
-            f"crashed (signal {-proc.returncode})")
-        tail = [ln for ln in (stderr or "").strip().splitlines() if ln.strip()]
-        why += f": {tail[-1][:300]}" if tail else ""
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        stdout, _ = proc.communicate()
-        why = f"timed out after {timeout:g} s"
+    stdout, why = child_answer(proc, timeout)
     return parse_probe_lines(stdout, why)
 
 

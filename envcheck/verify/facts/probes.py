@@ -234,3 +234,19 @@ def probe_libraries(
             path = next((m for m in maps if os.path.basename(m).startswith(base)), so)
             out.append(LibraryProbe(name, True, path, ""))
     return tuple(out)
+
+
+def child_answer(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """A probe child's stdout within ``timeout``, and how it ended when it said too little:
+    its exit code or signal with the last line of its stderr, or the timeout (it is killed)."""
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        why = f"exited {proc.returncode}" if proc.returncode >= 0 else (
+            f"crashed (signal {-proc.returncode})")
+        tail = [ln for ln in (stderr or "").strip().splitlines() if ln.strip()]
+        why += f": {tail[-1][:300]}" if tail else ""
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, _ = proc.communicate()
+        why = f"timed out after {timeout:g} s"
+    return stdout, why

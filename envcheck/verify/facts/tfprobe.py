@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 from .model import TensorFlowFacts, tensorflow_from_dict
+from .probes import child_answer
 
 CPU_REPLICAS = 2  # logical CPU devices the child makes when TensorFlow lists no GPU
 
@@ -82,16 +83,8 @@ def finish_tensorflow_probe(proc: subprocess.Popen | None, timeout: float) -> Te
     """The child's answer within ``timeout``; a hang or a crash is the error."""
     if proc is None:
         return TensorFlowFacts(error="the TensorFlow probe did not start")
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-        why = f"the probe exited {proc.returncode}" if proc.returncode >= 0 else (
-            f"the probe crashed (signal {-proc.returncode})")
-        tail = [x for x in (stderr or "").strip().splitlines() if x.strip()]
-        why += f": {tail[-1][:300]}" if tail else ""
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        stdout, _ = proc.communicate()
-        why = f"the probe timed out after {timeout:g} s"
+    stdout, why = child_answer(proc, timeout)
+    why = "the probe " + why
     return parse_tensorflow_lines(stdout, why)
 
 

@@ -10,7 +10,6 @@ torch's CUDA runtime and NCCL, a kernel on each rank's device, and the known-ans
 from __future__ import annotations
 
 import dataclasses
-import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Callable, List
@@ -24,6 +23,7 @@ from envcheck.verify.facts import NodeFacts
 from envcheck.verify.job.horovod_job import HorovodRank, check_horovod_ranks
 from envcheck.verify.job.launch import LaunchInfo, views_disagree
 from envcheck.verify.job.rank import RankFacts
+from envcheck.verify.judge import run_judgements
 
 GROUP = "job"
 # What ranks exchange pickled (all_gather_object, broadcast_object_list, DataLoader state)
@@ -315,16 +315,4 @@ JOB_CHECKS: Mapping[str, Check] = {
 
 def run_job_checks(job: JobFacts, exp: Expectations) -> list[Result]:
     """Every judgement; one that raises becomes an error naming it, and the rest still run."""
-    out: list[Result] = []
-    for name, fn in JOB_CHECKS.items():
-        if name in exp.skip:  # --skip: said once, never silently absent
-            out.append(_r(name, Status.SKIP, "skipped by --skip"))
-            continue
-        try:
-            out += fn(job, exp)
-        except Exception as e:
-            where = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
-            at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
-            out.append(_r(name, Status.ERROR, f"check {name} raised {type(e).__name__}: "
-                          f"{e}{at}", fix="a bug in the check: report it with this message"))
-    return out
+    return run_judgements(JOB_CHECKS, job, exp, exp.skip, GROUP)

@@ -11,12 +11,12 @@ Ray Train all-reduce.
 from __future__ import annotations
 
 import dataclasses
-import traceback
 from collections.abc import Callable
 
 from envcheck.report import Result, Status, Table
 from envcheck.verify.cluster.checks import cluster_pids_by_host, node_checks_per_worker
 from envcheck.verify.cluster.skew import TRACKED, skew_report
+from envcheck.verify.judge import run_judgements
 from envcheck.verify.ray.model import RayExpect, RayFacts
 
 GROUP = "ray"
@@ -175,16 +175,4 @@ RAY_CHECKS: dict[str, Callable[[RayFacts, RayExpect], list[Result]]] = {
 
 def run_ray_checks(ray: RayFacts, exp: RayExpect) -> list[Result]:
     """Every judgement; one that raises becomes an error naming it, and the rest still run."""
-    out: list[Result] = []
-    for name, fn in RAY_CHECKS.items():
-        if name in exp.skip:  # --skip: said once, never silently absent
-            out.append(_r(name, Status.SKIP, "skipped by --skip"))
-            continue
-        try:
-            out += fn(ray, exp)
-        except Exception as e:
-            where = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
-            at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
-            out.append(_r(name, Status.ERROR, f"check {name} raised {type(e).__name__}: "
-                          f"{e}{at}", fix="a bug in the check: report it with this message"))
-    return out
+    return run_judgements(RAY_CHECKS, ray, exp, exp.skip, GROUP)
