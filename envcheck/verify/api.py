@@ -91,7 +91,7 @@ def verify_cluster(client_or_address: Client | str | None = None, **options: Any
     return verify_client(client_or_address, exp, opts, described=f"client of {address}")
 
 
-def verify_job(timeout: float = 60.0, **expect: Any) -> Report:
+def verify_job(timeout: float = 60.0, *, tensorflow: bool = False, **expect: Any) -> Report:
     """``envcheck verify job`` from Python, in every task of a parallel launch (a submitit job's
     function, an srun/torchrun/mpirun task): the group forms from the launcher's environment,
     rank 0 judges, and every task gets a Report with the same verdict (rank 0's is the full
@@ -119,7 +119,7 @@ def verify_job(timeout: float = 60.0, **expect: Any) -> Report:
                        f"{', '.join(sorted(_EXPECT_FIELDS))})")
     exp = expectations_from_options(_expect_options(given))
     launch = launch_info(os.environ)
-    outcome = JobRun(launch, exp, timeout).run()
+    outcome = JobRun(launch, exp, timeout, tensorflow=tensorflow).run()
     if isinstance(outcome, Report):
         return outcome
     code, line = outcome

@@ -43,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "hvd.size(), rank(), local_rank() against the launcher: on by default under horovodrun, "
         "this asks for it under mpirun or srun (how Horovod's MPI builds start)",
     )
+    parser.add_argument(
+        "--tensorflow", action="store_true",
+        help="also run TensorFlow's MultiWorkerMirroredStrategy across the ranks (TF_CONFIG "
+        "from the ranks' addresses, one worker per rank) and check its cross-replica sum; each "
+        "rank's TensorFlow runs in a child killed at --timeout",
+    )
     add_expectation_arguments(parser)
 
 
@@ -66,7 +72,8 @@ def run(args: argparse.Namespace) -> Report | int:
     except ImportError as e:
         raise BadInput(f"verify job needs torch in this environment ({e})") from None
     job = JobRun(launch, exp, args.timeout, debug=debug,
-                 horovod=wanted(os.environ, bool(getattr(args, "horovod", False))))
+                 horovod=wanted(os.environ, bool(getattr(args, "horovod", False))),
+                 tensorflow=bool(getattr(args, "tensorflow", False)))
     outcome = job.run()
     if isinstance(outcome, Report):
         return outcome

@@ -16,6 +16,7 @@ from envcheck.report import Measurement, Report, Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import collect_node_facts, facts_from_dict, facts_to_dict
 from envcheck.verify.job import group as grp
+from envcheck.verify.job import tf_job
 from envcheck.verify.job.checks import (
     Collective,
     JobFacts,
@@ -32,6 +33,7 @@ from envcheck.verify.job.horovod_job import (
 )
 from envcheck.verify.job.launch import LaunchInfo
 from envcheck.verify.job.rank import (
+    RankFacts,
     collect_rank_facts,
     first_line,
     rank_facts_from_dict,
@@ -50,9 +52,10 @@ class StepFailed(Exception):
 
 class JobRun:
     def __init__(self, launch: LaunchInfo, exp: Expectations, timeout: float, *,
-                 debug: bool = False, horovod: bool = False) -> None:
+                 debug: bool = False, horovod: bool = False, tensorflow: bool = False) -> None:
         self.launch, self.exp, self.timeout = launch, exp, timeout
         self.horovod = horovod  # run Horovod's step (horovodrun, or --horovod)
+        self.tensorflow = tensorflow  # MultiWorkerMirroredStrategy across the ranks
         # a collective gives up a little before --timeout: a rank that hangs is then named
         # (its heartbeat long stale) and every rank out before --timeout runs out
         self.collective_timeout = max(timeout / 2, timeout - grp.STALE)
@@ -119,6 +122,8 @@ class JobRun:
         if self.horovod:
             horovod = self._horovod(dist)
             collectives += _horovod_collective(horovod, self.launch.world_size)
+        if self.tensorflow:
+            collectives.append(self._tensorflow(dist, ranks))
         if not nccl_blocker(ranks):
             nccl = self._step("forming the NCCL group", lambda: dist.new_group(
                 backend="nccl", timeout=grp._td(self.collective_timeout)))
@@ -166,6 +171,20 @@ class JobRun:
         got = self._step(f"gathering the {backend} all-reduce results",
                          lambda: _gather(dist, (self.launch.rank, lo, hi)))
         return Collective(backend, expected, tuple(tuple(g) for g in got))
+
+    def _tensorflow(self, dist: Any, ranks: tuple[RankFacts, ...]) -> Collective:
+        mine = (self.launch.rank, ranks[self.launch.rank].ip)
+        port = tf_job.free_port(mine[1])
+        where = self._step("gathering TensorFlow's worker addresses",
+                           lambda: _gather(dist, (mine[0], f"{mine[1]}:{port}")))
+        workers = [addr for _, addr in sorted(where)]
+        # the worker ends a few seconds before the others' gather of answers gives up on it
+        budget = max(5.0, self.collective_timeout - 5)
+        self.watchdog.arm(budget + 2 + GRACE, tf_job.STEP)
+        answer = tf_job.run_worker(workers, self.launch.rank, budget)
+        got = self._step("gathering TensorFlow's answers",
+                         lambda: _gather(dist, (self.launch.rank, answer)))
+        return tf_job.collective(sorted(got, key=lambda g: g[0]), self.launch.world_size)
 
     def _horovod(self, dist: Any) -> tuple[HorovodRank, ...]:
         mine = self._step(STEP, lambda: run_horovod(self.launch, self.collective_timeout))
