@@ -427,6 +427,7 @@ def run_one(
     thread = threading.Thread(target=target, name=f"envcheck-smoke-{test.id}", daemon=True)
     thread.start()
     _join(thread, client, facts, timeout + _GRACE)
+    alive = thread.is_alive()  # read before the box: a body ending now has filled it
     took = time.monotonic() - started
     err = box.get("error")
     run.release()
@@ -437,7 +438,7 @@ def run_one(
     gone = lost_workers(client, facts)
     if gone:  # whatever the body said, it ran on a cluster that lost workers under it
         return _lost_results(test.id, gone)
-    if thread.is_alive():
+    if alive:
         # A library call (xgboost, torch) that ignores our deadline: leave its daemon thread.
         return [result(test.id, Status.FAIL, f"timed out after {timeout:g} s")]
     if isinstance(err, SmokeTimeout):
