@@ -107,7 +107,10 @@ class _Resender:
             self._wake.clear()
             time.sleep(0.02)  # let the main thread leave the callback and the hook
             if not (_delivered or _committed):  # a late one would meet the default handler
-                os.kill(os.getpid(), self._signum)
+                # to the main thread itself: a process-wide kill may be taken by this thread,
+                # and the main thread, asleep in a blocking call, would not see it until the
+                # call returned (seen under load: the interrupt came after the run went on)
+                signal.pthread_kill(threading.main_thread().ident or 0, self._signum)
 
 
 _RESENDER = _Resender()
