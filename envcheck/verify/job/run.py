@@ -151,6 +151,7 @@ class JobRun:
             "worker", f"tcp://{ip}:0" if ip else "", health=True,
             import_modules=self.exp.import_modules, libraries=self.exp.libraries,
             probe_timeout=self.exp.probe_timeout,
+            tensorflow_probe=False if "tensorflow" in self.exp.skip else None,
         )
         rank = collect_rank_facts(launch, ip, facts.address_link.interface)
         return {"rank": rank_facts_to_dict(rank), "facts": facts_to_dict(facts)}
@@ -173,18 +174,18 @@ class JobRun:
         return Collective(backend, expected, tuple(tuple(g) for g in got))
 
     def _tensorflow(self, dist: Any, ranks: tuple[RankFacts, ...]) -> Collective:
-        mine = (self.launch.rank, ranks[self.launch.rank].ip)
-        port = tf_job.free_port(mine[1])
+        launch, mine = self.launch, ranks[self.launch.rank]
+        port = tf_job.free_port(mine.ip)
         where = self._step("gathering TensorFlow's worker addresses",
-                           lambda: _gather(dist, (mine[0], f"{mine[1]}:{port}")))
-        workers = [addr for _, addr in sorted(where)]
+                           lambda: _gather(dist, (launch.rank, mine.ip, port)))
+        workers, slurm_port = tf_job.cluster(launch, sorted(where), ranks)
         # the worker ends a few seconds before the others' gather of answers gives up on it
         budget = max(5.0, self.collective_timeout - 5)
         self.watchdog.arm(budget + 2 + GRACE, tf_job.STEP)
-        answer = tf_job.run_worker(workers, self.launch.rank, budget)
+        answer = tf_job.run_worker(workers, launch.rank, budget, slurm_port)
         got = self._step("gathering TensorFlow's answers",
-                         lambda: _gather(dist, (self.launch.rank, answer)))
-        return tf_job.collective(sorted(got, key=lambda g: g[0]), self.launch.world_size)
+                         lambda: _gather(dist, (launch.rank, answer)))
+        return tf_job.collective(sorted(got, key=lambda g: g[0]), launch.world_size)
 
     def _horovod(self, dist: Any) -> tuple[HorovodRank, ...]:
         mine = self._step(STEP, lambda: run_horovod(self.launch, self.collective_timeout))
