@@ -50,7 +50,10 @@ def test_two_torchrun_ranks_reduce_through_multiworker_mirrored_strategy(tmp_pat
                        env=tf_run_env(), capture_output=True, text=True, timeout=300,
                        cwd=tmp_path)
     assert out.exists(), p.stdout[-2000:] + p.stderr[-2000:]
-    results = {r["check"]: r for r in json.loads(out.read_text())["results"]}
+    report = json.loads(out.read_text())
+    results = {r["check"]: r for r in report["results"]}
+    assert report["environment"]["tensorflow cluster"].startswith(
+        "TF_CONFIG from the ranks' addresses: 127.0.0.1:")
     tf = results["job.allreduce.tensorflow"]
     assert tf["status"] == "pass", tf
     assert tf["message"] == "tensorflow all-reduce over 2 ranks gave the known answer 3"

@@ -56,6 +56,7 @@ class JobRun:
         self.launch, self.exp, self.timeout = launch, exp, timeout
         self.horovod = horovod  # run Horovod's step (horovodrun, or --horovod)
         self.tensorflow = tensorflow  # MultiWorkerMirroredStrategy across the ranks
+        self.tf_cluster = ""  # where its cluster came from, for the report
         # a collective gives up a little before --timeout: a rank that hangs is then named
         # (its heartbeat long stale) and every rank out before --timeout runs out
         self.collective_timeout = max(timeout / 2, timeout - grp.STALE)
@@ -179,6 +180,7 @@ class JobRun:
         where = self._step("gathering TensorFlow's worker addresses",
                            lambda: _gather(dist, (launch.rank, mine.ip, port)))
         workers, slurm_port = tf_job.cluster(launch, sorted(where), ranks)
+        self.tf_cluster = tf_job.describe(workers, slurm_port, launch)
         # the worker ends a few seconds before the others' gather of answers gives up on it
         budget = max(5.0, self.collective_timeout - 5)
         self.watchdog.arm(budget + 2 + GRACE, tf_job.STEP)
@@ -290,6 +292,8 @@ class JobRun:
         if job is not None and job.ranks:
             r0 = job.ranks[0]
             env["torch"] = r0.torch + (f" (CUDA {r0.torch_cuda})" if r0.torch_cuda else "")
+        if self.tf_cluster:
+            env["tensorflow cluster"] = self.tf_cluster
         if job is not None and job.horovod and job.horovod[0].version:
             h0 = job.horovod[0]
             env["horovod"] = h0.version + (f" ({h0.controller} controller)" if h0.controller

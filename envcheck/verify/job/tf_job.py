@@ -107,6 +107,16 @@ def cluster(launch: LaunchInfo, where: list[tuple[int, str, int]],
     return [f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}" for _, ip, port in where], 0
 
 
+def describe(workers: list[str], slurm_port: int, launch: LaunchInfo) -> str:
+    """Where the strategy's cluster came from, in the report's words."""
+    if slurm_port:
+        return f"SlurmClusterResolver(port_base={slurm_port})"
+    source = "SLURM_STEP_NODELIST" if launch.launcher == "slurm" and launch.hosts else (
+        "the ranks' addresses")
+    return f"TF_CONFIG from {source}: " + ", ".join(workers[:4]) + (
+        f" and {len(workers) - 4} more" if len(workers) > 4 else "")
+
+
 def tf_config(workers: list[str], index: int) -> str:
     return json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
 
