@@ -23,8 +23,9 @@ def _tf_result(slurm, tmp_path, *srun: str) -> tuple[dict, str]:
                        capture_output=True, text=True, timeout=240, cwd=tmp_path)
     assert report.exists(), p.stdout[-2000:] + p.stderr[-2000:]
     got = json.loads(report.read_text())
-    (tf,) = [r for r in got["results"] if r["check"] == "job.allreduce.tensorflow"]
-    return tf, got["environment"]["tensorflow cluster"]
+    tf = [r for r in got["results"] if r["check"] == "job.allreduce.tensorflow"]
+    assert len(tf) == 1, (got["results"], p.stderr[-1500:])
+    return tf[0], got["environment"]["tensorflow cluster"]
 
 
 def test_srun_ranks_reduce_through_slurm_cluster_resolver_and_node_names(slurm, tmp_path):
