@@ -71,7 +71,8 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="ID[,ID]",
         help="checks and smoke tests not to run (repeatable; ids: --list-checks); each is "
-        "reported as skipped",
+        "reported as skipped. Skipping a probe's check also skips its probe: --skip tensorflow "
+        "saves TensorFlow's import (~3 s) and its MirroredStrategy child",
     )
     parser.add_argument(
         "--list-checks",

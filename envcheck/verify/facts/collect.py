@@ -41,7 +41,7 @@ from .probes import probe_imports, probe_libraries
 from .procfs import nvidia_roots, read_kernel_driver
 from .tfprobe import finish_tensorflow_probe, start_tensorflow_probe
 from .ucx import _ucx_facts
-from .visible import resolve_visible_devices
+from .visible import resolve_visible_devices, visible_gpu_count
 
 # Everything the collectors read from the machine; nothing raises for a missing driver, library
 # or package: what could not be read is recorded as a reason string instead.
@@ -124,7 +124,8 @@ def collect_node_facts(
             nvml_state=nvml_state,
             compiled_archs=compiled,
             horovod=_finish_horovod(probes[0], probe_timeout),
-            tensorflow=_finish_tensorflow(probes[1], probe_timeout),
+            tensorflow=_finish_tensorflow(probes[1], probe_timeout, visible_gpu_count(
+                env.get("CUDA_VISIBLE_DEVICES"), visible, gpus, kernel_driver.gpus)),
         )
         return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
@@ -153,8 +154,10 @@ def _start_tensorflow(wanted: bool | None, role: str, installed: dict[str, str])
     return start_tensorflow_probe() if wanted else False
 
 
-def _finish_tensorflow(child: Any, timeout: float) -> TensorFlowFacts:
-    return TensorFlowFacts() if child is False else finish_tensorflow_probe(child, timeout)
+def _finish_tensorflow(child: Any, timeout: float, gpus: int) -> TensorFlowFacts:
+    if child is False:
+        return TensorFlowFacts()
+    return finish_tensorflow_probe(child, timeout, gpus)
 
 
 def _reap(*children: Any) -> None:

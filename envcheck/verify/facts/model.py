@@ -273,7 +273,9 @@ class TensorFlowFacts:
     gpus: int = -1  # GPUs tf.config lists (-1: not read)
     replicas: int = 0  # MirroredStrategy().num_replicas_in_sync
     reduce: float | None = None  # the sum of replica_id + 1 over the replicas
-    logical_cpus: bool = False  # the replicas were logical CPU devices (no GPU listed)
+    # logical CPU devices the child made for the strategy (0: none; it makes them only where no
+    # GPU is listed or expected)
+    logical_cpus: int = 0
     error: str = ""  # why TensorFlow or the strategy could not be read
 
     @property

@@ -236,11 +236,14 @@ def probe_libraries(
     return tuple(out)
 
 
-def child_answer(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
-    """A probe child's stdout within ``timeout``, and how it ended when it said too little:
-    its exit code or signal with the last line of its stderr, or the timeout (it is killed)."""
+def child_answer(
+    proc: subprocess.Popen, timeout: float, stdin: str | None = None
+) -> tuple[str, str]:
+    """A probe child's stdout within ``timeout`` (``stdin`` written to it first, for a child
+    started with stdin=PIPE), and how it ended when it said too little: its exit code or signal
+    with the last line of its stderr, or the timeout (it is killed)."""
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
+        stdout, stderr = proc.communicate(stdin, timeout=timeout)
         why = f"exited {proc.returncode}" if proc.returncode >= 0 else (
             f"crashed (signal {-proc.returncode})")
         tail = [ln for ln in (stderr or "").strip().splitlines() if ln.strip()]

@@ -4,9 +4,11 @@ and cuDNN, the GPUs it lists, and a MirroredStrategy with a known-answer cross-r
 The classic failure is silent: a CPU build, or a CUDA build whose libraries do not load, lists
 no GPU, and ``MirroredStrategy()`` then trains on one replica (the CPU) without a word. The
 child builds the strategy as a training script would and reduces ``replica_id + 1`` over its
-replicas; on a machine without GPUs it gives TensorFlow two logical CPU devices first, so the
-cross-device reduce still runs. Standard library only here; the child imports TensorFlow
-(about 2.5 s), so it runs only where TensorFlow is installed, bounded by the probe timeout.
+replicas. It is told (on stdin, once NVML and /proc are read) how many GPUs this process should
+see: with any, it builds a plain ``MirroredStrategy()``, exactly what a script gets; on a node
+without GPUs it gives TensorFlow two logical CPU devices first, so the cross-device reduce still
+runs. Standard library only here; the child imports TensorFlow (about 2.5 s), so it runs only
+where TensorFlow is installed, bounded by the probe timeout.
 """
 
 from __future__ import annotations
@@ -47,8 +49,11 @@ head = {"version": tf.__version__, "cuda_build": bool(info.get("is_cuda_build"))
         "cudnn": str(info.get("cudnn_version", "") or ""), "gpus": len(gpus)}
 say(head)
 try:
+    # GPUs this process should see, from the parent's NVML and /proc facts; EOF (the parent
+    # went away) reads as none
+    expected = int(sys.stdin.readline().strip() or "0")
     devices = None
-    if not gpus and int(sys.argv[1]) > 1:
+    if not gpus and not expected and int(sys.argv[1]) > 1:
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * int(sys.argv[1]))
@@ -61,7 +66,7 @@ try:
 
     total = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(step), axis=None)
     say({"replicas": int(strategy.num_replicas_in_sync), "reduce": float(total),
-         "logical_cpus": bool(devices)})
+         "logical_cpus": len(devices or ())})
 except BaseException as e:
     say({"strategy_error": line(e)})
 """
@@ -72,18 +77,21 @@ def start_tensorflow_probe(python: str = "") -> subprocess.Popen | None:
     try:
         return subprocess.Popen(
             [python or sys.executable, "-c", _CHILD, str(CPU_REPLICAS)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE,
             text=True, start_new_session=True,  # a Ctrl-C at the terminal reaches the caller
         )
     except OSError:
         return None
 
 
-def finish_tensorflow_probe(proc: subprocess.Popen | None, timeout: float) -> TensorFlowFacts:
-    """The child's answer within ``timeout``; a hang or a crash is the error."""
+def finish_tensorflow_probe(
+    proc: subprocess.Popen | None, timeout: float, gpus: int = 0
+) -> TensorFlowFacts:
+    """The child's answer within ``timeout``, told that this process should see ``gpus``
+    GPUs; a hang or a crash is the error."""
     if proc is None:
         return TensorFlowFacts(error="the TensorFlow probe did not start")
-    stdout, why = child_answer(proc, timeout)
+    stdout, why = child_answer(proc, timeout, f"{max(gpus, 0)}\n")
     why = "the probe " + why
     return parse_tensorflow_lines(stdout, why)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import Gpu
+from .model import Gpu, ProcGpu
 
 # What CUDA reads for "no device at all" (set by SLURM/containers when no GPU was granted).
 _NO_DEVICE_VALUES = ("", "-1", "NoDevFiles", "none")
@@ -53,3 +53,18 @@ def _match_device(token: str, gpus: tuple[Gpu, ...]) -> tuple[str, str]:
             return hits[0], ""
         return "", "matches no GPU UUID" if not hits else f"matches {len(hits)} GPU UUIDs"
     return "", "is neither an index nor a GPU-/MIG- UUID"
+
+
+def visible_gpu_count(
+    value: str | None, visible: tuple[str, ...], nvml_gpus: tuple[Gpu, ...],
+    kernel_gpus: tuple[ProcGpu, ...],
+) -> int:
+    """How many GPUs this process should see: NVML's visible ones where NVML answers, else the
+    kernel driver's (/proc, without NVML) as CUDA_VISIBLE_DEVICES leaves them."""
+    if nvml_gpus:
+        return len(visible)
+    usable = sorted((g for g in kernel_gpus if not g.excluded), key=lambda g: g.pci_bus_id)
+    # the kernel driver's GPUs in PCI bus order: NVML's (and CUDA's by-index) order
+    gpus = tuple(Gpu(i, g.uuid, g.model, 0, 0, (0, 0), g.pci_bus_id)
+                 for i, g in enumerate(usable))
+    return len(resolve_visible_devices(value, gpus)[0])

@@ -56,6 +56,7 @@ class JobRun:
         self.launch, self.exp, self.timeout = launch, exp, timeout
         self.horovod = horovod  # run Horovod's step (horovodrun, or --horovod)
         self.tensorflow = tensorflow  # MultiWorkerMirroredStrategy across the ranks
+        self.tf_cluster = ""  # where its cluster came from, for the report
         # a collective gives up a little before --timeout: a rank that hangs is then named
         # (its heartbeat long stale) and every rank out before --timeout runs out
         self.collective_timeout = max(timeout / 2, timeout - grp.STALE)
@@ -151,6 +152,7 @@ class JobRun:
             "worker", f"tcp://{ip}:0" if ip else "", health=True,
             import_modules=self.exp.import_modules, libraries=self.exp.libraries,
             probe_timeout=self.exp.probe_timeout,
+            tensorflow_probe=False if "tensorflow" in self.exp.skip else None,
         )
         rank = collect_rank_facts(launch, ip, facts.address_link.interface)
         return {"rank": rank_facts_to_dict(rank), "facts": facts_to_dict(facts)}
@@ -173,18 +175,19 @@ class JobRun:
         return Collective(backend, expected, tuple(tuple(g) for g in got))
 
     def _tensorflow(self, dist: Any, ranks: tuple[RankFacts, ...]) -> Collective:
-        mine = (self.launch.rank, ranks[self.launch.rank].ip)
-        port = tf_job.free_port(mine[1])
+        launch, mine = self.launch, ranks[self.launch.rank]
+        port = tf_job.free_port(mine.ip)
         where = self._step("gathering TensorFlow's worker addresses",
-                           lambda: _gather(dist, (mine[0], f"{mine[1]}:{port}")))
-        workers = [addr for _, addr in sorted(where)]
+                           lambda: _gather(dist, (launch.rank, mine.ip, port)))
+        workers, slurm_port = tf_job.cluster(launch, sorted(where), ranks)
+        self.tf_cluster = tf_job.describe(workers, slurm_port, launch)
         # the worker ends a few seconds before the others' gather of answers gives up on it
         budget = max(5.0, self.collective_timeout - 5)
         self.watchdog.arm(budget + 2 + GRACE, tf_job.STEP)
-        answer = tf_job.run_worker(workers, self.launch.rank, budget)
+        answer = tf_job.run_worker(workers, launch.rank, budget, slurm_port)
         got = self._step("gathering TensorFlow's answers",
-                         lambda: _gather(dist, (self.launch.rank, answer)))
-        return tf_job.collective(sorted(got, key=lambda g: g[0]), self.launch.world_size)
+                         lambda: _gather(dist, (launch.rank, answer)))
+        return tf_job.collective(sorted(got, key=lambda g: g[0]), launch.world_size)
 
     def _horovod(self, dist: Any) -> tuple[HorovodRank, ...]:
         mine = self._step(STEP, lambda: run_horovod(self.launch, self.collective_timeout))
@@ -289,6 +292,8 @@ class JobRun:
         if job is not None and job.ranks:
             r0 = job.ranks[0]
             env["torch"] = r0.torch + (f" (CUDA {r0.torch_cuda})" if r0.torch_cuda else "")
+        if self.tf_cluster:
+            env["tensorflow cluster"] = self.tf_cluster
         if job is not None and job.horovod and job.horovod[0].version:
             h0 = job.horovod[0]
             env["horovod"] = h0.version + (f" ({h0.controller} controller)" if h0.controller

@@ -80,7 +80,8 @@ def skipped_node_checks(skip: frozenset, node: str = "") -> list[Result]:
 def _facts(options: NodeOptions, exp: Expectations, kernel_log: str) -> NodeFacts:
     if options.prefix:
         facts = collect_prefix_facts(
-            options.prefix, exp.import_modules, exp.libraries, exp.probe_timeout
+            options.prefix, exp.import_modules, exp.libraries, exp.probe_timeout,
+            tensorflow=tensorflow_probe(exp),
         )
         check_lock_platform(exp, facts.platform)
         return facts
@@ -94,7 +95,14 @@ def _facts(options: NodeOptions, exp: Expectations, kernel_log: str) -> NodeFact
         libraries=exp.libraries,
         probe_timeout=exp.probe_timeout,
         kernel_log=kernel_log,
+        tensorflow_probe=tensorflow_probe(exp),
     )
+
+
+def tensorflow_probe(exp: Expectations) -> bool | None:
+    """False where --skip tensorflow: its child costs TensorFlow's import; else None (the
+    collector probes where TensorFlow is installed)."""
+    return False if "tensorflow" in exp.skip else None
 
 
 def _levels(

@@ -49,14 +49,17 @@ def collect_prefix_facts(
     import_modules: tuple[str, ...] = (),
     libraries: tuple[str, ...] = (),
     probe_timeout: float = 60.0,
+    tensorflow: bool | None = None,
 ) -> NodeFacts:
-    """NodeFacts as the environment at ``prefix`` sees itself, from its own interpreter."""
+    """NodeFacts as the environment at ``prefix`` sees itself, from its own interpreter
+    (``tensorflow``: collect_node_facts' tensorflow_probe)."""
     python = interpreter(prefix)
     _check_version(prefix, python)
     kwargs: dict[str, Any] = {
         "import_modules": list(import_modules),
         "libraries": list(libraries),
         "probe_timeout": probe_timeout,
+        **({"tensorflow_probe": tensorflow} if tensorflow is not None else {}),
     }
     limit = _OVERHEAD_SECONDS + (probe_timeout if import_modules or libraries else 0.0)
     # the script on stdin ("-"): it loads the package and prints the facts as one JSON line,
