@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.old_envs import ROOT, _cache_root, _run, _source_digest, find_python
+from tests.old_envs import ROOT, UV, _cache_root, _run, _source_digest, find_python
 
 HOROVOD = "0.28.1"
 TORCH = "2.13.0"
@@ -128,3 +128,31 @@ def _wheel(py: str, out: Path) -> tuple[Path, float]:
     shutil.move(str(built), wheel)
     shutil.rmtree(work, ignore_errors=True)
     return wheel, time.monotonic() - t0
+
+
+OTHER_TORCH = "2.14.1"  # PyPI's CUDA build: imports without a GPU, another ABI than 2.13.0
+# the machine image's local index holds torch 2.14.1 and its nvidia-* wheels (3.8 GB): read
+# first where present, PyPI for the rest (and for everything on a machine without it)
+LOCAL_INDEX = Path("/opt/pypi-more/simple")
+
+
+def beside_other_torch(env: HorovodEnv) -> HorovodEnv:
+    """A second venv: the same Horovod wheel (built against torch 2.13.0+cpu) installed beside
+    torch 2.14.1, as after a `pip install -U torch` in a working Horovod env."""
+    python = find_python(PYTHON)
+    pins = (f"torch=={OTHER_TORCH}", env.wheel.name)
+    prefix = _cache_root() / f"horovod-other-torch-{_key(python, pins, _source_digest())}"
+    with _locked(prefix):
+        done = prefix / ".envcheck-test-done.json"
+        if done.exists():
+            return HorovodEnv(prefix, env.wheel, 0.0)
+        shutil.rmtree(prefix, ignore_errors=True)
+        _run([str(UV), "venv", "-q", "--python", str(python), str(prefix)],
+             "uv venv (horovod beside another torch)")
+        index = (["--extra-index-url", LOCAL_INDEX.as_uri(), "--index-strategy",
+                  "unsafe-best-match"] if LOCAL_INDEX.is_dir() else [])
+        _run([str(UV), "pip", "install", "-q", "--python", str(prefix / "bin" / "python"),
+              *index, f"torch=={OTHER_TORCH}", str(env.wheel), str(ROOT)],
+             f"uv pip install torch=={OTHER_TORCH}, the horovod wheel and envcheck", timeout=900)
+        done.write_text(json.dumps({"wheel": str(env.wheel)}))
+        return HorovodEnv(prefix, env.wheel, 0.0)

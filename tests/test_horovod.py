@@ -1,6 +1,7 @@
 """A real Horovod 0.28.1, built from its sdist against the CPU torch 2.13.0 (tests/horovod_env.py,
 once per run): verify job under `horovodrun --gloo`, verify node's facts against what
-`horovodrun -cb` prints, and a Gloo-only Horovod started by mpirun, where every rank runs alone.
+`horovodrun -cb` prints, the same wheel beside another torch (a second venv with PyPI's torch
+2.14.1), and a Gloo-only Horovod started by mpirun, where every rank runs alone.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from envcheck.verify.facts import facts_from_dict
 from envcheck.verify.facts.horovod import parse_check_build
 from envcheck.verify.facts.model import horovod_from_dict
-from tests.horovod_env import HOROVOD, HorovodEnv, horovod_env
+from tests.horovod_env import HOROVOD, OTHER_TORCH, HorovodEnv, beside_other_torch, horovod_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("horovod")]
 
@@ -107,3 +108,22 @@ def test_gloo_only_horovod_under_mpirun_is_named_for_running_each_rank_alone(hvd
     failed = [r["check"] for r in json.loads(report.read_text())["results"]
               if r["status"] == "fail"]
     assert failed == ["job.horovod"], failed
+
+
+def test_horovod_built_against_one_torch_beside_another_torch_is_named(hvd, tmp_path):
+    other = beside_other_torch(hvd)
+    report, saved = tmp_path / "r.json", tmp_path / "facts.json"
+    p = run(other, str(other.bin / "envcheck"), "verify", "node", "--json", str(report),
+            "--save-facts", str(saved), cwd=tmp_path, timeout=300)
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]  # a failed check
+    torch = {f.name: f for f in facts_from_dict(json.loads(saved.read_text())).horovod.frameworks
+             }["torch"]
+    assert torch.built_with == "2.13.0+cpu" and torch.installed.startswith(OTHER_TORCH)
+    result = by_check(report)["horovod"]
+    assert result["status"] == "fail"
+    assert result["message"].startswith(
+        f"Horovod {HOROVOD}'s horovod.torch was built against torch 2.13.0+cpu, but torch "
+        f"{torch.installed} is installed: horovod.torch imports, and Horovod only warns"
+    ), result["message"]  # what 0.28.1 does beside 2.14.1: no undefined symbol at import
+    assert result["fix"].startswith(f"rebuild Horovod against the installed torch "
+                                    f"{torch.installed}: HOROVOD_WITH_PYTORCH=1"), result["fix"]
