@@ -1,6 +1,7 @@
 """verify job under real launchers on CPU ranks (gloo): torchrun, Open MPI's mpirun, ranks
-started by hand with RANK/WORLD_SIZE (as pdsh or ssh loops do), and real failures: a rank that
-never starts, one SIGKILLed and one SIGSTOPped after it answered the roll call."""
+started by hand with RANK/WORLD_SIZE (as pdsh or ssh loops do), and real failures: a rank from
+another venv (another numpy), a rank that never starts, one SIGKILLed and one SIGSTOPped after
+it answered the roll call."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+
+from tests.old_envs import EnvSpec, build_env
 
 pytestmark = pytest.mark.slow
 
@@ -64,6 +67,33 @@ def test_mpirun_four_ranks_pass(tmp_path):
     got = {r["check"]: r for r in results(report)}
     assert got["job.ranks"]["message"].startswith("4 of 4 ranks reported (openmpi)")
     assert got["job.allreduce.gloo"]["status"] == "pass"
+
+
+# the same CPU torch as the test env (the local wheel), another numpy: one rank's venv after a
+# `pip install numpy==2.1.3` on one node
+OTHER_NUMPY = EnvSpec("job-rank-numpy-2.1.3", "3.11", ("torch==2.13.0+cpu", "numpy==2.1.3"),
+                      "a rank's venv with another numpy")
+
+
+def test_a_rank_from_another_venv_with_another_numpy_fails_skew_naming_it(tmp_path):
+    other = build_env(OTHER_NUMPY, extra=("--find-links", "/opt/wheels"))
+    import numpy
+
+    port = free_port()
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "WORLD_SIZE": "3", "LOCAL_WORLD_SIZE": "3"}
+    procs = [subprocess.Popen(
+        [str(envcheck), "verify", "job", "--timeout", "60", "--json", str(tmp_path / f"r{r}.json")],
+        env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for r, envcheck in enumerate((ENVCHECK, ENVCHECK, other.prefix / "bin" / "envcheck"))]
+    done = _finish(procs, time.monotonic())
+    assert [code for code, _, _ in done] == [2, 2, 2], done  # a failed check, on every rank
+    failed = {r["check"]: r for r in results(tmp_path / "r0.json") if r["status"] == "fail"}
+    assert list(failed) == ["job.skew.numpy"], failed
+    assert failed["job.skew.numpy"]["node"] == "rank 2"
+    assert failed["job.skew.numpy"]["message"] == (
+        f"numpy differs: rank 2 has 2.1.3; rank 0 and rank 1 have {numpy.__version__}")
 
 
 def _start(world: int, ranks: range, tmp_path: Path,
