@@ -20,6 +20,7 @@ from envcheck.verify.cluster.skew import skew_report
 from envcheck.verify.cluster.slurm import check_slurm
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
+from envcheck.verify.job.bench import Timing, judge_bench
 from envcheck.verify.job.horovod_job import HorovodRank, check_horovod_ranks
 from envcheck.verify.job.launch import LaunchInfo, views_disagree
 from envcheck.verify.job.rank import RankFacts
@@ -55,6 +56,7 @@ class JobFacts:
     collectives: tuple[Collective, ...] = ()
     lock_packages: tuple[str, ...] = ()
     horovod: tuple[HorovodRank, ...] = ()  # Horovod's answers, when its step ran
+    bench: tuple[Timing, ...] = ()  # --bench: the whole group's and each host pair's timing
 
     def labelled(self) -> dict[str, NodeFacts]:
         return {str(r.rank): f for r, f in zip(self.ranks, self.facts)}
@@ -291,6 +293,11 @@ def check_allreduce(job: JobFacts, exp: Expectations) -> list[Result]:
     return out
 
 
+def check_bench(job: JobFacts, exp: Expectations) -> list[Result]:
+    """--bench: all-reduce bus bandwidth against the links, the slowest host pair named."""
+    return judge_bench(job.bench, job.ranks, job.facts)
+
+
 def check_slurm_binding(job: JobFacts, exp: Expectations) -> list[Result]:
     """Slurm's GPU binding per rank: SLURM_*_GPUS against CUDA_VISIBLE_DEVICES."""
     labelled = {f"rank {k}": f for k, f in job.labelled().items()}
@@ -309,6 +316,7 @@ JOB_CHECKS: Mapping[str, Check] = {
     "job.launcher": check_launcher_views,
     "job.allreduce": check_allreduce,
     "job.horovod": check_horovod_ranks,
+    "job.bench": check_bench,
     "job.node": check_node,
 }
 

@@ -49,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "from the ranks' addresses, one worker per rank) and check its cross-replica sum; each "
         "rank's TensorFlow runs in a child killed at --timeout",
     )
+    parser.add_argument(
+        "--bench", action="store_true",
+        help="also time the all-reduce (NCCL on GPUs, else gloo) over every rank and between "
+        "each pair of hosts, as bus bandwidth against the links under them; the slowest pair "
+        "of hosts is named when it falls short",
+    )
     add_expectation_arguments(parser)
 
 
@@ -73,7 +79,8 @@ def run(args: argparse.Namespace) -> Report | int:
         raise BadInput(f"verify job needs torch in this environment ({e})") from None
     job = JobRun(launch, exp, args.timeout, debug=debug,
                  horovod=wanted(os.environ, bool(getattr(args, "horovod", False))),
-                 tensorflow=bool(getattr(args, "tensorflow", False)))
+                 tensorflow=bool(getattr(args, "tensorflow", False)),
+                 bench=bool(getattr(args, "bench", False)))
     outcome = job.run()
     if isinstance(outcome, Report):
         return outcome

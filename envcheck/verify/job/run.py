@@ -15,8 +15,9 @@ from envcheck.errors import ExitCode
 from envcheck.report import Measurement, Report, Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import collect_node_facts, facts_from_dict, facts_to_dict
+from envcheck.verify.job import bench, tf_job
 from envcheck.verify.job import group as grp
-from envcheck.verify.job import tf_job
+from envcheck.verify.job.bench import Timing, bench_measurements
 from envcheck.verify.job.checks import (
     Collective,
     JobFacts,
@@ -52,8 +53,10 @@ class StepFailed(Exception):
 
 class JobRun:
     def __init__(self, launch: LaunchInfo, exp: Expectations, timeout: float, *,
-                 debug: bool = False, horovod: bool = False, tensorflow: bool = False) -> None:
+                 debug: bool = False, horovod: bool = False, tensorflow: bool = False,
+                 bench: bool = False) -> None:
         self.launch, self.exp, self.timeout = launch, exp, timeout
+        self.bench = bench  # time the all-reduce over every rank and between host pairs
         self.horovod = horovod  # run Horovod's step (horovodrun, or --horovod)
         self.tensorflow = tensorflow  # MultiWorkerMirroredStrategy across the ranks
         self.tf_cluster = ""  # where its cluster came from, for the report
@@ -125,18 +128,20 @@ class JobRun:
             collectives += _horovod_collective(horovod, self.launch.world_size)
         if self.tensorflow:
             collectives.append(self._tensorflow(dist, ranks))
+        nccl = None
         if not nccl_blocker(ranks):
             nccl = self._step("forming the NCCL group", lambda: dist.new_group(
                 backend="nccl", timeout=grp._td(self.collective_timeout)))
             collectives.append(self._allreduce(dist, "nccl", nccl))
-        measurements: list[Measurement] = []
+        timings = self._bench(dist, ranks, nccl) if self.bench else ()
         self.watchdog.disarm()
         if self.launch.rank != 0:
             return self._verdict_or_error("the verdict")
         job = JobFacts(self.launch, ranks, facts, collectives=tuple(collectives),
                        lock_packages=tuple(p.name for p in self.exp.lock_packages),
-                       horovod=horovod)
-        return self._report(run_job_checks(job, self.exp), job, measurements)
+                       horovod=horovod, bench=timings)
+        return self._report(run_job_checks(job, self.exp), job,
+                            bench_measurements(timings, ranks, facts))
 
     def _step(self, what: str, fn: Any) -> Any:
         self.watchdog.arm(self.timeout + GRACE, what)
@@ -188,6 +193,17 @@ class JobRun:
         got = self._step("gathering TensorFlow's answers",
                          lambda: _gather(dist, (launch.rank, answer)))
         return tf_job.collective(sorted(got, key=lambda g: g[0]), launch.world_size)
+
+    def _bench(self, dist: Any, ranks: tuple[RankFacts, ...], nccl: Any) -> tuple[Timing, ...]:
+        backend = "gloo" if nccl is None else "nccl"
+
+        def pair_group(members: list[int]) -> Any:
+            return dist.new_group(members, backend=backend,
+                                  timeout=grp._td(self.collective_timeout))
+
+        return self._step(f"timing the {backend} all-reduce (--bench)", lambda: bench.measure(
+            dist, self.launch.rank, ranks, backend, nccl, pair_group,
+            lambda obj: _gather(dist, obj)))
 
     def _horovod(self, dist: Any) -> tuple[HorovodRank, ...]:
         mine = self._step(STEP, lambda: run_horovod(self.launch, self.collective_timeout))
