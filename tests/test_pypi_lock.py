@@ -177,3 +177,35 @@ def test_the_stack_on_glibc_2_17_names_each_wheel_that_needs_a_newer_glibc_and_w
     assert "xgboost " in head and "newest that fits glibc 2.17: xgboost " in head
     assert "libcudf-cu12 26.10." in pulled
     assert _size(uv_cache) < CACHE_LIMIT
+
+
+def test_try_adds_each_pip_candidate_alone_to_the_real_stack(
+    pypi: None, uv_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = _recipe(tmp_path, "rapids-pypi-try")
+    channel = write_channel(tmp_path / "ch", [
+        pkg("python", "3.12.7", ["__glibc >=2.17"], build="h0_cpython"),
+        pkg("pandas", "1.5.3", ["python >=3.12"], build="py312_0")])
+    out = tmp_path / "try.json"
+    rc = main(["build", str(recipe), "--channel-data", channel, "--json", str(out), "--try",
+               "pip:cugraph-cu12==26.10.*,pip:pandas<2,pip:cuspatial-cu12==26.10.*,"
+               "pandas=1.5"])
+    assert rc == ExitCode.WARN, capsys.readouterr()
+    report = json.loads(out.read_text())
+    (table,) = report["tables"]
+    rows = {r[0]: r[2:] for r in table["rows"]}
+    assert rows["pip:cugraph-cu12==26.10.*"] == ["fits", ""]  # RAPIDS' own add-on, same release
+    # cudf-cu12 26.10 requires pandas 3.0: the clash in recipe terms
+    assert rows["pip:pandas<2"] == ["conflicts", "'cudf-cu12==26.10.*' and 'pandas<2'"]
+    why = {r["check"]: r["message"] for r in report["results"]}
+    assert why["try pip:pandas<2"].startswith("conflicts: recipe pip entries 'cudf-cu12==26.10.*' "
+                                             "and 'pandas<2' clash: ")
+    # cuspatial's wheels stopped before 26.10: uv's reason, not "requirements are unsatisfiable"
+    assert rows["pip:cuspatial-cu12==26.10.*"] == ["conflicts", "'cuspatial-cu12==26.10.*'"]
+    assert "only cuspatial-cu12<=" in why["try pip:cuspatial-cu12==26.10.*"]
+    # a conda candidate that solves, then holds a package the pip entries need newer
+    assert rows["pandas=1.5"] == ["conflicts", "'cudf-cu12==26.10.*' and pandas==1.5.3 (conda)"]
+    assert why["try pandas=1.5"].startswith("conflicts: the conda entries solve, but then the "
+                                            "pip entries do not: ")
+    assert not list(tmp_path.glob("**/*.conda-lock.yml"))  # --try writes nothing
+    assert _size(uv_cache) < CACHE_LIMIT

@@ -42,8 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         dest="try_",
         action="append",
         metavar="SPEC,SPEC,...",
-        help="solve the recipe with each candidate added alone; print which fit and, for a "
-        "conflict, the smallest clashing set of entries; writes no lock",
+        help="solve the recipe with each candidate added alone (pip:REQ adds to its pip "
+        "entries); print which fit and, for a conflict, the smallest clashing set of entries; "
+        "writes no lock",
     )
     p.add_argument(
         "--no-lint",

@@ -165,6 +165,9 @@ def key_line(reasoning: Sequence[str]) -> str:
     """The conclusion that names the clash: uv's last '... are incompatible', else its last."""
     clashes = [s for s in reasoning if "incompatible" in s or "unsatisfiable" not in s]
     line = (clashes or list(reasoning) or ["uv found no solution"])[-1]
+    premise = re.match(r"^(?:And because|Because) (.*?),? we can conclude that (.*)$", line)
+    if premise and "unsatisfiable" in premise.group(2):  # the why, not "... are unsatisfiable"
+        return premise.group(1).rstrip(".")
     return re.sub(r"^(And because|Because) .*?we can conclude that ", "", line).rstrip(".")
 
 
