@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -147,8 +146,11 @@ def write_json(report: Report, path: Path) -> None:
     write_file(path, (json.dumps(report.to_json(), indent=2) + "\n").encode(), f"--json {path}")
 
 
-def to_junit(report: Report) -> ET.Element:
-    """One testcase per result; fail -> <failure>, error -> <error>, skip -> <skipped>."""
+def to_junit(report: Report) -> Any:
+    """One testcase per result; fail -> <failure>, error -> <error>, skip -> <skipped>
+    (an ElementTree element: xml.etree is imported here, not on every start)."""
+    import xml.etree.ElementTree as ET
+
     counts = report.counts()
     suite = ET.Element(
         "testsuite",
@@ -187,6 +189,8 @@ def to_junit(report: Report) -> ET.Element:
 
 
 def write_junit(report: Report, path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
     from envcheck.destinations import write_file
 
     tree = ET.ElementTree(to_junit(report))
