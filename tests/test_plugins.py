@@ -91,3 +91,14 @@ def test_plugin_failure_reaches_the_cli_exit_code(plugin_dir, tmp_path):
     )
     assert out.returncode == 3, out.stdout + out.stderr  # ExitCode.ERROR: a check could not run
     assert "ERROR" in out.stdout
+
+
+@pytest.mark.parametrize("group", ["console_scripts", "pytest11", "envcheck.checks"])
+def test_entry_points_are_read_as_importlib_metadata_reads_them(group, plugin_dir):
+    import importlib.metadata
+
+    from envcheck.verify.plugins import entry_points
+
+    want = sorted({(e.name, e.value) for e in importlib.metadata.entry_points().select(
+        group=group)})
+    assert want and sorted({(e.name, e.value) for e in entry_points(group)}) == want
