@@ -57,6 +57,7 @@ class JobFacts:
     lock_packages: tuple[str, ...] = ()
     horovod: tuple[HorovodRank, ...] = ()  # Horovod's answers, when its step ran
     bench: tuple[Timing, ...] = ()  # --bench: the whole group's and each host pair's timing
+    bench_skipped: str = ""  # --bench given, and why nothing was timed
 
     def labelled(self) -> dict[str, NodeFacts]:
         return {str(r.rank): f for r, f in zip(self.ranks, self.facts)}
@@ -295,6 +296,8 @@ def check_allreduce(job: JobFacts, exp: Expectations) -> list[Result]:
 
 def check_bench(job: JobFacts, exp: Expectations) -> list[Result]:
     """--bench: all-reduce bus bandwidth against the links, the slowest host pair named."""
+    if job.bench_skipped:
+        return [_r("job.bench", Status.SKIP, job.bench_skipped)]
     return judge_bench(job.bench, job.ranks, job.facts)
 
 

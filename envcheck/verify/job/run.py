@@ -133,13 +133,15 @@ class JobRun:
             nccl = self._step("forming the NCCL group", lambda: dist.new_group(
                 backend="nccl", timeout=grp._td(self.collective_timeout)))
             collectives.append(self._allreduce(dist, "nccl", nccl))
-        timings = self._bench(dist, ranks, nccl) if self.bench else ()
+        one = self.bench and self.launch.world_size < 2
+        timings = self._bench(dist, ranks, nccl) if self.bench and not one else ()
         self.watchdog.disarm()
         if self.launch.rank != 0:
             return self._verdict_or_error("the verdict")
         job = JobFacts(self.launch, ranks, facts, collectives=tuple(collectives),
                        lock_packages=tuple(p.name for p in self.exp.lock_packages),
-                       horovod=horovod, bench=timings)
+                       horovod=horovod, bench=timings,
+                       bench_skipped="one rank: no all-reduce across ranks to time" if one else "")
         return self._report(run_job_checks(job, self.exp), job,
                             bench_measurements(timings, ranks, facts))
 
