@@ -42,7 +42,7 @@ step job2 90 bash -c "$(declare -f run_job); out=$out; run_job 2 job2"
 step jobshared 90 bash -c "$(declare -f run_job); out=$out; CUDA_VISIBLE_DEVICES=0 run_job 2 jobshared"
 step jobbench 120 bash -c "python3 -m torch.distributed.run --standalone --nproc-per-node 2 -m envcheck verify job --bench --timeout 60 --json $out/jobbench.json"
 step cluster 300 python3 -m envcheck verify cluster --bench --json "$out/cluster.json" --junit "$out/cluster.xml"
-step pytest 300 python3 -m pytest -m gpu tests/gpu -p no:cacheprovider -rA -q --durations=10
+step pytest 540 python3 -m pytest -m gpu tests/gpu -p no:cacheprovider -rA -q --durations=10
 step gemm 240 python3 bench/gpu_gemm.py
 step level1 180 python3 bench/node_level1.py --repeats 5
 step facts_bench 120 python3 bench/facts.py --repeat 50 --cold 3

@@ -39,7 +39,10 @@ def _torchrun(tmp_path: Path, n: int, env: dict | None = None) -> tuple[int, dic
         env={**os.environ, **(env or {})},
     )
     assert report.exists(), p.stdout[-3000:] + p.stderr[-3000:]
-    return p.returncode, json.loads(report.read_text())
+    got = json.loads(report.read_text())
+    # torchrun exits 1 for any failed rank: the verdict's own code is rank 0's report's
+    assert (p.returncode == 0) == (got["exit_code"] == 0), (p.returncode, got["exit_code"])
+    return got["exit_code"], got
 
 
 def _checks(report: dict) -> dict[str, dict]:

@@ -106,9 +106,16 @@ def test_verify_node_expecting_every_gpu_passes(tmp_path):
     assert by["busy-gpus"]["status"] == "pass", by["busy-gpus"]["message"]
     bad = [r for r in report["results"] if r["status"] in ("fail", "error")]
     assert not bad, bad
-    # an installed-but-unasked UCX may only warn (e.g. ucx_info missing from a pip install)
-    warns = {r["check"] for r in report["results"] if r["status"] == "warn"}
-    assert warns <= {"ucx"}, text
+    # an installed-but-unasked UCX may only warn (e.g. ucx_info missing from a pip install);
+    # so may the machine's own link counters (the H200 pair lent on 2026-11-24 logs NVLink CRC
+    # errors and a PCIe replay): reported as counts, not judged as failures at level 0
+    warned = [r for r in report["results"] if r["status"] == "warn"]
+    counters = {"pcie": "PCIe replays", "nvlink": "NVLink error counters non-zero"}
+    for r in warned:
+        if r["check"] in counters:
+            assert r["message"].startswith(counters[r["check"]]), r
+    warns = {r["check"] for r in warned}
+    assert warns <= {"ucx", *counters}, text
     assert rc == (1 if warns else 0), text
 
 
