@@ -105,6 +105,23 @@ def main() -> None:
     print("\nin process (s):")
     for name, seconds in in_process().items():
         print(f"  {seconds:8.3f}  {name}")
+    profile_collection()
+
+
+def profile_collection() -> None:
+    """Where collect_node_facts' own time goes (its answers kept on disk, as on a rerun)."""
+    import cProfile
+    import io
+    import pstats
+
+    from envcheck.verify.facts import collect_node_facts
+
+    prof = cProfile.Profile()
+    prof.runcall(collect_node_facts, health=True)
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(25)
+    print("\ncollect_node_facts(health=True), cProfile by cumulative time:")
+    print("\n".join(out.getvalue().splitlines()[6:40]))
 
 
 if __name__ == "__main__":

@@ -85,14 +85,24 @@ def _dists_in(directory: str) -> tuple[tuple[str, str], ...]:
 
 
 def _metadata_of(path: str) -> tuple[str, str] | None:
-    import importlib.metadata
-
-    try:
-        dist = importlib.metadata.PathDistribution(Path(path))
-        name = dist.metadata["Name"]
-        return (normalize_name(name), dist.version) if name else None
-    except Exception:
-        return None
+    """(name, version) from the headers of a distribution's METADATA (PKG-INFO for an
+    egg-info): read directly, as importlib.metadata would but without its 20 ms import."""
+    for fname in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(path, fname), encoding="utf-8", errors="replace") as f:
+                head = f.read(64 * 1024)
+        except OSError:
+            continue
+        fields: dict[str, str] = {}
+        for line in head.splitlines():
+            if not line.strip():
+                break  # the headers end at the first blank line
+            key, sep, value = line.partition(":")
+            if sep and key in ("Name", "Version"):
+                fields.setdefault(key, value.strip())
+        if fields.get("Name") and fields.get("Version"):
+            return normalize_name(fields["Name"]), fields["Version"]
+    return None
 
 
 # ---- NVML -----------------------------------------------------------------------------------
