@@ -1,0 +1,46 @@
+"""NVLink error counters: one nvmlDeviceGetFieldValues call per GPU against one
+nvmlDeviceGetNvLinkErrorCounter call per link and counter (what verify node --level 1 read
+before), on every GPU: time of each way, and whether they agree. Counters only grow, so a
+one-by-one read taken between two batched reads must lie between them.
+
+    python3 bench/nvlink_counters.py
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from envcheck.verify.facts.nvml import _NVLINK_COUNTERS, nvlink_counters_batched  # noqa: E402
+
+
+def main() -> None:
+    import pynvml as nv
+
+    nv.nvmlInit()
+    for i in range(nv.nvmlDeviceGetCount()):
+        h = nv.nvmlDeviceGetHandleByIndex(i)
+        links = [k for k in range(18) if nv.nvmlDeviceGetNvLinkState(h, k) == 1]
+        t = time.perf_counter()
+        before = nvlink_counters_batched(nv, h, links)
+        batched_s = time.perf_counter() - t
+        t = time.perf_counter()
+        single = {(k, name): int(nv.nvmlDeviceGetNvLinkErrorCounter(h, k, code))
+                  for k in links for name, code in _NVLINK_COUNTERS}
+        single_s = time.perf_counter() - t
+        after = nvlink_counters_batched(nv, h, links)
+        covered = sorted(before)
+        ok = all(before[key] <= single[key] <= after[key] for key in covered)
+        print(f"GPU {i}: {len(links)} links up; batched {len(before)} counters in "
+              f"{batched_s * 1e3:.1f} ms, one by one {len(single)} in {single_s * 1e3:.1f} ms "
+              f"({single_s / len(single) * 1e3:.2f} ms each); agree on {len(covered)}: {ok}")
+        if not ok:
+            print("  disagree:", [(k, before[k], single[k], after[k]) for k in covered
+                                  if not before[k] <= single[k] <= after[k]][:8])
+
+
+if __name__ == "__main__":
+    main()
