@@ -32,11 +32,12 @@ def main() -> None:
                   for k in links for name, code in _NVLINK_COUNTERS}
         single_s = time.perf_counter() - t
         after = nvlink_counters_batched(nv, h, links)
-        covered = sorted(before)
+        covered = sorted(set(before) & set(after))
         ok = all(before[key] <= single[key] <= after[key] for key in covered)
         print(f"GPU {i}: {len(links)} links up; batched {len(before)} counters in "
               f"{batched_s * 1e3:.1f} ms, one by one {len(single)} in {single_s * 1e3:.1f} ms "
-              f"({single_s / len(single) * 1e3:.2f} ms each); agree on {len(covered)}: {ok}")
+              f"({single_s / len(single) * 1e3:.2f} ms each); agree on {len(covered)} "
+              f"({sorted({name for _, name in covered})}): {ok}")
         if not ok:
             print("  disagree:", [(k, before[k], single[k], after[k]) for k in covered
                                   if not before[k] <= single[k] <= after[k]][:8])

@@ -345,12 +345,20 @@ _VALUE_MEMBER = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5:
 
 
 def nvlink_counters_batched(nv: Any, h: Any, links: Any) -> dict[tuple[int, str], int]:
-    """Every error counter of `links` that NVML's field values name (links 0-11 in today's
-    bindings), read in one nvmlDeviceGetFieldValues call instead of one call each: each
-    nvmlDeviceGetNvLinkErrorCounter costs about 1 ms on an H200 (144 of them were 146 of
-    verify node --level 1's 153 ms of collection on two GPUs). Missing: read one by one."""
-    keys, ids = [], []
+    """The link error counters NVML's field values hold, in one nvmlDeviceGetFieldValues call
+    instead of one nvmlDeviceGetNvLinkErrorCounter call each (about 1 ms each on an H200: 144
+    of them were 146 of verify node --level 1's 153 ms of collection on two GPUs). Asked: the
+    per-link fields (replay, recovery: NVML_FI_DEV_NVLINK_ERROR_DL_*, scope = the link) and
+    the older per-link counters (..._ERROR_COUNT_L<n>) where the bindings name them. What a
+    GPU does not answer here is read one by one by the caller."""
+    keys: list[tuple[int, str]] = []
+    ids: list[Any] = []
     for link in links:
+        for name, field in (("replay", "REPLAY"), ("recovery", "RECOVERY")):
+            fid = getattr(nv, f"NVML_FI_DEV_NVLINK_ERROR_DL_{field}", None)
+            if fid is not None:
+                keys.append((link, name))
+                ids.append((fid, link))
         for name, field in _FIELD_NAMES.items():
             fid = getattr(nv, f"NVML_FI_DEV_NVLINK_{field}_ERROR_COUNT_L{link}", None)
             if fid is not None:
@@ -362,10 +370,10 @@ def nvlink_counters_batched(nv: Any, h: Any, links: Any) -> dict[tuple[int, str]
         values = nv.nvmlDeviceGetFieldValues(h, ids)
     except nv.NVMLError:
         return {}
-    out = {}
+    out: dict[tuple[int, str], int] = {}
     for key, v in zip(keys, values):
         member = _VALUE_MEMBER.get(getattr(v, "valueType", -1))
-        if getattr(v, "nvmlReturn", -1) == 0 and member:
+        if getattr(v, "nvmlReturn", -1) == 0 and member and key not in out:
             out[key] = int(getattr(v.value, member))
     return out
 
