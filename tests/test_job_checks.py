@@ -230,7 +230,7 @@ def hvd_rank(r: int, size: int = 4, **kw: object):
 
 
 def test_horovod_world_as_horovodrun_set_it_passes():
-    from envcheck.verify.job.horovod_job import check_horovod_ranks
+    from envcheck.verify.job.checks import check_horovod_ranks
 
     ranks = [rank(r, launcher="horovod") for r in range(4)]
     [r] = check_horovod_ranks(job(ranks, HOROVODRUN, horovod=tuple(map(hvd_rank, range(4)))),
@@ -240,7 +240,7 @@ def test_horovod_world_as_horovodrun_set_it_passes():
 
 def test_gloo_only_horovod_under_mpirun_runs_each_rank_alone_and_fails():
     # what a Gloo-only build does outside horovodrun: size 1, rank 0 on every rank
-    from envcheck.verify.job.horovod_job import check_horovod_ranks
+    from envcheck.verify.job.checks import check_horovod_ranks
 
     ranks = [rank(r, world_size=2, local_world_size=2, launcher="openmpi") for r in range(2)]
     alone = tuple(hvd_rank(r, size=1, hvd_rank=0, local_rank=0, reduced=(r + 1.0, r + 1.0))
@@ -253,7 +253,7 @@ def test_gloo_only_horovod_under_mpirun_runs_each_rank_alone_and_fails():
 
 
 def test_a_local_rank_horovod_numbers_otherwise_fails_naming_set_device():
-    from envcheck.verify.job.horovod_job import check_horovod_ranks
+    from envcheck.verify.job.checks import check_horovod_ranks
 
     ranks = [rank(r, launcher="horovod") for r in range(4)]
     hv = tuple(hvd_rank(r, local_rank=3 - r) for r in range(4))
@@ -263,7 +263,7 @@ def test_a_local_rank_horovod_numbers_otherwise_fails_naming_set_device():
 
 
 def test_a_rank_whose_horovod_failed_is_named():
-    from envcheck.verify.job.horovod_job import check_horovod_ranks
+    from envcheck.verify.job.checks import check_horovod_ranks
 
     ranks = [rank(r, launcher="horovod") for r in range(4)]
     timed_out = "hvd.init() failed: RuntimeError: Gloo context timed out"

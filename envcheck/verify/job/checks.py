@@ -21,7 +21,7 @@ from envcheck.verify.cluster.slurm import check_slurm
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.job.bench import Timing, judge_bench
-from envcheck.verify.job.horovod_job import HorovodRank, check_horovod_ranks
+from envcheck.verify.job.horovod_job import HorovodRank, judge_horovod
 from envcheck.verify.job.launch import LaunchInfo, views_disagree
 from envcheck.verify.job.rank import RankFacts
 from envcheck.verify.judge import run_judgements
@@ -292,6 +292,11 @@ def check_allreduce(job: JobFacts, exp: Expectations) -> list[Result]:
             out.append(_r(check, Status.PASS, f"{c.backend} all-reduce over {len(c.got)} ranks "
                           f"gave the known answer {c.expected:g}"))
     return out
+
+
+def check_horovod_ranks(job: JobFacts, exp: Expectations) -> list[Result]:
+    """Horovod's world (hvd.size(), rank(), local_rank(), local_size()) is the launcher's."""
+    return judge_horovod(job.horovod, job.ranks, job.launch)
 
 
 def check_bench(job: JobFacts, exp: Expectations) -> list[Result]:

@@ -16,17 +16,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from envcheck.report import Result, Status
-from envcheck.verify.expectations import Expectations
 from envcheck.verify.job.launch import LaunchInfo
-from envcheck.verify.job.rank import first_line
-
-if TYPE_CHECKING:
-    from envcheck.verify.job.checks import JobFacts
+from envcheck.verify.job.rank import RankFacts, first_line
 
 CHECK = "job.horovod"
 STEP = "Horovod's init and all-reduce"
@@ -108,8 +104,7 @@ def _ranks(ranks: list[int]) -> str:
     return f"rank{'s' if len(ranks) > 1 else ''} {shown}"
 
 
-def _size_fix(job: JobFacts, h: HorovodRank) -> str:
-    launch = job.launch
+def _size_fix(launch: LaunchInfo, h: HorovodRank) -> str:
     if h.size == 1 and not h.mpi_built and launch.launcher != "horovod":
         return (f"this Horovod has no MPI controller (built with Gloo only), so under "
                 f"{launch.launcher} every rank runs alone: launch with horovodrun "
@@ -119,17 +114,18 @@ def _size_fix(job: JobFacts, h: HorovodRank) -> str:
             "mpirun / srun for an MPI build), with no HOROVOD_* variables left from another")
 
 
-def _mismatches(job: JobFacts) -> dict[tuple[str, int, int], list[int]]:
+def _mismatches(horovod: Sequence[HorovodRank], ranks: Sequence[RankFacts],
+                world: int) -> dict[tuple[str, int, int], list[int]]:
     """(hvd.* call, what it said, what the launcher said) -> the ranks. A rank whose
     hvd.size() is wrong is named for that alone: its rank and local rank follow from it."""
-    launcher = {r.rank: r for r in job.ranks}
+    launcher = {r.rank: r for r in ranks}
     wrong: dict[tuple[str, int, int], list[int]] = {}
-    for h in job.horovod:
+    for h in horovod:
         if h.error:
             continue
         mine = launcher.get(h.rank)
-        pairs = [("hvd.size()", h.size, job.launch.world_size)]
-        if h.size == job.launch.world_size:
+        pairs = [("hvd.size()", h.size, world)]
+        if h.size == world:
             pairs += [("hvd.rank()", h.hvd_rank, h.rank),
                       ("hvd.local_rank()", h.local_rank, mine.local_rank if mine else -1),
                       ("hvd.local_size()", h.local_size, mine.local_world_size if mine else -1)]
@@ -139,38 +135,39 @@ def _mismatches(job: JobFacts) -> dict[tuple[str, int, int], list[int]]:
     return wrong
 
 
-def check_horovod_ranks(job: JobFacts, exp: Expectations) -> list[Result]:
+def judge_horovod(horovod: Sequence[HorovodRank], ranks: Sequence[RankFacts],
+                  launch: LaunchInfo) -> list[Result]:
     """Horovod's world (hvd.size(), rank(), local_rank(), local_size()) is the launcher's."""
-    if not job.horovod:
+    if not horovod:
         return []
-    launcher, out = job.launch.launcher, []
+    launcher, out = launch.launcher, []
     failed: dict[str, list[HorovodRank]] = {}  # one line per error, however many ranks
-    for h in job.horovod:
+    for h in horovod:
         if h.error:
             failed.setdefault(h.error, []).append(h)
-    for error, ranks in failed.items():
-        hosts = ", ".join(sorted({h.host for h in ranks}))
-        out.append(_r(Status.FAIL, f"{_ranks([h.rank for h in ranks])} on {hosts}: {error}",
-                      node=", ".join(f"rank {h.rank}" for h in ranks),
+    for error, hit in failed.items():
+        hosts = ", ".join(sorted({h.host for h in hit}))
+        out.append(_r(Status.FAIL, f"{_ranks([h.rank for h in hit])} on {hosts}: {error}",
+                      node=", ".join(f"rank {h.rank}" for h in hit),
                       fix="run envcheck verify node in this environment: its horovod check "
                       "names what is wrong with the build"))
-    by_rank = {h.rank: h for h in job.horovod}
-    for (name, got, want), ranks in _mismatches(job).items():
-        fix = _size_fix(job, by_rank[ranks[0]])
+    by_rank = {h.rank: h for h in horovod}
+    for (name, got, want), wrong in _mismatches(horovod, ranks, launch.world_size).items():
+        fix = _size_fix(launch, by_rank[wrong[0]])
         said = ""
         if name == "hvd.size()":
-            sums = ", ".join(f"{by_rank[r].reduced[0]:g} on rank {r}" for r in ranks[:4]
+            sums = ", ".join(f"{by_rank[r].reduced[0]:g} on rank {r}" for r in wrong[:4]
                              if len(by_rank[r].reduced) == 2)
-            world = job.launch.world_size
+            world = launch.world_size
             said = f"; its all-reduce summed {sums}, not {world * (world + 1) / 2:g}" if sums \
                 else ""
         elif name == "hvd.local_rank()":
             fix = ("torch.cuda.set_device(hvd.local_rank()) puts these ranks on other GPUs "
                    "than the launcher gave them: " + fix)
-        out.append(_r(Status.FAIL, f"{name} is {got} on {_ranks(ranks)}, but {launcher} says "
-                      f"{want}{said}", node=", ".join(f"rank {r}" for r in ranks), fix=fix))
+        out.append(_r(Status.FAIL, f"{name} is {got} on {_ranks(wrong)}, but {launcher} says "
+                      f"{want}{said}", node=", ".join(f"rank {r}" for r in wrong), fix=fix))
     if not out:
-        h = job.horovod[0]
+        h = horovod[0]
         out.append(_r(Status.PASS, f"Horovod {h.version} ({h.controller} controller): "
                       f"hvd.size() {h.size}, and every rank's hvd.rank(), local_rank(), "
                       f"local_size() as {launcher} set them"))
