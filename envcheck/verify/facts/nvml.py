@@ -223,22 +223,13 @@ def collect_gpu_health(indices: tuple[int, ...] | list[int] | None = None) -> tu
         count = nv.nvmlDeviceGetCount()
     except Exception:  # not initialised (collect_node_facts starts it) or no driver
         return ()
-    wanted = list(range(count) if indices is None else indices)
-
-    def one(i: int) -> GpuHealth:
+    out = []
+    for i in range(count) if indices is None else indices:
         try:
-            return gpu_health(nv, i)
+            out.append(gpu_health(nv, i))
         except Exception as e:  # the handle itself failed (a GPU that fell off the bus)
-            return GpuHealth(index=i, errors=(f"handle: {e}",))
-
-    if len(wanted) < 2:
-        return tuple(one(i) for i in wanted)
-    # one thread per GPU: NVML is thread-safe and each read waits about a millisecond on the
-    # driver (72 NVLink counter reads per H200), so eight GPUs take about as long as one
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(len(wanted)) as pool:
-        return tuple(pool.map(one, wanted))
+            out.append(GpuHealth(index=i, errors=(f"handle: {e}",)))
+    return tuple(out)
 
 
 def gpu_health(nv: Any, index: int) -> GpuHealth:
