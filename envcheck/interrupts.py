@@ -116,6 +116,7 @@ class _Resender:
 _RESENDER = _Resender()
 _HOOK_CODE: list[Any] = [None]  # the installed hook's wrapper, for _inside_hook
 _in_hook = False
+_installed = False  # between install() and its restore: a commit holds the signals
 _delivered = False
 
 
@@ -130,18 +131,24 @@ def install() -> Callable[[], None]:
     """Route SIGINT and SIGTERM through the handler; returns what puts the old handlers back.
 
     Main thread only (a no-op elsewhere). A signal the process was started ignoring (a
-    background job's SIGINT) stays ignored.
+    background job's SIGINT) stays ignored. One it was started with *blocked* (a parent's
+    signal mask is inherited: seen from a test runner's worker after a commit outside a run)
+    is unblocked for the run, or Ctrl-C would stay pending for ever; restore puts the
+    caller's mask back.
     """
-    global _committed, _interrupted, _delivered
+    global _committed, _interrupted, _delivered, _installed
     _committed = _interrupted = _delivered = False
     del _pending[:]
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
+    blocked = _mask() & set(_SIGNALS)
     old = {}
     for sig in _SIGNALS:
         if signal.getsignal(sig) is signal.SIG_IGN:
             continue
         old[sig] = signal.signal(sig, _handler)
+    _installed = True
+    _unblock()
     previous_hook = sys.unraisablehook
     if old:
         _RESENDER.start()
@@ -151,11 +158,15 @@ def install() -> Callable[[], None]:
     def restore() -> None:
         # unblock while this module's handler is still in place: a signal held since the
         # commit point is delivered to it (and remembered), not to the handler put back
+        global _installed
         _unblock()
         delivered()  # what is still dropped now belongs to the caller's handlers, not ours
+        _installed = False
         for sig, handler in old.items():
             signal.signal(sig, handler)
         sys.unraisablehook = previous_hook
+        if blocked and hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
 
     return restore
 
@@ -170,8 +181,17 @@ def commit() -> None:
     """
     global _committed
     _committed = True
-    if threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask"):
+    if _installed and threading.current_thread() is threading.main_thread() \
+            and hasattr(signal, "pthread_sigmask"):
+        # only inside a run: outside one (a library call, a test) nothing would unblock them,
+        # and every process started from this one afterwards would inherit them blocked
         signal.pthread_sigmask(signal.SIG_BLOCK, set(_SIGNALS))
+
+
+def _mask() -> set[int]:
+    if hasattr(signal, "pthread_sigmask"):
+        return set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    return set()
 
 
 def _unblock() -> None:

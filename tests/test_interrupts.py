@@ -49,3 +49,34 @@ def test_a_signal_landing_in_a_callback_python_cannot_raise_from_still_interrupt
                        timeout=30)
     assert p.stdout.strip() == raised, p.stdout + p.stderr
     assert "Exception ignored" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize(("sig", "raised"), [("SIGINT", "KeyboardInterrupt"),
+                                             ("SIGTERM", "Terminated")])
+def test_a_run_started_with_the_signals_blocked_is_still_interrupted(sig, raised):
+    # a parent's signal mask is inherited through fork and exec (seen: a test runner's
+    # worker whose mask a commit outside any run had left blocked)
+    import signal
+
+    program = PROGRAM.format(where="", trigger="pass", signal=sig)
+    p = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                       timeout=30, preexec_fn=lambda: signal.pthread_sigmask(
+                           signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}))
+    assert p.stdout.strip() == raised, p.stdout + p.stderr
+
+
+def test_a_commit_outside_a_run_leaves_the_callers_signal_mask_alone():
+    program = textwrap.dedent("""
+        import signal
+        from envcheck import interrupts
+        both = {signal.SIGINT, signal.SIGTERM}
+        interrupts.commit()  # a library call's commit point, no run installed
+        print(sorted(both & signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # the caller's own choice
+        with interrupts.scope():
+            inside = both & signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        print(sorted(inside), sorted(both & signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+    """)
+    p = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                       timeout=30)
+    assert p.stdout.split("\n")[:2] == ["[]", "[] [<Signals.SIGTERM: 15>]"], p.stdout + p.stderr
