@@ -53,6 +53,7 @@ def verify(hosts: Hosts, tmp: Path, address: str, *flags: str, smoke: str = "sub
         "--json", str(out), "--quiet", *flags,
     ], timeout=120, env=env, cwd=tmp)
     assert out.exists(), p.stdout + p.stderr
+    (tmp / "verify-client.log").write_text(p.stderr)  # beside the daemons' logs
     return p.returncode, json.loads(out.read_text()), time.monotonic() - t0
 
 

@@ -24,7 +24,8 @@ def test_cluster_over_ucx_across_hosts_passes_with_ucx_transports_reported(
         hosts, tmp_path, address, smoke="submit,array", python=ucx_env.python, env=UCX_ENV
     )
     bad = [r for r in report["results"] if r["status"] in ("fail", "error")]
-    assert rc == 0, bad
+    logs = "".join(f"\n== {p.name}\n" + p.read_text()[-3000:] for p in tmp_path.glob("*.log"))
+    assert rc == 0, f"{bad}{logs}"
     rows = hosts_table(report)
     assert set(rows) == {"sched", "hostA", "hostB", "client"}
     for host in ("hostA", "hostB"):
