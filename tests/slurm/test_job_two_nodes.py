@@ -82,5 +82,5 @@ def test_tasks_sharing_one_gpu_per_node_fail_binding_on_both_nodes(nodes, tmp_pa
     assert code == 2, out[-3000:]
     shared = {r["node"]: r for r in report["results"] if r["check"] == "slurm.gpu-shared"}
     assert [r["status"] for r in shared.values()] == ["fail", "fail"], report["results"]
-    assert shared["rank 0, rank 1"]["message"].startswith("2 workers on sn1 compute on Slurm GPU 0")
-    assert shared["rank 2, rank 3"]["message"].startswith("2 workers on sn2 compute on Slurm GPU 0")
+    assert shared["rank 0, rank 1"]["message"].startswith("2 ranks on sn1 compute on Slurm GPU 0")
+    assert shared["rank 2, rank 3"]["message"].startswith("2 ranks on sn2 compute on Slurm GPU 0")

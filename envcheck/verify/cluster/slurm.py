@@ -15,6 +15,7 @@ CUDA_VISIBLE_DEVICES is renumbered from 0 over its own GPUs; both forms are unde
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from envcheck.report import Result, Status
 from envcheck.verify.cluster.hostlist import expand_hostlist
@@ -25,6 +26,17 @@ BIND_FIX = (
     "start one worker per GPU with its own GPU: srun --ntasks-per-node=G --gpus-per-task=1 "
     "dask worker ... (or srun --gres=gpu:1 per worker); `envcheck slurm script` writes it"
 )
+
+
+@dataclass(frozen=True)
+class Words:
+    """What the checked processes are called in the results, and how to bind them."""
+
+    noun: str  # "worker", "rank"
+    bind_fix: str
+
+
+WORKERS = Words("worker", BIND_FIX)
 
 
 def job_id(f: NodeFacts) -> str:
@@ -83,15 +95,17 @@ def _looks_unbound(f: NodeFacts) -> bool:
 
 
 def check_slurm(
-    workers: Mapping[str, NodeFacts], scheduler: NodeFacts | None = None
+    workers: Mapping[str, NodeFacts], scheduler: NodeFacts | None = None,
+    words: Words = WORKERS,
 ) -> list[Result]:
-    """Every Slurm check; nothing when no worker runs under Slurm."""
+    """Every Slurm check; nothing when no worker runs under Slurm. `words`: what the
+    processes are called in the messages (Dask workers, or a job's ranks)."""
     in_slurm = {a: f for a, f in workers.items() if job_id(f)}
     if not in_slurm:
         return []
-    out = _jobs(workers, in_slurm, scheduler)
-    out += _nodes(in_slurm)
-    out += _gpus(in_slurm)
+    out = _jobs(workers, in_slurm, scheduler, words)
+    out += _nodes(in_slurm, words)
+    out += _gpus(in_slurm, words)
     return out
 
 
@@ -99,6 +113,7 @@ def _jobs(
     workers: Mapping[str, NodeFacts],
     in_slurm: Mapping[str, NodeFacts],
     scheduler: NodeFacts | None,
+    w: Words,
 ) -> list[Result]:
     out: list[Result] = []
     for address in sorted(set(workers) - set(in_slurm)):
@@ -106,11 +121,11 @@ def _jobs(
             Result(
                 "slurm.job",
                 Status.FAIL,
-                f"worker on {workers[address].host} runs outside Slurm (no SLURM_JOB_ID) while "
+                f"{w.noun} on {workers[address].host} runs outside Slurm (no SLURM_JOB_ID) while "
                 "the others run in jobs: it holds no allocation and may use GPUs Slurm gave "
                 "to someone else",
                 node=address,
-                fix="start every worker inside the allocation with srun",
+                fix=f"start every {w.noun} inside the allocation with srun",
                 group=GROUP,
             )
         )
@@ -123,7 +138,7 @@ def _jobs(
             Result(
                 "slurm.job",
                 Status.PASS,
-                f"{len(in_slurm)} workers in Slurm job{'s' if len(jobs) > 1 else ''} "
+                f"{len(in_slurm)} {w.noun}s in Slurm job{'s' if len(jobs) > 1 else ''} "
                 f"{', '.join(jobs)}{where}",
                 group=GROUP,
             )
@@ -131,7 +146,7 @@ def _jobs(
     return out
 
 
-def _nodes(in_slurm: Mapping[str, NodeFacts]) -> list[Result]:
+def _nodes(in_slurm: Mapping[str, NodeFacts], w: Words) -> list[Result]:
     """Per job: the nodes its workers run on are exactly the nodes it was allocated."""
     out: list[Result] = []
     by_job: dict[str, dict[str, NodeFacts]] = {}
@@ -159,10 +174,10 @@ def _nodes(in_slurm: Mapping[str, NodeFacts]) -> list[Result]:
                 Result(
                     "slurm.nodes",
                     Status.FAIL,
-                    f"job {job} runs workers on {n}, which it was not allocated "
+                    f"job {job} runs {w.noun}s on {n}, which it was not allocated "
                     f"({text}): {', '.join(used[n])}",
                     node=n,
-                    fix="start workers with srun inside the job, not ssh or a fixed host list",
+                    fix=f"start {w.noun}s with srun inside the job, not ssh or a fixed host list",
                     group=GROUP,
                 )
             )
@@ -172,10 +187,10 @@ def _nodes(in_slurm: Mapping[str, NodeFacts]) -> list[Result]:
                     "slurm.nodes",
                     Status.FAIL,
                     f"job {job} was allocated {len(allocated)} nodes ({text}) but "
-                    f"{len(idle)} have no worker: {', '.join(idle)}",
+                    f"{len(idle)} have no {w.noun}: {', '.join(idle)}",
                     node=", ".join(idle),
-                    fix="start workers on every node: srun --nodes=$SLURM_JOB_NUM_NODES "
-                    "--ntasks-per-node=G ...; check those nodes' worker logs",
+                    fix=f"start {w.noun}s on every node: srun --nodes=$SLURM_JOB_NUM_NODES "
+                    f"--ntasks-per-node=G ...; check those nodes' {w.noun} logs",
                     group=GROUP,
                 )
             )
@@ -184,7 +199,7 @@ def _nodes(in_slurm: Mapping[str, NodeFacts]) -> list[Result]:
                 Result(
                     "slurm.nodes",
                     Status.PASS,
-                    f"job {job}: workers on exactly its {len(allocated)} allocated "
+                    f"job {job}: {w.noun}s on exactly its {len(allocated)} allocated "
                     f"node{'s' if len(allocated) > 1 else ''} ({text})",
                     group=GROUP,
                 )
@@ -192,7 +207,7 @@ def _nodes(in_slurm: Mapping[str, NodeFacts]) -> list[Result]:
     return out
 
 
-def _gpus(in_slurm: Mapping[str, NodeFacts]) -> list[Result]:
+def _gpus(in_slurm: Mapping[str, NodeFacts], w: Words) -> list[Result]:
     if not any(job_gpus(f) for f in in_slurm.values()):
         return [
             Result(
@@ -207,11 +222,11 @@ def _gpus(in_slurm: Mapping[str, NodeFacts]) -> list[Result]:
         by_node.setdefault(node_of(f), {})[a] = f
     out: list[Result] = []
     for node, members in sorted(by_node.items()):
-        out += _node_gpus(node, members)
+        out += _node_gpus(node, members, w)
     return out
 
 
-def _node_gpus(node: str, members: Mapping[str, NodeFacts]) -> list[Result]:
+def _node_gpus(node: str, members: Mapping[str, NodeFacts], w: Words) -> list[Result]:
     out: list[Result] = []
     on: dict[str, list[str]] = {}
     for address, f in members.items():
@@ -223,15 +238,15 @@ def _node_gpus(node: str, members: Mapping[str, NodeFacts]) -> list[Result]:
                 Result(
                     "slurm.gpu-binding",
                     Status.FAIL,
-                    f"worker on {node} is not bound to a GPU Slurm granted it: {why}",
+                    f"{w.noun} on {node} is not bound to a GPU Slurm granted it: {why}",
                     node=address,
-                    fix=BIND_FIX,
+                    fix=w.bind_fix,
                     group=GROUP,
                 )
             )
             continue
         on.setdefault(gpu, []).append(address)
-        out += _nvml_agrees(address, f, gpu)
+        out += _nvml_agrees(address, f, gpu, w)
     for gpu, addresses in sorted(on.items()):
         if len(addresses) > 1:
             unbound = [a for a in addresses if _looks_unbound(members[a])]
@@ -239,7 +254,7 @@ def _node_gpus(node: str, members: Mapping[str, NodeFacts]) -> list[Result]:
                 Result(
                     "slurm.gpu-shared",
                     Status.FAIL,
-                    f"{len(addresses)} workers on {node} compute on Slurm GPU {gpu}: "
+                    f"{len(addresses)} {w.noun}s on {node} compute on Slurm GPU {gpu}: "
                     + ", ".join(addresses)
                     + (
                         f"; {', '.join(unbound)} sees all of job {job_id(members[unbound[0]])}'s "
@@ -248,7 +263,7 @@ def _node_gpus(node: str, members: Mapping[str, NodeFacts]) -> list[Result]:
                         else ""
                     ),
                     node=", ".join(addresses),
-                    fix=BIND_FIX,
+                    fix=w.bind_fix,
                     group=GROUP,
                 )
             )
@@ -264,11 +279,11 @@ def _node_gpus(node: str, members: Mapping[str, NodeFacts]) -> list[Result]:
             Result(
                 "slurm.gpu-idle",
                 Status.FAIL,
-                f"job {', '.join(jobs)} holds GPU {', '.join(idle)} of {node} but no worker "
+                f"job {', '.join(jobs)} holds GPU {', '.join(idle)} of {node} but no {w.noun} "
                 f"computes on {'it' if len(idle) == 1 else 'them'} "
                 f"({len(on)} of {len(held)} GPUs in use)",
                 node=node,
-                fix=BIND_FIX + "; or ask Slurm for only the GPUs the job uses",
+                fix=w.bind_fix + "; or ask Slurm for only the GPUs the job uses",
                 group=GROUP,
             )
         )
@@ -279,7 +294,7 @@ def _node_gpus(node: str, members: Mapping[str, NodeFacts]) -> list[Result]:
             Result(
                 "slurm.gpu-binding",
                 Status.PASS,
-                f"{len(on)} workers on {node}, each on its own GPU Slurm granted it "
+                f"{len(on)} {w.noun}s on {node}, each on its own GPU Slurm granted it "
                 f"(GPU {', '.join(sorted(on, key=int))}); none shared, none idle",
                 node=node,
                 group=GROUP,
@@ -288,7 +303,7 @@ def _node_gpus(node: str, members: Mapping[str, NodeFacts]) -> list[Result]:
     return out
 
 
-def _nvml_agrees(address: str, f: NodeFacts, gpu: str) -> list[Result]:
+def _nvml_agrees(address: str, f: NodeFacts, gpu: str, w: Words) -> list[Result]:
     """Where NVML answered: the GPU CUDA will pick is the one Slurm numbers `gpu`."""
     if not f.gpus or not f.visible_gpu_uuids:
         return []
@@ -301,7 +316,7 @@ def _nvml_agrees(address: str, f: NodeFacts, gpu: str) -> list[Result]:
         Result(
             "slurm.gpu-binding",
             Status.WARN,
-            f"Slurm numbers this worker's GPU {gpu}, but CUDA will use NVML GPU {index} "
+            f"Slurm numbers this {w.noun}'s GPU {gpu}, but CUDA will use NVML GPU {index} "
             f"({f.visible_gpu_uuids[0]})",
             node=address,
             fix="set CUDA_DEVICE_ORDER=PCI_BUS_ID and check gres.conf's File= order "

@@ -17,7 +17,7 @@ from typing import Callable, List
 from envcheck.report import Result, Status, Table
 from envcheck.verify.cluster.checks import cluster_pids_by_host, node_checks_per_worker
 from envcheck.verify.cluster.skew import skew_report
-from envcheck.verify.cluster.slurm import check_slurm
+from envcheck.verify.cluster.slurm import Words, check_slurm
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.job.bench import Timing, judge_bench
@@ -309,7 +309,7 @@ def check_bench(job: JobFacts, exp: Expectations) -> list[Result]:
 def check_slurm_binding(job: JobFacts, exp: Expectations) -> list[Result]:
     """Slurm's GPU binding per rank: SLURM_*_GPUS against CUDA_VISIBLE_DEVICES."""
     labelled = {f"rank {k}": f for k, f in job.labelled().items()}
-    return check_slurm(labelled)
+    return check_slurm(labelled, words=Words("rank", BIND_FIX))
 
 
 Check = Callable[[JobFacts, Expectations], List[Result]]
