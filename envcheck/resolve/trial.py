@@ -9,10 +9,10 @@ in the recipe's own words. Nothing is written.
 
 A candidate written ``pip:REQUIREMENT`` (``pip:cugraph-cu12==26.10.*``) joins the recipe's
 ``pip:`` entries instead: each is resolved by uv against the index beside the others, in
-parallel (metadata only), on top of the recipe's conda solve; a clash names the recipe's pip
-entries (and conda's Python packages) that uv's derivation goes through. Where the recipe has
-pip entries, a conda candidate that fits is also checked against them (it may move Python or
-a package both sides hold).
+parallel with the recipe's own (metadata only), on top of the recipe's conda solve; a clash
+names the recipe's pip entries (and conda's Python packages) that uv's derivation goes
+through. Where the recipe has pip entries, a conda candidate that fits is also checked against
+them (it may move Python or a package both sides hold).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ MAX_CANDIDATES = 200
 # a comma that begins a new candidate is followed by a package name, not a version bound
 _NEW_ENTRY = re.compile(r"^\s*(pip:)?[A-Za-z_][\w.-]*(::|\s|=|<|>|!|~|\[|$)")
 PIP = "pip:"
-PIP_WORKERS = 4  # uv processes at once: each is mostly waiting on the index
+PIP_WORKERS = 5  # uv processes at once: each is mostly waiting on the index
 
 
 def parse_candidates(values: Sequence[str]) -> list[str]:
@@ -109,11 +109,9 @@ def try_candidates(
         if isinstance(solved, SolveFailed):  # the recipe itself does not solve
             raise explain_base(recipe, channels, platform, vps[platform], solved)
         pip = _PipTrial(recipe, platform) if recipe.pip or pip_candidates else None
-        if pip is not None:
-            pip.check_base(solved)
+        pip_rows = pip.try_all(pip_candidates, solved) if pip is not None else []
         rows += [_try_conda(c, conda, pip) for c in candidates if not c.startswith(PIP)]
-        if pip is not None and pip_candidates:
-            rows += pip.try_all(pip_candidates, solved)
+        rows += pip_rows
     results = tuple(
         Result(f"try {c}", Status.PASS, "fits", node=platform, group="try") if result == "fits"
         else Result(f"try {c}", Status.WARN, f"conflicts: {why}", node=platform, group="try")
@@ -219,6 +217,8 @@ class _PipTrial:
         return pip.explain_clash(proc.stderr, requirements, pins)
 
     def try_all(self, candidates: Sequence[str], solved: Sequence[SolvedPackage]) -> list[Row]:
+        """The recipe's own pip entries (their failure is raised: nothing to add to) and each
+        candidate beside them, resolved at the same time."""
         from concurrent.futures import ThreadPoolExecutor
 
         def one(c: str) -> Row:
@@ -228,5 +228,8 @@ class _PipTrial:
             who, key = clash
             return (c, self.platform, "conflicts", _entries(who), f"{who} clash: {key}")
 
-        with ThreadPoolExecutor(min(PIP_WORKERS, len(candidates))) as pool:
-            return list(pool.map(one, candidates))
+        with ThreadPoolExecutor(min(PIP_WORKERS, len(candidates) + 1)) as pool:
+            base = pool.submit(self.check_base, solved)
+            rows = [pool.submit(one, c) for c in candidates]
+            base.result()
+            return [r.result() for r in rows]
