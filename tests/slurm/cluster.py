@@ -67,12 +67,18 @@ def ensure_installed() -> float:
     t0 = time.monotonic()
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     cmd = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES]
+    updated = False
     for attempt in range(30):  # another apt-get may hold the dpkg lock for a while
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if p.returncode == 0:
             return time.monotonic() - t0
-        if "lock" not in p.stderr or attempt == 29:
-            if "Unable to locate" in p.stderr:
+        # another apt-get holding the lock is waited for; a missing package list is fetched
+        # once; any other refusal (no network, "are you root?") ends at once instead of
+        # after 30 tries (seen: 212 s on a GPU machine without network)
+        held = "Could not get lock" in p.stderr or "is held by process" in p.stderr
+        if not held or attempt == 29:
+            if "Unable to locate" in p.stderr and not updated:
+                updated = True
                 subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True)
                 continue
             raise Unavailable(f"apt-get install {' '.join(PACKAGES)} failed: {p.stderr[-300:]}")
