@@ -1,7 +1,8 @@
 """NVLink error counters: one nvmlDeviceGetFieldValues call per GPU against one
 nvmlDeviceGetNvLinkErrorCounter call per link and counter (what verify node --level 1 read
-before), on every GPU: time of each way, and whether they agree. Counters only grow, so a
-one-by-one read taken between two batched reads must lie between them.
+before), on every GPU: time of each way, and whether they agree (the batched crc total against
+crc_flit + crc_data read one by one). Counters only grow, so a one-by-one read taken between
+two batched reads must lie between them.
 
     python3 bench/nvlink_counters.py
 """
@@ -32,12 +33,16 @@ def main() -> None:
                   for k in links for name, code in _NVLINK_COUNTERS}
         single_s = time.perf_counter() - t
         after = nvlink_counters_batched(nv, h, links)
+        for k in links:  # the batched crc total against the two counters it stands for
+            single[(k, "crc")] = single[(k, "crc_flit")] + single[(k, "crc_data")]
         covered = sorted(set(before) & set(after))
         ok = all(before[key] <= single[key] <= after[key] for key in covered)
+        nonzero = sum(1 for k in links if single[(k, "crc")])
         print(f"GPU {i}: {len(links)} links up; batched {len(before)} counters in "
               f"{batched_s * 1e3:.1f} ms, one by one {len(single)} in {single_s * 1e3:.1f} ms "
               f"({single_s / len(single) * 1e3:.2f} ms each); agree on {len(covered)} "
-              f"({sorted({name for _, name in covered})}): {ok}")
+              f"({sorted({name for _, name in covered})}): {ok}; crc = crc_flit + crc_data "
+              f"checked on {nonzero} links with non-zero CRC counts")
         if not ok:
             print("  disagree:", [(k, before[k], single[k], after[k]) for k in covered
                                   if not before[k] <= single[k] <= after[k]][:8])
