@@ -211,17 +211,6 @@ def test_error_counters_warn_and_growth_under_load_fails():
     assert "+crc_flit 7" in run("nvlink", grown)[0].message
 
 
-def test_batched_crc_total_is_judged_like_the_split_counters():
-    base = with_health(h200x2())
-    steady = with_gpu_health(base, 0, nvlinks=_links(18, crc=12))
-    r = one("nvlink", steady)
-    assert r.status == Status.WARN and "link 0 crc 12" in r.message
-    grown = with_gpu_health(dataclasses.replace(steady, gpu_health_after=steady.gpu_health),
-                            0, after=True, nvlinks=_links(18, crc=15))
-    assert statuses(run("nvlink", grown)) == ["fail", "warn"]
-    assert "+crc 3" in run("nvlink", grown)[0].message
-
-
 def test_pcie_only_gpus_skip_nvlink():
     facts = with_health(node(4, RTX3090))
     assert one("nvlink", facts).status == Status.SKIP

@@ -73,9 +73,6 @@ class NvLink:
     recovery: int | None = None  # DL_RECOVERY
     crc_flit: int | None = None  # DL_CRC_FLIT
     crc_data: int | None = None  # DL_CRC_DATA
-    # NVML_FI_DEV_NVLINK_ERROR_DL_CRC: flit and data CRC errors together, read in one batched
-    # call; where the GPU answers it, crc_flit and crc_data are not read (None)
-    crc: int | None = None
 
 
 @dataclass(frozen=True)

@@ -348,14 +348,13 @@ def nvlink_counters_batched(nv: Any, h: Any, links: Any) -> dict[tuple[int, str]
     """The link error counters NVML's field values hold, in one nvmlDeviceGetFieldValues call
     instead of one nvmlDeviceGetNvLinkErrorCounter call each (about 1 ms each on an H200: 144
     of them were 146 of verify node --level 1's 153 ms of collection on two GPUs). Asked: the
-    per-link fields (replay, recovery, crc: NVML_FI_DEV_NVLINK_ERROR_DL_*, scope = the link;
-    crc counts flit and data CRC errors together) and the older per-link counters
-    (..._ERROR_COUNT_L<n>) where the bindings name them. What a GPU does not answer here is
-    read one by one by the caller."""
+    per-link fields (replay, recovery: NVML_FI_DEV_NVLINK_ERROR_DL_*, scope = the link) and
+    the older per-link counters (..._ERROR_COUNT_L<n>) where the bindings name them. What a
+    GPU does not answer here is read one by one by the caller."""
     keys: list[tuple[int, str]] = []
     ids: list[Any] = []
     for link in links:
-        for name, field in (("replay", "REPLAY"), ("recovery", "RECOVERY"), ("crc", "CRC")):
+        for name, field in (("replay", "REPLAY"), ("recovery", "RECOVERY")):
             fid = getattr(nv, f"NVML_FI_DEV_NVLINK_ERROR_DL_{field}", None)
             if fid is not None:
                 keys.append((link, name))
@@ -394,14 +393,10 @@ def _nvlinks(nv: Any, h: Any, unsupported: list[str], errors: list[str]) -> tupl
     links = []
     counters_unsupported = False
     for link, up in states:
-        crc = batched.get((link, "crc"))
-        counts: dict[str, int | None] = {"crc": crc}
+        counts: dict[str, int | None] = {}
         for name, code in _NVLINK_COUNTERS:
             value = batched.get((link, name))
-            # where the batched crc total answered, it stands for flit and data: no two more
-            # calls of about 1 ms each per link
-            wanted = crc is None or not name.startswith("crc_")
-            if value is None and wanted and up and not counters_unsupported:
+            if value is None and up and not counters_unsupported:
                 try:
                     value = int(nv.nvmlDeviceGetNvLinkErrorCounter(h, link, code))
                 except nv.NVMLError as e:

@@ -11,7 +11,7 @@ from envcheck.verify.facts import GpuHealth, NodeFacts, NvLink
 from .health_common import gpu_health_or_skip, gpu_name, read_errors
 
 CHECK = "nvlink"
-_COUNTERS = ("replay", "recovery", "crc", "crc_flit", "crc_data")
+_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data")
 
 
 def check_nvlink(facts: NodeFacts, exp: Expectations) -> list[Result]:
