@@ -15,7 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envcheck.verify.facts.nvml import _NVLINK_COUNTERS, nvlink_counters_batched  # noqa: E402
+from envcheck.verify.facts.nvml import (  # noqa: E402
+    _NVLINK_COUNTERS,
+    _VALUE_MEMBER,
+    nvlink_counters_batched,
+)
 
 
 def dl_crc(nv, h, links: list[int]) -> dict[tuple[int, str], int]:
@@ -24,8 +28,8 @@ def dl_crc(nv, h, links: list[int]) -> dict[tuple[int, str], int]:
     on every link whose one-by-one CRC-data counters were 1-38: it is not that sum."""
     values = nv.nvmlDeviceGetFieldValues(h, [(nv.NVML_FI_DEV_NVLINK_ERROR_DL_CRC, k)
                                              for k in links])
-    return {(k, "crc"): int(v.value.ullVal) for k, v in zip(links, values, strict=True)
-            if v.nvmlReturn == 0}
+    return {(k, "crc"): int(getattr(v.value, _VALUE_MEMBER[v.valueType]))
+            for k, v in zip(links, values, strict=True) if v.nvmlReturn == 0}
 
 
 def main() -> None:
