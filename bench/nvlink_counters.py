@@ -32,13 +32,38 @@ def dl_crc(nv, h, links: list[int]) -> dict[tuple[int, str], int]:
             for k, v in zip(links, values, strict=True) if v.nvmlReturn == 0}
 
 
+_TOTALS = {"crc_flit": "CRC_FLIT", "crc_data": "CRC_DATA", "replay": "REPLAY",
+           "recovery": "RECOVERY"}
+
+
+def device_totals(nv, h) -> dict[str, object]:
+    """The per-GPU totals over all links (NVML_FI_DEV_NVLINK_<X>_ERROR_COUNT_TOTAL), each
+    asked with no scope and with scope 0, in one call: what each returns (value or NVML
+    return code)."""
+    asks = [(name, scope) for name in _TOTALS for scope in (None, 0)]
+    ids = [getattr(nv, f"NVML_FI_DEV_NVLINK_{_TOTALS[n]}_ERROR_COUNT_TOTAL") for n, _ in asks]
+    ids = [fid if scope is None else (fid, scope) for fid, (_, scope) in zip(ids, asks,
+                                                                             strict=True)]
+    values = nv.nvmlDeviceGetFieldValues(h, ids)
+    out: dict[str, object] = {}
+    for (name, scope), v in zip(asks, values, strict=True):
+        member = _VALUE_MEMBER.get(v.valueType)
+        out[f"{name}/{scope}"] = (int(getattr(v.value, member)) if v.nvmlReturn == 0 and member
+                                  else f"ret {v.nvmlReturn}")
+    return out
+
+
 def main() -> None:
     import pynvml as nv
 
     nv.nvmlInit()
     for i in range(nv.nvmlDeviceGetCount()):
         h = nv.nvmlDeviceGetHandleByIndex(i)
-        links = [k for k in range(18) if nv.nvmlDeviceGetNvLinkState(h, k) == 1]
+        try:
+            links = [k for k in range(18) if nv.nvmlDeviceGetNvLinkState(h, k) == 1]
+        except nv.NVMLError_NotSupported:
+            print(f"GPU {i}: no NVLink (NVML: not supported): nothing to compare")
+            continue
         t = time.perf_counter()
         before = nvlink_counters_batched(nv, h, links) | dl_crc(nv, h, links)
         batched_s = time.perf_counter() - t
@@ -57,6 +82,8 @@ def main() -> None:
               f"({single_s / len(single) * 1e3:.2f} ms each); agree on {len(covered)} "
               f"({sorted({name for _, name in covered})}): {ok}; crc = crc_flit + crc_data "
               f"checked on {nonzero} links with non-zero CRC counts")
+        sums = {name: sum(single[(k, name)] for k in links) for name in _TOTALS}
+        print(f"  device totals: {device_totals(nv, h)}; sums of the one-by-one reads: {sums}")
         if not ok:
             print("  disagree:", [(k, before[k], single[k], after[k]) for k in covered
                                   if not before[k] <= single[k] <= after[k]][:8])
