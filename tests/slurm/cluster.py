@@ -86,6 +86,26 @@ def ensure_installed() -> float:
     raise Unavailable("apt-get never got the dpkg lock")
 
 
+# The slurm.conf lines every test cluster shares (this one-node cluster, nodes.py's two nodes):
+# no cgroups, accounting or mail; GPUs as gres; a node that comes back returns to service.
+COMMON_CONF = """ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+GresTypes=gpu
+MailProg=/bin/true
+KillWait=2
+MinJobAge=600
+InactiveLimit=0
+SchedulerParameters=sched_interval=1
+SlurmdParameters=config_overrides
+"""
+
+
 def _write_config(root: Path, node: str, gpus: int, real_gpus: bool = False) -> Path:
     memory_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     dev = Path("/dev") if real_gpus else root / "dev"
@@ -116,22 +136,7 @@ SlurmctldPidFile={root / "slurmctld.pid"}
 SlurmdPidFile={root / "slurmd.pid"}
 SlurmctldLogFile={root / "log" / "slurmctld.log"}
 SlurmdLogFile={root / "log" / "slurmd.log"}
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-ReturnToService=2
-GresTypes=gpu
-MailProg=/bin/true
-KillWait=2
-MinJobAge=600
-InactiveLimit=0
-SchedulerParameters=sched_interval=1
-SlurmdParameters=config_overrides
-{node_line}
+{COMMON_CONF}{node_line}
 PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP
 """
     )

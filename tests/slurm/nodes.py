@@ -24,6 +24,7 @@ from pathlib import Path
 
 from tests.hosts.netns import Hosts, namespaced_hosts
 from tests.slurm.cluster import (
+    COMMON_CONF,
     CPUS,
     DAEMONS,
     START_TIMEOUT,
@@ -103,6 +104,7 @@ def _write_config(root: Path, hosts: Hosts, gpus: int) -> Path:
     nodes = "".join(
         f"NodeName={n} NodeAddr={hosts.ip(n)} NodeHostname={n} CPUs={CPUS} "
         f"RealMemory={memory_mib} Gres=gpu:{gpus} State=UNKNOWN\n" for n in NODES)
+    partition = f"PartitionName=debug Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP"
     conf = root / "slurm.conf"
     conf.write_text(f"""ClusterName=envcheck2
 SlurmctldHost={CONTROLLER}({hosts.ip(CONTROLLER)})
@@ -118,22 +120,7 @@ SlurmctldPidFile={root / "slurmctld.pid"}
 SlurmdPidFile={root}/slurmd-%n.pid
 SlurmctldLogFile={root / "log" / "slurmctld.log"}
 SlurmdLogFile={root}/log/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-ReturnToService=2
-GresTypes=gpu
-MailProg=/bin/true
-KillWait=2
-MinJobAge=600
-InactiveLimit=0
-SchedulerParameters=sched_interval=1
-SlurmdParameters=config_overrides
-{nodes}PartitionName=debug Nodes={",".join(NODES)} Default=YES MaxTime=INFINITE State=UP
+{COMMON_CONF}{nodes}{partition}
 """)
     (root / "gres.conf").write_text("AutoDetect=off\n" + "".join(
         f"NodeName={n} Name=gpu File={dev}/nvidia[0-{gpus - 1}]\n" for n in NODES))
