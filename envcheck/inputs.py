@@ -18,13 +18,16 @@ import select
 import stat
 import time
 from pathlib import Path
-from typing import Any, Union
 
 from envcheck.errors import BadInput
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, Union
+    PathLike = Union[str, Path]
+
 MiB = 1 << 20
 MAX_DEPTH = 64  # JSON nesting: facts are 4 levels deep, a report 5
-PathLike = Union[str, Path]
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),

@@ -7,10 +7,13 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from envcheck.errors import ExitCode
 from envcheck.text import printable
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = "envcheck.report/1"
 

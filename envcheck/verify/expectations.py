@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
 
-from envcheck.lockfile.model import LockedPackage
-from envcheck.lockfile.names import KEY_MODULES
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from envcheck.lockfile.model import LockedPackage
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,7 @@ def version_tuple(text: str) -> tuple[int, ...]:
 
 def implied_by_lock(locked: tuple[LockedPackage, ...]) -> dict:
     """CUDA, glibc, key modules, libraries and UCX that a lock's contents require."""
+    from envcheck.lockfile.names import KEY_MODULES  # only once a --lock is read
     by_name = {p.name: p for p in locked}
     cuda = ""
     if "cuda-version" in by_name:  # conda-forge pins the CUDA of a whole env with this

@@ -16,9 +16,12 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from envcheck.report import Result, Status
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUP = "envcheck.checks"
 

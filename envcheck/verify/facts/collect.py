@@ -3,7 +3,6 @@ and the small facts of the process itself (user, environment, platform, glibc, S
 
 from __future__ import annotations
 
-import dataclasses
 import getpass
 import os
 import platform
@@ -12,7 +11,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from .archs import (
     cache_path,
@@ -39,9 +37,14 @@ from .nvml import _nvml_facts, _own_pids, collect_gpu_health
 from .packages import _conda_meta_packages, _dist_info_packages
 from .probes import probe_imports, probe_libraries
 from .procfs import nvidia_roots, read_kernel_driver
+from .record import replace
 from .tfprobe import finish_tensorflow_probe, start_tensorflow_probe
 from .ucx import _ucx_facts
 from .visible import resolve_visible_devices, visible_gpu_count
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # Everything the collectors read from the machine; nothing raises for a missing driver, library
 # or package: what could not be read is recorded as a reason string instead.
@@ -127,7 +130,7 @@ def collect_node_facts(
             tensorflow=_finish_tensorflow(probes[1], probe_timeout, visible_gpu_count(
                 env.get("CUDA_VISIBLE_DEVICES"), visible, gpus, kernel_driver.gpus)),
         )
-        return dataclasses.replace(facts, collect_seconds=time.perf_counter() - t0)
+        return replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
         _STAT_MEMO.pop(threading.get_ident(), None)
         _reap(archs_child, probes[0] and probes[0].proc, probes[1])  # an exception on the way

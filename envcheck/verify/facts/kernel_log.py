@@ -8,11 +8,14 @@ import re
 import stat
 import subprocess
 import time
-from typing import Any
 
 from .caches import _CACHE
 from .model import XidEvent
 from .probes import _tail
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # kernel log takes: /dev/kmsg records ("4,1234,5678901,-;NVRM: ..."), dmesg and journalctl -k
 # -o short-monotonic ("[ 5.678901] NVRM: ..."), syslog files ("Nov 23 ... kernel: NVRM: ...").

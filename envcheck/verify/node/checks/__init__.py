@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import traceback
-from typing import Callable, Collection, List
 
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
@@ -37,7 +36,10 @@ from .host.infiniband import check_infiniband, check_peermem
 from .host.interfaces import check_net_devices
 from .host.ucx import check_ucx
 
-Check = Callable[[NodeFacts, Expectations], List[Result]]
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Callable, Collection, List
+    Check = Callable[[NodeFacts, Expectations], List[Result]]
 
 # check id -> function; the id is what results carry and what docs/verify-node.md lists
 BUILTIN_CHECKS: dict[str, Check] = {
