@@ -21,13 +21,11 @@ a clean answer is kept on disk as facts/archs.py keeps its own (same key, same d
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
 
 from .archs import cache_path
 from .model import HorovodBuild, HorovodFramework, horovod_from_dict
@@ -93,13 +91,16 @@ for fw in sys.argv[1:]:
 """
 
 
-@dataclass
 class HorovodProbe:
     """A probe under way: its child, or the answer an earlier run kept (then no child)."""
 
-    cache: str = ""  # the cache file ("" : not cached, another interpreter's probe)
-    cached: HorovodBuild | None = None
-    proc: subprocess.Popen | None = None
+    def __init__(
+        self, cache: str = "", cached: HorovodBuild | None = None,
+        proc: subprocess.Popen | None = None,
+    ) -> None:
+        self.cache = cache  # the cache file ("" : not cached, another interpreter's probe)
+        self.cached = cached
+        self.proc = proc
 
     def finish(self, timeout: float) -> HorovodBuild:
         if self.cached is not None:
@@ -132,6 +133,8 @@ def _cached(path: str) -> HorovodBuild | None:
 
 
 def _keep(path: str, build: HorovodBuild) -> None:
+    import dataclasses  # only when a probe's answer is kept
+
     data = {**dataclasses.asdict(build), "frameworks": [
         dataclasses.asdict(f) for f in build.frameworks]}
     try:
