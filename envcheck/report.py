@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
 
 from envcheck.errors import ExitCode
+from envcheck.record import field, field_names, frozen
 from envcheck.text import printable
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -26,7 +26,7 @@ class Status(str, Enum):
     ERROR = "error"
 
 
-@dataclass(frozen=True)
+@frozen
 class Result:
     """One judgement: which check, on which node, what it found and how to fix it."""
 
@@ -47,7 +47,7 @@ class Result:
                 object.__setattr__(self, name, safe)
 
 
-@dataclass(frozen=True)
+@frozen
 class Measurement:
     """A number with its unit, and where known a reference it is judged against."""
 
@@ -60,7 +60,7 @@ class Measurement:
     baseline: float | None = None  # the same operation done bare, in the same run
 
 
-@dataclass(frozen=True)
+@frozen
 class Table:
     """A free-form section (for example the per-process version-skew matrix)."""
 
@@ -69,7 +69,7 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Report:
     title: str
     results: tuple[Result, ...] = ()
@@ -122,7 +122,9 @@ class Report:
                 }
                 for r in self.results
             ],
-            "measurements": [asdict(m) for m in self.measurements],
+            "measurements": [
+                {n: getattr(m, n) for n in field_names(Measurement)} for m in self.measurements
+            ],
             "tables": [
                 {"title": t.title, "columns": list(t.columns), "rows": [list(r) for r in t.rows]}
                 for t in self.tables

@@ -106,3 +106,13 @@ def test_defining_the_model_imports_neither_dataclasses_nor_typing() -> None:
            "'inspect'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_two_copies_are_the_same_file() -> None:
+    """envcheck/record.py for envcheck, facts/record.py inside the package shipped by source."""
+    from pathlib import Path
+
+    import envcheck
+
+    root = Path(envcheck.__file__).parent
+    assert (root / "record.py").read_text() == (root / "verify/facts/record.py").read_text()

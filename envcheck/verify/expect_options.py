@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.flags import seconds
+from envcheck.record import replace
 from envcheck.verify.expectations import (
     DEFAULT_ECC_THRESHOLD,
     DEFAULT_PROBE_TIMEOUT,

@@ -9,8 +9,9 @@ turns options, the file and the lock into Expectations, never from an argparse N
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
+
+from envcheck.record import field_names, frozen, replace
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from envcheck.lockfile.model import LockedPackage
 
 
-@dataclass(frozen=True)
+@frozen
 class Expectations:
     expect_gpus: int | None = None  # GPUs a job must see (after CUDA_VISIBLE_DEVICES)
     expect_gpu_model: str = ""  # case-insensitive substring of the NVML name ("A100")
@@ -71,7 +72,7 @@ def parse_size_mib(text: str) -> int:
     return int(float(m[1]) * factor)
 
 
-@dataclass(frozen=True)
+@frozen
 class ExpectOptions:
     """What the user asked for, before defaults, the --expect file and the lock are applied.
 
@@ -105,12 +106,12 @@ LIST_FIELDS = ("imports", "libraries", "skip")
 def merged(base: ExpectOptions, over: ExpectOptions) -> ExpectOptions:
     """`over` (the flags) on top of `base` (a file): given scalars win, lists add up."""
     changes: dict[str, Any] = {}
-    for f in fields(ExpectOptions):
-        mine = getattr(over, f.name)
-        if f.name in LIST_FIELDS:
-            changes[f.name] = tuple(dict.fromkeys((*getattr(base, f.name), *mine)))
+    for name in field_names(ExpectOptions):
+        mine = getattr(over, name)
+        if name in LIST_FIELDS:
+            changes[name] = tuple(dict.fromkeys((*getattr(base, name), *mine)))
         elif mine is not None:
-            changes[f.name] = mine
+            changes[name] = mine
     return replace(base, **changes)
 
 

@@ -15,8 +15,8 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from envcheck.record import frozen
 from envcheck.report import Result, Status
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -26,14 +26,14 @@ if TYPE_CHECKING:
 GROUP = "envcheck.checks"
 
 
-@dataclass(frozen=True)
+@frozen
 class Plugin:
     name: str  # the entry point's name: the check id of its results when they give none
     target: str  # "module:function", for messages
     check: Callable
 
 
-@dataclass(frozen=True)
+@frozen
 class EntryPoint:
     name: str
     value: str  # "module:attr.attr", as written (extras in brackets are ignored)

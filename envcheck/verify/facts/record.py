@@ -1,9 +1,9 @@
-"""frozen: the facts' classes as frozen dataclasses, without dataclasses' cost at import.
+"""frozen: frozen dataclasses without dataclasses' cost at import.
 
 `@dataclass(frozen=True)` compiles six methods per class from generated source: about 0.9 ms
-a class, 20 ms for the facts model on every start of `envcheck verify node`, and it imports
-`dataclasses` and with it `inspect` (10 ms more). `@frozen` gives a class the same methods as
-shared closures over its field names, compiled once with this module:
+a class (20 ms for the facts model alone, on every start of `envcheck verify node`), and it
+imports `dataclasses` and with it `inspect` (10 ms more). `@frozen` gives a class the same
+methods as shared closures over its field names, compiled once with this module:
 
 - ``__init__`` takes the fields positionally or by keyword, in order, with their defaults
   (``field(default_factory=...)`` for a fresh dict per instance); the same TypeErrors for a
@@ -16,7 +16,11 @@ shared closures over its field names, compiled once with this module:
 ``dataclasses.fields``, ``asdict``, ``astuple``, ``replace`` and ``is_dataclass`` work on
 these classes and their instances: ``__dataclass_fields__`` and ``__dataclass_params__`` are
 made by dataclasses itself, from the same annotations and defaults, the first time anything
-asks for them. Standard library only, Python 3.8+, like the rest of the package.
+asks for them. No base classes, no field options beyond default_factory.
+
+Standard library only, Python 3.8+. The same file twice: envcheck/verify/facts/record.py in
+the facts package (shipped by source; it imports nothing from envcheck) and envcheck/record.py
+for the rest of envcheck; tests/test_facts_record.py keeps the two identical.
 """
 
 from __future__ import annotations

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.inputs import check_regular, load_json_file
+from envcheck.record import replace
 from envcheck.report import Measurement, Report, Result, Status, skipped
 from envcheck.verify.expect_options import expectations_from_options
 from envcheck.verify.expectations import Expectations
@@ -47,7 +47,7 @@ def verify_node(options: NodeOptions) -> Report:
         facts, exp, node=facts.host, plugins=options.plugins, skip=exp.skip
     )
     results += skipped_node_checks(exp.skip, facts.host)
-    results += [dataclasses.replace(r, node=facts.host, group="node") for r in level_results]
+    results += [replace(r, node=facts.host, group="node") for r in level_results]
     return Report(
         title="verify node",
         results=tuple(results),

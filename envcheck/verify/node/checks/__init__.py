@@ -6,9 +6,9 @@ run_node_checks runs the built-in checks, then plugin checks (entry-point group
 
 from __future__ import annotations
 
-import dataclasses
 import traceback
 
+from envcheck.record import replace
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
@@ -98,7 +98,7 @@ def run_check(
             )
         ]
     return [
-        dataclasses.replace(
+        replace(
             r, check=r.check or check_id, node=r.node if node is None else node,
             group=r.group or group,
         )
@@ -124,7 +124,7 @@ def run_node_checks(
         from envcheck.verify.plugins import load_plugins
 
         loaded, errors = load_plugins()
-        results.extend(dataclasses.replace(r, node=node) for r in errors)
+        results.extend(replace(r, node=node) for r in errors)
         for p in loaded:
             if p.name not in skip:
                 results.extend(run_check(p.name, p.check, facts, exp, node, "plugins"))
