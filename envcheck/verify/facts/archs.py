@@ -19,14 +19,16 @@ failed is not kept.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 
 from .model import CompiledArchs
+
+TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
+if TYPE_CHECKING:
+    import subprocess
 
 FRAMEWORKS = ("torch", "cupy", "xgboost")
 
@@ -91,6 +93,8 @@ def cache_path(frameworks: tuple[str, ...], kind: str = "archs") -> str:
             parts.append([name, origin, st and [st.st_mtime_ns, st.st_size, st.st_ino]])
         except (ImportError, ValueError, OSError):
             parts.append([name, None])
+    import hashlib  # only where a probe runs: a driver is loaded, or Horovod is installed
+
     digest = hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:24]
     base = os.environ.get("ENVCHECK_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
@@ -126,6 +130,8 @@ def keep_archs(path: str, found: tuple[CompiledArchs, ...]) -> None:
 
 def start_arch_probe(frameworks: tuple[str, ...], python: str = "") -> subprocess.Popen | None:
     """The child, started; None when there is nothing to probe or it cannot start."""
+    import subprocess
+
     if not frameworks:
         return None
     try:
@@ -145,6 +151,8 @@ def finish_arch_probe(
     proc: subprocess.Popen | None, frameworks: tuple[str, ...], timeout: float
 ) -> tuple[CompiledArchs, ...]:
     """Each framework's record from the child's JSON lines; a timeout or crash is named."""
+    import subprocess
+
     if proc is None:
         return tuple(CompiledArchs(f, error="probe did not start") for f in frameworks)
     try:

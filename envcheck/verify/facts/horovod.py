@@ -24,13 +24,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 
 from .archs import cache_path
 from .model import HorovodBuild, HorovodFramework, horovod_from_dict
 from .nccl import decode_nccl_version
 from .probes import child_answer
+
+TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
+if TYPE_CHECKING:
+    import subprocess
 
 # -cb's order, which is also the order it asks extensions for the build flags
 FRAMEWORKS = ("tensorflow", "torch", "mxnet")
@@ -149,6 +152,8 @@ def _keep(path: str, build: HorovodBuild) -> None:
 
 def _start_child(python: str) -> subprocess.Popen | None:
     """The child, started; None when it cannot start (the finish names that)."""
+    import subprocess
+
     try:
         return subprocess.Popen(
             [python or sys.executable, "-c", _CHILD, *FRAMEWORKS],

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import subprocess
 import time
 
 from .caches import _CACHE
@@ -71,6 +70,8 @@ def read_kernel_log(
         # every source refused this user before: permissions do not change in a process's
         # life, and asking again costs two processes per collection on every worker
         return (), "", refused[1], 0
+    import subprocess  # the fallbacks only
+
     why = [error]
     for cmd in (["dmesg"], ["journalctl", "-k", "-b", "-o", "short-monotonic", "--no-pager"]):
         try:

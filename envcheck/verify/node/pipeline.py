@@ -23,7 +23,6 @@ from envcheck.verify.facts.kernel_log import MAX_LOG_BYTES as KERNEL_LOG_MAX_BYT
 from envcheck.verify.facts.kernel_log import is_kmsg
 from envcheck.verify.node.checks import run_node_checks
 from envcheck.verify.node.options import NodeOptions
-from envcheck.verify.node.prefix import collect_prefix_facts, interpreter, prefix_summary
 
 
 def verify_node(options: NodeOptions) -> Report:
@@ -54,10 +53,16 @@ def verify_node(options: NodeOptions) -> Report:
         measurements=tuple(measurements),
         environment={
             **environment_summary(facts),
-            **(prefix_summary(options.prefix, facts) if options.prefix else {}),
+            **(_prefix_summary(options, facts) if options.prefix else {}),
             "level": str(options.level),
         },
     )
+
+
+def _prefix_summary(options: NodeOptions, facts: NodeFacts) -> dict[str, str]:
+    from envcheck.verify.node.prefix import prefix_summary  # --prefix only
+
+    return prefix_summary(options.prefix, facts)
 
 
 def skipped_node_checks(skip: frozenset, node: str = "") -> list[Result]:
@@ -79,6 +84,8 @@ def skipped_node_checks(skip: frozenset, node: str = "") -> list[Result]:
 
 def _facts(options: NodeOptions, exp: Expectations, kernel_log: str) -> NodeFacts:
     if options.prefix:
+        from envcheck.verify.node.prefix import collect_prefix_facts
+
         facts = collect_prefix_facts(
             options.prefix, exp.import_modules, exp.libraries, exp.probe_timeout,
             tensorflow=tensorflow_probe(exp),
@@ -115,7 +122,11 @@ def _levels(
         from envcheck.verify.node.load import run_load
 
         # the load runs in the environment being checked: --prefix's interpreter, else ours
-        python = str(interpreter(options.prefix)) if options.prefix else sys.executable
+        python = sys.executable
+        if options.prefix:
+            from envcheck.verify.node.prefix import interpreter
+
+            python = str(interpreter(options.prefix))
         facts, results, measurements = run_load(facts, options.load_seconds, python)
     elif options.level >= 2:
         results.append(Result("gpu-load", Status.SKIP, "level 2 load skipped: judging "

@@ -6,8 +6,6 @@ run_node_checks runs the built-in checks, then plugin checks (entry-point group
 
 from __future__ import annotations
 
-import traceback
-
 from envcheck.record import replace
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
@@ -85,6 +83,8 @@ def run_check(
         ):
             raise TypeError(f"returned {type(results).__name__}, not a list of Result")
     except Exception as e:
+        import traceback  # only for a check that raised
+
         where = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
         at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
         return [
