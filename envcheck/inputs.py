@@ -11,7 +11,6 @@ Python 3.8: the verify side imports this.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import select
@@ -164,6 +163,8 @@ def json_depth(text: str) -> int:
 
 def loads_json(text: str, what: str, max_depth: int = MAX_DEPTH) -> Any:
     """json.loads, with nesting beyond max_depth and malformed text as one BadInput line."""
+    import json
+
     if json_depth(text) > max_depth:
         raise BadInput(f"{what}: JSON nested deeper than {max_depth} levels")
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from enum import Enum
 from pathlib import Path
@@ -146,6 +145,8 @@ def error_report(title: str, message: str, code: ExitCode, check: str = "") -> R
 
 
 def write_json(report: Report, path: Path) -> None:
+    import json
+
     from envcheck.destinations import write_file
 
     write_file(path, (json.dumps(report.to_json(), indent=2) + "\n").encode(), f"--json {path}")

@@ -20,7 +20,6 @@ failed is not kept.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 
@@ -84,6 +83,8 @@ _KEY_VARIABLES = ("CUDA_PATH", "CUDA_HOME", "LD_LIBRARY_PATH", "CONDA_PREFIX")
 def cache_path(frameworks: tuple[str, ...], kind: str = "archs") -> str:
     """The cache file for these frameworks (`kind` of answer) in this interpreter and
     environment."""
+    import json
+
     parts: list[object] = [sys.executable, [os.environ.get(v, "") for v in _KEY_VARIABLES]]
     for name in frameworks:
         try:
@@ -115,6 +116,8 @@ def cached_archs(path: str, frameworks: tuple[str, ...]) -> tuple[CompiledArchs,
 
 def keep_archs(path: str, found: tuple[CompiledArchs, ...]) -> None:
     """Write the records a child gave (not its failures) for the next run; errors ignored."""
+    import json
+
     if any(c.error.startswith(("probe ", "ImportError", "ModuleNotFoundError")) for c in found):
         return
     lines = "".join(json.dumps({**c.__dict__, "archs": list(c.archs)}) + "\n" for c in found)
@@ -168,6 +171,8 @@ def finish_arch_probe(
 def parse_arch_lines(
     stdout: str, frameworks: tuple[str, ...], missing_why: str = "no answer"
 ) -> tuple[CompiledArchs, ...]:
+    import json
+
     got: dict[str, CompiledArchs] = {}
     for line in stdout.splitlines():
         try:

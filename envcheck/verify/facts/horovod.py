@@ -21,7 +21,6 @@ a clean answer is kept on disk as facts/archs.py keeps its own (same key, same d
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -126,6 +125,8 @@ def start_horovod_probe(python: str = "") -> HorovodProbe:
 
 
 def _cached(path: str) -> HorovodBuild | None:
+    import json
+
     try:
         with open(path) as f:
             data = json.loads(f.read(1 << 20))
@@ -137,6 +138,7 @@ def _cached(path: str) -> HorovodBuild | None:
 
 def _keep(path: str, build: HorovodBuild) -> None:
     import dataclasses  # only when a probe's answer is kept
+    import json
 
     data = {**dataclasses.asdict(build), "frameworks": [
         dataclasses.asdict(f) for f in build.frameworks]}
@@ -183,6 +185,8 @@ def probe_horovod(python: str = "", timeout: float = 60.0) -> HorovodBuild:
 def parse_probe_lines(stdout: str, why: str = "") -> HorovodBuild:
     """HorovodBuild from the child's JSON lines; `why` says how a child that stopped early
     ended (it is given to the extension it was importing)."""
+    import json
+
     head: dict = {}
     records: dict[str, dict] = {}
     current = ""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -94,6 +93,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def _read_import_child(
     proc: subprocess.Popen, modules: list[str], timeout: float, python: str
 ) -> list[ImportProbe]:
+    import json
     import queue  # only where modules are probed
 
     lines: queue.Queue[str | None] = queue.Queue()
@@ -198,6 +198,7 @@ def probe_libraries(
 
     A child keeps the libraries out of the caller; the mapped path says which copy won.
     """
+    import json
     import subprocess
 
     wanted = list(dict.fromkeys(names))

@@ -13,7 +13,6 @@ where TensorFlow is installed, bounded by the probe timeout.
 
 from __future__ import annotations
 
-import json
 import sys
 
 from .model import TensorFlowFacts, tensorflow_from_dict
@@ -104,6 +103,8 @@ def finish_tensorflow_probe(
 def parse_tensorflow_lines(stdout: str, why: str = "") -> TensorFlowFacts:
     """TensorFlowFacts from the child's JSON lines; ``why`` names how a child that stopped
     before the strategy's answer ended."""
+    import json
+
     found: dict = {}
     for text in stdout.splitlines():
         try:

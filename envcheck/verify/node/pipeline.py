@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -146,6 +145,8 @@ def _levels(
 
 
 def _save(path: Path, facts: NodeFacts) -> None:
+    import json
+
     try:
         path.write_text(json.dumps(facts_to_dict(facts), indent=2) + "\n")
     except OSError as e:  # a write error carries no file name of its own: name it
