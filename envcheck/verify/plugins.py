@@ -69,9 +69,10 @@ def entry_points(group: str, path: list[str] | None = None) -> list[EntryPoint]:
                 dist = name[: -len(".egg-info")].split("-", 1)[0]
             else:
                 continue
-            if _normalized(dist) in seen:
+            key = _normalized(dist)
+            if key in seen:
                 continue
-            seen.add(_normalized(dist))
+            seen.add(key)
             out += _group(os.path.join(entry or ".", name, "entry_points.txt"), group)
     return out
 
@@ -82,6 +83,8 @@ def _group(path: str, group: str) -> list[EntryPoint]:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError):
+        return []
+    if group not in text:  # most distributions: no such section, nothing to split
         return []
     out, inside = [], False
     for raw in text.splitlines():
