@@ -28,7 +28,7 @@ def _wall(cmd: list[str]) -> float:
     return time.perf_counter() - t
 
 
-def _paired(a: list[str], b: list[str], runs: int) -> tuple[float, float, float]:
+def _paired(a: list[str], b: list[str], runs: int) -> tuple[float, float, list[float]]:
     _wall(a), _wall(b)  # warm the page cache
     ta, tb, ratios = [], [], []
     for _ in range(runs):
@@ -36,7 +36,22 @@ def _paired(a: list[str], b: list[str], runs: int) -> tuple[float, float, float]
         ta.append(x)
         tb.append(y)
         ratios.append(x / y)
-    return statistics.median(ta), statistics.median(tb), statistics.median(ratios)
+    return statistics.median(ta), statistics.median(tb), ratios
+
+
+def _spread(ratios: list[float]) -> str:
+    """The middle half of the paired ratios (quartiles), the median being reported beside."""
+    if len(ratios) < 4:
+        return f"{min(ratios):.2f}-{max(ratios):.2f}"
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    return f"{q1:.2f}-{q3:.2f}"
+
+
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
 
 
 def _extra_modules(argv: list[str]) -> list[str]:
@@ -52,10 +67,12 @@ def _extra_modules(argv: list[str]) -> list[str]:
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     bare = [sys.executable, "-c", "pass"]
+    print(f"{sys.executable} (load average {_load()})")
     for argv in (["--version"], ["--help"], ["verify", "node", "--quiet"]):
-        a, b, ratio = _paired([ENVCHECK, *argv], bare, runs)
+        a, b, ratios = _paired([ENVCHECK, *argv], bare, runs)
         print(f"envcheck {' '.join(argv)}: {a * 1e3:.1f} ms, python -c pass: {b * 1e3:.1f} ms, "
-              f"ratio {ratio:.2f} (median of {runs} pairs)")  # fmt: skip
+              f"ratio {statistics.median(ratios):.2f} (median of {runs} pairs; quartiles "
+              f"{_spread(ratios)}; load {_load()})")  # fmt: skip
         if argv[0] == "verify":
             continue  # a verb imports what it needs
         mods = _extra_modules(argv)

@@ -11,20 +11,22 @@ Python 3.8: the verify side imports this.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import select
 import stat
 import time
 from pathlib import Path
-from typing import Any, Union
 
 from envcheck.errors import BadInput
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, Union
+    PathLike = Union[str, Path]
+
 MiB = 1 << 20
 MAX_DEPTH = 64  # JSON nesting: facts are 4 levels deep, a report 5
-PathLike = Union[str, Path]
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
@@ -161,6 +163,8 @@ def json_depth(text: str) -> int:
 
 def loads_json(text: str, what: str, max_depth: int = MAX_DEPTH) -> Any:
     """json.loads, with nesting beyond max_depth and malformed text as one BadInput line."""
+    import json
+
     if json_depth(text) > max_depth:
         raise BadInput(f"{what}: JSON nested deeper than {max_depth} levels")
     try:

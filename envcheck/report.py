@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from envcheck.errors import ExitCode
+from envcheck.record import field, field_names, frozen
 from envcheck.text import printable
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = "envcheck.report/1"
 
@@ -23,7 +25,7 @@ class Status(str, Enum):
     ERROR = "error"
 
 
-@dataclass(frozen=True)
+@frozen
 class Result:
     """One judgement: which check, on which node, what it found and how to fix it."""
 
@@ -44,7 +46,7 @@ class Result:
                 object.__setattr__(self, name, safe)
 
 
-@dataclass(frozen=True)
+@frozen
 class Measurement:
     """A number with its unit, and where known a reference it is judged against."""
 
@@ -57,7 +59,7 @@ class Measurement:
     baseline: float | None = None  # the same operation done bare, in the same run
 
 
-@dataclass(frozen=True)
+@frozen
 class Table:
     """A free-form section (for example the per-process version-skew matrix)."""
 
@@ -66,7 +68,7 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Report:
     title: str
     results: tuple[Result, ...] = ()
@@ -119,7 +121,9 @@ class Report:
                 }
                 for r in self.results
             ],
-            "measurements": [asdict(m) for m in self.measurements],
+            "measurements": [
+                {n: getattr(m, n) for n in field_names(Measurement)} for m in self.measurements
+            ],
             "tables": [
                 {"title": t.title, "columns": list(t.columns), "rows": [list(r) for r in t.rows]}
                 for t in self.tables
@@ -141,6 +145,8 @@ def error_report(title: str, message: str, code: ExitCode, check: str = "") -> R
 
 
 def write_json(report: Report, path: Path) -> None:
+    import json
+
     from envcheck.destinations import write_file
 
     write_file(path, (json.dumps(report.to_json(), indent=2) + "\n").encode(), f"--json {path}")

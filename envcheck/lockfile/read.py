@@ -19,7 +19,6 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from envcheck.errors import BadInput
 from envcheck.inputs import check_regular, read_text
@@ -32,6 +31,10 @@ from envcheck.lockfile.model import (
     virtual_constraints,
 )
 from envcheck.lockfile.names import normalize_name
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # a 20,000-package conda-lock file is about 30 MiB: past this it is not a lock
 MAX_LOCK_BYTES = 512 << 20

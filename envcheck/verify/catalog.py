@@ -9,9 +9,12 @@ for plugins are reached only for an id not found before them, or for the full li
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 from envcheck.errors import BadInput
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Callable, Iterable, Iterator
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,13 @@ import re
 import stat
 import sys
 from pathlib import Path
-from typing import Any, Callable
 
 from envcheck.errors import BadInput
 from envcheck.verify.expectations import ExpectOptions, parse_size_mib
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 MAX_BYTES = 1 << 20  # 1 MiB: a node type's expectations fit in a few hundred bytes
 

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.flags import seconds
-from envcheck.lockfile.model import LockedPackage
-from envcheck.lockfile.read import read_packages
-from envcheck.verify.catalog import parse_skip, validate_skip
-from envcheck.verify.expect_file import read_expect_file
+from envcheck.record import replace
 from envcheck.verify.expectations import (
     DEFAULT_ECC_THRESHOLD,
     DEFAULT_PROBE_TIMEOUT,
@@ -23,6 +19,13 @@ from envcheck.verify.expectations import (
     merged,
     parse_size_mib,
 )
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from envcheck.lockfile.model import LockedPackage
+
+# The lock and --expect file readers and the check catalog are imported only when a --lock,
+# an --expect file or a --skip is given: `verify node` with none of them does not pay for them.
 
 
 def _version_arg(text: str) -> str:
@@ -165,8 +168,16 @@ def expect_options_from_args(args: argparse.Namespace) -> ExpectOptions:
         since=args.since,
         ecc_corrected_threshold=args.ecc_corrected_threshold,
         probe_timeout=args.probe_timeout,
-        skip=parse_skip(args.skip),
+        skip=_parse_skip(args.skip),
     )
+
+
+def _parse_skip(values: list[str]) -> tuple:
+    if not values:
+        return ()
+    from envcheck.verify.catalog import parse_skip
+
+    return parse_skip(values)
 
 
 
@@ -174,6 +185,8 @@ def expectations_from_options(opts: ExpectOptions) -> Expectations:
     """The --expect file, then the flags over it, then a --lock adds what it implies (CUDA,
     glibc, key imports, libraries, UCX). Bad values are BadInput naming the flag or key."""
     if opts.file is not None:
+        from envcheck.verify.expect_file import read_expect_file
+
         opts = merged(read_expect_file(opts.file), replace(opts, file=None))
     if opts.expect_gpus is not None and opts.expect_gpus < 0:
         raise BadInput(f"--expect-gpus must be 0 or more, not {opts.expect_gpus}")
@@ -182,6 +195,8 @@ def expectations_from_options(opts: ExpectOptions) -> Expectations:
         raise BadInput(f"--probe-timeout must be positive, not {probe_timeout:g}")
     locked: tuple[LockedPackage, ...] = ()
     if opts.lock is not None:
+        from envcheck.lockfile.read import read_packages
+
         locked = read_packages(opts.lock)
     implied = implied_by_lock(locked)
     libraries = list(opts.libraries) + implied["libraries"]
@@ -205,7 +220,15 @@ def expectations_from_options(opts: ExpectOptions) -> Expectations:
         probe_timeout=probe_timeout,
         xid_since_seconds=opts.since,
         ecc_corrected_threshold=DEFAULT_ECC_THRESHOLD if ecc is None else ecc,
-        skip=validate_skip(opts.skip),
+        skip=_validate_skip(opts.skip),
     )
+
+
+def _validate_skip(ids: tuple[str, ...]) -> frozenset:
+    if not any(ids):
+        return frozenset()
+    from envcheck.verify.catalog import validate_skip
+
+    return validate_skip(ids)
 
 

@@ -9,15 +9,18 @@ turns options, the file and the lock into Expectations, never from an argparse N
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
 
-from envcheck.lockfile.model import LockedPackage
-from envcheck.lockfile.names import KEY_MODULES
+from envcheck.record import field_names, frozen, replace
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from envcheck.lockfile.model import LockedPackage
 
 
-@dataclass(frozen=True)
+@frozen
 class Expectations:
     expect_gpus: int | None = None  # GPUs a job must see (after CUDA_VISIBLE_DEVICES)
     expect_gpu_model: str = ""  # case-insensitive substring of the NVML name ("A100")
@@ -69,7 +72,7 @@ def parse_size_mib(text: str) -> int:
     return int(float(m[1]) * factor)
 
 
-@dataclass(frozen=True)
+@frozen
 class ExpectOptions:
     """What the user asked for, before defaults, the --expect file and the lock are applied.
 
@@ -103,12 +106,12 @@ LIST_FIELDS = ("imports", "libraries", "skip")
 def merged(base: ExpectOptions, over: ExpectOptions) -> ExpectOptions:
     """`over` (the flags) on top of `base` (a file): given scalars win, lists add up."""
     changes: dict[str, Any] = {}
-    for f in fields(ExpectOptions):
-        mine = getattr(over, f.name)
-        if f.name in LIST_FIELDS:
-            changes[f.name] = tuple(dict.fromkeys((*getattr(base, f.name), *mine)))
+    for name in field_names(ExpectOptions):
+        mine = getattr(over, name)
+        if name in LIST_FIELDS:
+            changes[name] = tuple(dict.fromkeys((*getattr(base, name), *mine)))
         elif mine is not None:
-            changes[f.name] = mine
+            changes[name] = mine
     return replace(base, **changes)
 
 
@@ -129,6 +132,7 @@ def version_tuple(text: str) -> tuple[int, ...]:
 
 def implied_by_lock(locked: tuple[LockedPackage, ...]) -> dict:
     """CUDA, glibc, key modules, libraries and UCX that a lock's contents require."""
+    from envcheck.lockfile.names import KEY_MODULES  # only once a --lock is read
     by_name = {p.name: p for p in locked}
     cuda = ""
     if "cuda-version" in by_name:  # conda-forge pins the CUDA of a whole env with this

@@ -15,22 +15,25 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
+from envcheck.record import frozen
 from envcheck.report import Result, Status
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUP = "envcheck.checks"
 
 
-@dataclass(frozen=True)
+@frozen
 class Plugin:
     name: str  # the entry point's name: the check id of its results when they give none
     target: str  # "module:function", for messages
     check: Callable
 
 
-@dataclass(frozen=True)
+@frozen
 class EntryPoint:
     name: str
     value: str  # "module:attr.attr", as written (extras in brackets are ignored)
@@ -66,9 +69,10 @@ def entry_points(group: str, path: list[str] | None = None) -> list[EntryPoint]:
                 dist = name[: -len(".egg-info")].split("-", 1)[0]
             else:
                 continue
-            if _normalized(dist) in seen:
+            key = _normalized(dist)
+            if key in seen:
                 continue
-            seen.add(_normalized(dist))
+            seen.add(key)
             out += _group(os.path.join(entry or ".", name, "entry_points.txt"), group)
     return out
 
@@ -79,6 +83,8 @@ def _group(path: str, group: str) -> list[EntryPoint]:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError):
+        return []
+    if group not in text:  # most distributions: no such section, nothing to split
         return []
     out, inside = [], False
     for raw in text.splitlines():

@@ -19,9 +19,12 @@ import textwrap
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
 
 import envcheck.verify.facts as facts_package
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 # The name the package gets on the far side: PREFIX + digest.
 PREFIX = "_envcheck_facts_"

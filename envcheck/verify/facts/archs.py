@@ -19,14 +19,15 @@ failed is not kept.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
 import os
-import subprocess
 import sys
 
 from .model import CompiledArchs
+
+TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
+if TYPE_CHECKING:
+    import subprocess
 
 FRAMEWORKS = ("torch", "cupy", "xgboost")
 
@@ -82,6 +83,8 @@ _KEY_VARIABLES = ("CUDA_PATH", "CUDA_HOME", "LD_LIBRARY_PATH", "CONDA_PREFIX")
 def cache_path(frameworks: tuple[str, ...], kind: str = "archs") -> str:
     """The cache file for these frameworks (`kind` of answer) in this interpreter and
     environment."""
+    import json
+
     parts: list[object] = [sys.executable, [os.environ.get(v, "") for v in _KEY_VARIABLES]]
     for name in frameworks:
         try:
@@ -91,6 +94,8 @@ def cache_path(frameworks: tuple[str, ...], kind: str = "archs") -> str:
             parts.append([name, origin, st and [st.st_mtime_ns, st.st_size, st.st_ino]])
         except (ImportError, ValueError, OSError):
             parts.append([name, None])
+    import hashlib  # only where a probe runs: a driver is loaded, or Horovod is installed
+
     digest = hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:24]
     base = os.environ.get("ENVCHECK_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
@@ -111,6 +116,8 @@ def cached_archs(path: str, frameworks: tuple[str, ...]) -> tuple[CompiledArchs,
 
 def keep_archs(path: str, found: tuple[CompiledArchs, ...]) -> None:
     """Write the records a child gave (not its failures) for the next run; errors ignored."""
+    import json
+
     if any(c.error.startswith(("probe ", "ImportError", "ModuleNotFoundError")) for c in found):
         return
     lines = "".join(json.dumps({**c.__dict__, "archs": list(c.archs)}) + "\n" for c in found)
@@ -126,6 +133,8 @@ def keep_archs(path: str, found: tuple[CompiledArchs, ...]) -> None:
 
 def start_arch_probe(frameworks: tuple[str, ...], python: str = "") -> subprocess.Popen | None:
     """The child, started; None when there is nothing to probe or it cannot start."""
+    import subprocess
+
     if not frameworks:
         return None
     try:
@@ -145,6 +154,8 @@ def finish_arch_probe(
     proc: subprocess.Popen | None, frameworks: tuple[str, ...], timeout: float
 ) -> tuple[CompiledArchs, ...]:
     """Each framework's record from the child's JSON lines; a timeout or crash is named."""
+    import subprocess
+
     if proc is None:
         return tuple(CompiledArchs(f, error="probe did not start") for f in frameworks)
     try:
@@ -160,6 +171,8 @@ def finish_arch_probe(
 def parse_arch_lines(
     stdout: str, frameworks: tuple[str, ...], missing_why: str = "no answer"
 ) -> tuple[CompiledArchs, ...]:
+    import json
+
     got: dict[str, CompiledArchs] = {}
     for line in stdout.splitlines():
         try:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # ---- per-process caches --------------------------------------------------------------------
 # A worker answers many rounds in its life, and most of what a round reads from the file system

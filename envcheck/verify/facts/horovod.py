@@ -21,18 +21,18 @@ a clean answer is kept on disk as facts/archs.py keeps its own (same key, same d
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import re
-import subprocess
 import sys
-from dataclasses import dataclass
 
 from .archs import cache_path
 from .model import HorovodBuild, HorovodFramework, horovod_from_dict
 from .nccl import decode_nccl_version
 from .probes import child_answer
+
+TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
+if TYPE_CHECKING:
+    import subprocess
 
 # -cb's order, which is also the order it asks extensions for the build flags
 FRAMEWORKS = ("tensorflow", "torch", "mxnet")
@@ -93,13 +93,16 @@ for fw in sys.argv[1:]:
 """
 
 
-@dataclass
 class HorovodProbe:
     """A probe under way: its child, or the answer an earlier run kept (then no child)."""
 
-    cache: str = ""  # the cache file ("" : not cached, another interpreter's probe)
-    cached: HorovodBuild | None = None
-    proc: subprocess.Popen | None = None
+    def __init__(
+        self, cache: str = "", cached: HorovodBuild | None = None,
+        proc: subprocess.Popen | None = None,
+    ) -> None:
+        self.cache = cache  # the cache file ("" : not cached, another interpreter's probe)
+        self.cached = cached
+        self.proc = proc
 
     def finish(self, timeout: float) -> HorovodBuild:
         if self.cached is not None:
@@ -122,6 +125,8 @@ def start_horovod_probe(python: str = "") -> HorovodProbe:
 
 
 def _cached(path: str) -> HorovodBuild | None:
+    import json
+
     try:
         with open(path) as f:
             data = json.loads(f.read(1 << 20))
@@ -132,6 +137,9 @@ def _cached(path: str) -> HorovodBuild | None:
 
 
 def _keep(path: str, build: HorovodBuild) -> None:
+    import dataclasses  # only when a probe's answer is kept
+    import json
+
     data = {**dataclasses.asdict(build), "frameworks": [
         dataclasses.asdict(f) for f in build.frameworks]}
     try:
@@ -146,6 +154,8 @@ def _keep(path: str, build: HorovodBuild) -> None:
 
 def _start_child(python: str) -> subprocess.Popen | None:
     """The child, started; None when it cannot start (the finish names that)."""
+    import subprocess
+
     try:
         return subprocess.Popen(
             [python or sys.executable, "-c", _CHILD, *FRAMEWORKS],
@@ -175,6 +185,8 @@ def probe_horovod(python: str = "", timeout: float = 60.0) -> HorovodBuild:
 def parse_probe_lines(stdout: str, why: str = "") -> HorovodBuild:
     """HorovodBuild from the child's JSON lines; `why` says how a child that stopped early
     ended (it is given to the extension it was importing)."""
+    import json
+
     head: dict = {}
     records: dict[str, dict] = {}
     current = ""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import socket
 import struct
 
 from .caches import _CACHE
@@ -164,6 +163,8 @@ def address_ip(address: str) -> str:
         return str(ipaddress.ip_address(host))
     except ValueError:
         pass
+    import socket  # a worker's address only (5 ms to import)
+
     try:  # a host name: resolved once per process (this runs behind the address cache)
         return str(socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)[0][4][0])
     except (OSError, IndexError, UnicodeError):
@@ -199,6 +200,8 @@ def interface_holding(ip: str) -> str:
     ones too (SIOCGIFADDR shows only an interface's first IPv4 address). Linux only: OSError
     elsewhere.
     """
+    import socket
+
     want = ipaddress.ip_address(ip)
     family = socket.AF_INET if want.version == 4 else socket.AF_INET6
     with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0) as s:  # 0: NETLINK_ROUTE

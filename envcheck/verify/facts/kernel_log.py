@@ -6,13 +6,15 @@ from __future__ import annotations
 import os
 import re
 import stat
-import subprocess
 import time
-from typing import Any
 
 from .caches import _CACHE
 from .model import XidEvent
 from .probes import _tail
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # kernel log takes: /dev/kmsg records ("4,1234,5678901,-;NVRM: ..."), dmesg and journalctl -k
 # -o short-monotonic ("[ 5.678901] NVRM: ..."), syslog files ("Nov 23 ... kernel: NVRM: ...").
@@ -68,6 +70,8 @@ def read_kernel_log(
         # every source refused this user before: permissions do not change in a process's
         # life, and asking again costs two processes per collection on every worker
         return (), "", refused[1], 0
+    import subprocess  # the fallbacks only
+
     why = [error]
     for cmd in (["dmesg"], ["journalctl", "-k", "-b", "-o", "short-monotonic", "--no-pager"]):
         try:

@@ -1,21 +1,26 @@
 """What one process sees of its machine, as plain frozen data, and that data as plain dicts
-(facts_to_dict / facts_from_dict) for shipping facts between processes."""
+(facts_to_dict / facts_from_dict) for shipping facts between processes.
+
+The classes are @frozen (record.py): frozen dataclasses as dataclasses.fields, asdict and
+replace see them, cheaper to define."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
-from typing import Any
+from .record import field, field_names, frozen
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuProcess:
     pid: int
     used_mib: int
     user: str = ""  # "" where unreadable
 
 
-@dataclass(frozen=True)
+@frozen
 class Gpu:
     index: int  # NVML index (physical, not affected by CUDA_VISIBLE_DEVICES)
     uuid: str
@@ -30,7 +35,7 @@ class Gpu:
     processes: tuple[GpuProcess, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class UcxFacts:
     module: str = ""  # "ucxx", "ucp" (ucx-py) or "" when neither imports
     module_version: str = ""
@@ -39,7 +44,7 @@ class UcxFacts:
     error: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class ImportProbe:
     """Whether one module imported in a fresh child process (catches missing OS libraries)."""
 
@@ -49,7 +54,7 @@ class ImportProbe:
     error: str = ""  # last line of the exception, "timed out after 60 s", "crashed (signal 11)"
 
 
-@dataclass(frozen=True)
+@frozen
 class LibraryProbe:
     """Whether one shared library resolves through the dynamic loader, as this Python sees it."""
 
@@ -65,7 +70,7 @@ class LibraryProbe:
 # or in GpuHealth.errors with NVML's message.
 
 
-@dataclass(frozen=True)
+@frozen
 class NvLink:
     link: int
     up: bool
@@ -75,7 +80,7 @@ class NvLink:
     crc_data: int | None = None  # DL_CRC_DATA
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuHealth:
     index: int  # NVML index, as Gpu.index
     uuid: str = ""
@@ -109,7 +114,7 @@ class GpuHealth:
     errors: tuple[str, ...] = ()  # "field: NVML error" for any other failure
 
 
-@dataclass(frozen=True)
+@frozen
 class XidEvent:
     """One `NVRM: Xid (PCI:0000:3b:00): 79, ...` kernel log line."""
 
@@ -119,14 +124,14 @@ class XidEvent:
     text: str = ""  # what follows the code, cut to 200 characters
 
 
-@dataclass(frozen=True)
+@frozen
 class NetInterface:
     name: str
     up: bool  # IFF_UP (administratively up)
     operstate: str = ""  # /sys/class/net/<name>/operstate: "up", "down", "unknown" (lo)
 
 
-@dataclass(frozen=True)
+@frozen
 class AddressLink:
     """The network interface that holds the IP of this process's Dask address, and its speed."""
 
@@ -136,7 +141,7 @@ class AddressLink:
     error: str = ""  # why the interface or its speed is unknown
 
 
-@dataclass(frozen=True)
+@frozen
 class IbPort:
     device: str  # "mlx5_0"
     port: int
@@ -146,7 +151,7 @@ class IbPort:
     link_layer: str = ""  # "InfiniBand" or "Ethernet" (RoCE)
 
 
-@dataclass(frozen=True)
+@frozen
 class HostHealth:
     collected: bool = False  # False in facts from a collector older than these fields
     memlock_soft: int | None = None  # bytes; -1 unlimited (RLIMIT_MEMLOCK of this process)
@@ -167,7 +172,7 @@ class HostHealth:
     uptime_seconds: float = -1.0
 
 
-@dataclass(frozen=True)
+@frozen
 class ProcGpu:
     """One GPU as the kernel driver lists it (/proc/driver/nvidia/gpus/<pci>/information)."""
 
@@ -180,7 +185,7 @@ class ProcGpu:
     excluded: bool = False  # "GPU Excluded: Yes": the driver keeps it from every client
 
 
-@dataclass(frozen=True)
+@frozen
 class KernelDriver:
     """The NVIDIA kernel module, its GPUs and device nodes, read without NVML."""
 
@@ -192,7 +197,7 @@ class KernelDriver:
     error: str = ""  # what could not be read and why
 
 
-@dataclass(frozen=True)
+@frozen
 class CompiledArchs:
     """The GPU architectures a framework's build carries, as a child interpreter read them.
 
@@ -208,7 +213,7 @@ class CompiledArchs:
     error: str = ""  # why the architectures are unknown (import failed, not exposed)
 
 
-@dataclass(frozen=True)
+@frozen
 class GemmRun:
     """One matrix multiply timed on one GPU by verify node --level 2, and what NVML read of
     that GPU while the load ran (the lowest SM clock, the highest temperature, the clocks event
@@ -230,7 +235,7 @@ class GemmRun:
 
 
 
-@dataclass(frozen=True)
+@frozen
 class HorovodFramework:
     """One of Horovod's framework extensions (horovod.torch, horovod.tensorflow, horovod.mxnet)
     as a child interpreter found it."""
@@ -243,7 +248,7 @@ class HorovodFramework:
     error: str = ""  # why horovod.<name> (or the framework itself) did not import
 
 
-@dataclass(frozen=True)
+@frozen
 class HorovodBuild:
     """What `horovodrun --check-build` reports, read from Horovod's own build-info functions
     (horovod.<framework>.mpi_built(), gloo_built(), nccl_built(), ...). Empty when Horovod is
@@ -262,7 +267,7 @@ class HorovodBuild:
     def present(self) -> bool:
         return bool(self.version or self.error)
 
-@dataclass(frozen=True)
+@frozen
 class TensorFlowFacts:
     """What TensorFlow says of itself and of a MirroredStrategy; empty when not probed."""
 
@@ -294,7 +299,7 @@ NVML_READ_FAILED = "read-failed"  # NVML started, reading the GPUs failed
 NVML_NO_GPU = "no-gpu"  # NVML answered and lists no GPU
 
 
-@dataclass(frozen=True)
+@frozen
 class NodeFacts:
     host: str
     pid: int
@@ -400,15 +405,9 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
 _HOST_HEALTH_LISTS = {"net_interfaces": NetInterface, "ib_ports": IbPort, "xid_events": XidEvent}
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
 def _shallow(obj: Any) -> dict[str, Any]:
     # Every other field holds a str, number or tuple of them: immutable, shared as is.
-    names = _FIELD_NAMES.get(type(obj))
-    if names is None:
-        names = _FIELD_NAMES[type(obj)] = tuple(f.name for f in dataclasses.fields(obj))
-    return {n: getattr(obj, n) for n in names}
+    return {n: getattr(obj, n) for n in field_names(type(obj))}
 
 
 def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
@@ -475,7 +474,7 @@ def _gpu_from_dict(g: dict[str, Any]) -> Gpu:
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     # A newer collector on a worker may send fields this side does not know yet.
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = field_names(cls)
     return {k: v for k, v in data.items() if k in names}
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from typing import Any
 
 from .caches import _cached, dirs_key
 from .model import (
@@ -23,6 +22,10 @@ from .model import (
     GpuProcess,
     NvLink,
 )
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # ---- NVML -----------------------------------------------------------------------------------
 

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import queue
 import signal
-import subprocess
 import sys
 import threading
 import time
 
 from .model import ImportProbe, LibraryProbe
+
+TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
+if TYPE_CHECKING:
+    import subprocess
 
 
 def _tail(text: str, limit: int = 300) -> str:
@@ -59,6 +60,8 @@ def probe_imports(
 
 
 def _import_child(modules: list[str], timeout: float, python: str) -> list[ImportProbe]:
+    import subprocess
+
     try:
         proc = subprocess.Popen(
             [python, "-c", _IMPORT_CHILD, *modules],
@@ -90,6 +93,9 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def _read_import_child(
     proc: subprocess.Popen, modules: list[str], timeout: float, python: str
 ) -> list[ImportProbe]:
+    import json
+    import queue  # only where modules are probed
+
     lines: queue.Queue[str | None] = queue.Queue()
 
     def pump() -> None:
@@ -192,6 +198,9 @@ def probe_libraries(
 
     A child keeps the libraries out of the caller; the mapped path says which copy won.
     """
+    import json
+    import subprocess
+
     wanted = list(dict.fromkeys(names))
     sonames = [
         SONAMES.get(n[3:] if n.startswith("lib") else n, n) if ".so" not in n else n
@@ -242,6 +251,8 @@ def child_answer(
     """A probe child's stdout within ``timeout`` (``stdin`` written to it first, for a child
     started with stdin=PIPE), and how it ended when it said too little: its exit code or signal
     with the last line of its stderr, or the timeout (it is killed)."""
+    import subprocess
+
     try:
         stdout, stderr = proc.communicate(stdin, timeout=timeout)
         why = f"exited {proc.returncode}" if proc.returncode >= 0 else (

@@ -13,12 +13,14 @@ where TensorFlow is installed, bounded by the probe timeout.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 
 from .model import TensorFlowFacts, tensorflow_from_dict
 from .probes import child_answer
+
+TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
+if TYPE_CHECKING:
+    import subprocess
 
 CPU_REPLICAS = 2  # logical CPU devices the child makes when TensorFlow lists no GPU
 
@@ -74,6 +76,8 @@ except BaseException as e:
 
 def start_tensorflow_probe(python: str = "") -> subprocess.Popen | None:
     """The child, started (None when it cannot start: the finish says so)."""
+    import subprocess
+
     try:
         return subprocess.Popen(
             [python or sys.executable, "-c", _CHILD, str(CPU_REPLICAS)],
@@ -99,6 +103,8 @@ def finish_tensorflow_probe(
 def parse_tensorflow_lines(stdout: str, why: str = "") -> TensorFlowFacts:
     """TensorFlowFacts from the child's JSON lines; ``why`` names how a child that stopped
     before the strategy's answer ended."""
+    import json
+
     found: dict = {}
     for text in stdout.splitlines():
         try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 from .caches import _cached, dirs_key
@@ -55,6 +54,8 @@ def _ucx_facts(
         error = "" if not module else "ucx_info not found (PATH, <prefix>/bin, libucx wheel)"
         return UcxFacts(module, module_version, ucx_version, (), error)
     exe, env = cmd
+    import subprocess  # only where ucx_info is found
+
     try:
         out = subprocess.run(
             [exe, "-v", "-d"], capture_output=True, text=True, timeout=timeout, env=env

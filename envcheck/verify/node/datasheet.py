@@ -14,10 +14,11 @@ Rows are matched against NVML's name in order (word boundaries: "A10" is not "A1
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from envcheck.record import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Peak:
     model: str
     pattern: str  # regular expression on NVML's name, case-insensitive

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from envcheck.errors import BadInput
+from envcheck.record import field, frozen
 from envcheck.verify.expectations import ExpectOptions
 
 
-@dataclass(frozen=True)
+@frozen
 class NodeOptions:
     expect: ExpectOptions = field(default_factory=ExpectOptions)
     facts: Path | None = None  # judge facts saved with --save-facts instead of this machine

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import sys
 from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.inputs import check_regular, load_json_file
+from envcheck.record import replace
 from envcheck.report import Measurement, Report, Result, Status, skipped
 from envcheck.verify.expect_options import expectations_from_options
 from envcheck.verify.expectations import Expectations
@@ -23,7 +22,6 @@ from envcheck.verify.facts.kernel_log import MAX_LOG_BYTES as KERNEL_LOG_MAX_BYT
 from envcheck.verify.facts.kernel_log import is_kmsg
 from envcheck.verify.node.checks import run_node_checks
 from envcheck.verify.node.options import NodeOptions
-from envcheck.verify.node.prefix import collect_prefix_facts, interpreter, prefix_summary
 
 
 def verify_node(options: NodeOptions) -> Report:
@@ -47,17 +45,23 @@ def verify_node(options: NodeOptions) -> Report:
         facts, exp, node=facts.host, plugins=options.plugins, skip=exp.skip
     )
     results += skipped_node_checks(exp.skip, facts.host)
-    results += [dataclasses.replace(r, node=facts.host, group="node") for r in level_results]
+    results += [replace(r, node=facts.host, group="node") for r in level_results]
     return Report(
         title="verify node",
         results=tuple(results),
         measurements=tuple(measurements),
         environment={
             **environment_summary(facts),
-            **(prefix_summary(options.prefix, facts) if options.prefix else {}),
+            **(_prefix_summary(options, facts) if options.prefix else {}),
             "level": str(options.level),
         },
     )
+
+
+def _prefix_summary(options: NodeOptions, facts: NodeFacts) -> dict[str, str]:
+    from envcheck.verify.node.prefix import prefix_summary  # --prefix only
+
+    return prefix_summary(options.prefix, facts)
 
 
 def skipped_node_checks(skip: frozenset, node: str = "") -> list[Result]:
@@ -79,6 +83,8 @@ def skipped_node_checks(skip: frozenset, node: str = "") -> list[Result]:
 
 def _facts(options: NodeOptions, exp: Expectations, kernel_log: str) -> NodeFacts:
     if options.prefix:
+        from envcheck.verify.node.prefix import collect_prefix_facts
+
         facts = collect_prefix_facts(
             options.prefix, exp.import_modules, exp.libraries, exp.probe_timeout,
             tensorflow=tensorflow_probe(exp),
@@ -115,7 +121,11 @@ def _levels(
         from envcheck.verify.node.load import run_load
 
         # the load runs in the environment being checked: --prefix's interpreter, else ours
-        python = str(interpreter(options.prefix)) if options.prefix else sys.executable
+        python = sys.executable
+        if options.prefix:
+            from envcheck.verify.node.prefix import interpreter
+
+            python = str(interpreter(options.prefix))
         facts, results, measurements = run_load(facts, options.load_seconds, python)
     elif options.level >= 2:
         results.append(Result("gpu-load", Status.SKIP, "level 2 load skipped: judging "
@@ -135,6 +145,8 @@ def _levels(
 
 
 def _save(path: Path, facts: NodeFacts) -> None:
+    import json
+
     try:
         path.write_text(json.dumps(facts_to_dict(facts), indent=2) + "\n")
     except OSError as e:  # a write error carries no file name of its own: name it

@@ -17,12 +17,14 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.inputs import loads_json
 from envcheck.verify.facts import NodeFacts, facts_from_dict
-from envcheck.verify.shipping import standalone_source
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # The collector's own work beyond the probes (a cold interpreter, NVML, ucx_info).
 _OVERHEAD_SECONDS = 60.0
@@ -53,6 +55,8 @@ def collect_prefix_facts(
 ) -> NodeFacts:
     """NodeFacts as the environment at ``prefix`` sees itself, from its own interpreter
     (``tensorflow``: collect_node_facts' tensorflow_probe)."""
+    from envcheck.verify.shipping import standalone_source  # --prefix only
+
     python = interpreter(prefix)
     _check_version(prefix, python)
     kwargs: dict[str, Any] = {

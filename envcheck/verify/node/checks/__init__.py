@@ -6,10 +6,7 @@ run_node_checks runs the built-in checks, then plugin checks (entry-point group
 
 from __future__ import annotations
 
-import dataclasses
-import traceback
-from typing import Callable, Collection, List
-
+from envcheck.record import replace
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
@@ -37,7 +34,10 @@ from .host.infiniband import check_infiniband, check_peermem
 from .host.interfaces import check_net_devices
 from .host.ucx import check_ucx
 
-Check = Callable[[NodeFacts, Expectations], List[Result]]
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Callable, Collection, List
+    Check = Callable[[NodeFacts, Expectations], List[Result]]
 
 # check id -> function; the id is what results carry and what docs/verify-node.md lists
 BUILTIN_CHECKS: dict[str, Check] = {
@@ -83,6 +83,8 @@ def run_check(
         ):
             raise TypeError(f"returned {type(results).__name__}, not a list of Result")
     except Exception as e:
+        import traceback  # only for a check that raised
+
         where = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
         at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
         return [
@@ -96,7 +98,7 @@ def run_check(
             )
         ]
     return [
-        dataclasses.replace(
+        replace(
             r, check=r.check or check_id, node=r.node if node is None else node,
             group=r.group or group,
         )
@@ -122,7 +124,7 @@ def run_node_checks(
         from envcheck.verify.plugins import load_plugins
 
         loaded, errors = load_plugins()
-        results.extend(dataclasses.replace(r, node=node) for r in errors)
+        results.extend(replace(r, node=node) for r in errors)
         for p in loaded:
             if p.name not in skip:
                 results.extend(run_check(p.name, p.check, facts, exp, node, "plugins"))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from envcheck.lockfile.model import LockedPackage
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
+
+TYPE_CHECKING = False  # the lock's model is imported only where a --lock was read
+if TYPE_CHECKING:
+    from envcheck.lockfile.model import LockedPackage
 
 CHECK = "packages"
 SHOW = 12  # names listed per kind of drift before "... and N more"

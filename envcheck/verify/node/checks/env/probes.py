@@ -8,16 +8,18 @@ the one pass result put first, a probe that failed adds its own fail result.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
 
 from envcheck.report import Result, Status
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import TypeVar
+    P = TypeVar("P")
 
 NOT_PROBED_FIX = (
     "collect the facts with the same expectations (envcheck verify node --lock/--import/"
     "--library ... --save-facts FILE), or pass the probes to collect_node_facts"
 )
-
-P = TypeVar("P")
 
 
 def walk_probes(

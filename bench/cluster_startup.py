@@ -1,0 +1,96 @@
+"""`envcheck verify cluster ADDRESS --smoke none --quiet` as a whole process, against a bare
+`python -c "Client(ADDRESS).get_versions(check=True)"` process, on one running cluster.
+
+A `dask scheduler` and --workers `dask worker` processes (one thread each, no nanny) are
+started once from this interpreter's environment, then the two commands run in turn
+(A B A B ...); each pair gives a ratio and the median of the ratios is the result (target:
+at most 1.15x). Both are cold processes: the import of distributed, the connection, and for
+envcheck the facts round (the collector is compiled once per worker, on the first pair, which
+warms it as a long-lived cluster is).
+
+    python bench/cluster_startup.py [--workers 8] [--repeat 15] [--python ENV/bin/python]
+
+--python: the environment whose envcheck, Python and dask run (a non-editable `pip install .`
+venv, say); by default this interpreter's. This script itself needs the test extra (tests/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.subprocess_cluster import start_cluster  # noqa: E402
+
+BARE = (
+    "import sys\n"
+    "from distributed import Client\n"
+    "c = Client(sys.argv[1]); c.get_versions(check=True); c.close()\n"
+)
+
+
+def _wall(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd="/")
+    took = time.perf_counter() - t
+    if proc.returncode not in (0, 1):  # 1: a warning (no GPU on this machine) is a verdict
+        raise SystemExit(f"{cmd[:4]} exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return took
+
+
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def _quartiles(values: list[float]) -> tuple[float, float]:
+    q1, _, q3 = statistics.quantiles(values, n=4)
+    return q1, q3
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--python", default=sys.executable)
+    args = ap.parse_args()
+    envcheck = str(Path(args.python).with_name("envcheck"))
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = start_cluster(Path(tmp) / "c", python=args.python)
+        try:
+            names = [f"w{i}" for i in range(args.workers)]
+            for n in names:
+                cluster.add_worker(n, python=args.python)
+            cluster.wait_for_workers(names)
+            verify = [envcheck, "verify", "cluster", cluster.address, "--smoke", "none", "--quiet"]
+            bare = [args.python, "-c", BARE, cluster.address]
+            _wall(verify), _wall(bare)  # the collector compiles on each worker; page cache
+            before = _load()
+            env, dist, ratios = [], [], []
+            for _ in range(args.repeat):
+                a, b = _wall(verify), _wall(bare)
+                env.append(a)
+                dist.append(b)
+                ratios.append(a / b)
+            after = _load()
+        finally:
+            cluster.stop()
+    q1, q3 = _quartiles(ratios)
+    print(f"{args.python}, {args.workers} workers, {args.repeat} alternating pairs, "
+          f"load average {before} -> {after}")  # fmt: skip
+    print(f"envcheck verify cluster --smoke none --quiet: {statistics.median(env) * 1e3:.0f} ms; "
+          f"Client + get_versions(check=True): {statistics.median(dist) * 1e3:.0f} ms; "
+          f"ratio {statistics.median(ratios):.2f} (quartiles {q1:.2f}-{q3:.2f})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
