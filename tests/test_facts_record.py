@@ -108,11 +108,27 @@ def test_defining_the_model_imports_neither_dataclasses_nor_typing() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_the_two_copies_are_the_same_file() -> None:
-    """envcheck/record.py for envcheck, facts/record.py inside the package shipped by source."""
-    from pathlib import Path
+@pytest.mark.parametrize("first", ["envcheck.record", "envcheck.verify.facts"])
+def test_one_record_module_serves_envcheck_and_the_facts_package(first: str) -> None:
+    """envcheck.record loads facts/record.py by itself (not the facts package) and registers
+    it under its own name: in either import order there is one module and one `frozen`."""
+    import subprocess
+    import sys
 
-    import envcheck
-
-    root = Path(envcheck.__file__).parent
-    assert (root / "record.py").read_text() == (root / "verify/facts/record.py").read_text()
+    second = {"envcheck.record": "envcheck.verify.facts",
+              "envcheck.verify.facts": "envcheck.record"}[first]
+    code = (
+        "import importlib, sys\n"
+        f"importlib.import_module({first!r})\n"
+        "alone = 'envcheck.verify.facts' not in sys.modules\n"
+        f"importlib.import_module({second!r})\n"
+        "import envcheck.record as a, envcheck.verify.facts.record as b\n"
+        "from envcheck.verify.facts import NodeFacts\n"
+        "print(alone, a.frozen is b.frozen, a._record is b,"
+        " NodeFacts.__init__.__module__ == b.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[1:] == ["True", "True", "True"], out
+    if first == "envcheck.record":
+        assert out[0] == "True", "importing envcheck.record imported the facts package"
