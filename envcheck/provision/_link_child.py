@@ -102,21 +102,39 @@ def _restore_urls(prefix: Path, records: Any, archives: dict[str, str]) -> None:
     meta = prefix / "conda-meta"
     for r in records:
         stem = r.file_name.removesuffix(".conda").removesuffix(".tar.bz2")
-        path = meta / f"{stem}.json"
-        text = path.read_text()
         source = archives.get(r.url)
         wrote = json.dumps(Path(source).as_uri()) if source else ""
+        _rewrite(meta / f"{stem}.json", wrote, r.url)
+
+
+def _rewrite(path: Path, wrote: str, url: str) -> None:
+    """Put ``url`` in the record at ``path`` in place of the value ``wrote``, in place.
+
+    The record is in the staging tree, which nobody sees before the swap (a write cut short
+    fails the install and the tree is removed): no temporary file and rename, which on ext4
+    flushes the file's data (auto_da_alloc) and cost 0.7 ms a record. A record with other
+    links (rattler made every one new) is replaced, not written through."""
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    with os.fdopen(fd, "r+b") as f:
+        data = f.read()
+        text = data.decode()
         hits = [f'"url": {wrote}', f'"url":{wrote}'] if wrote else []
         hit = next((h for h in hits if text.count(h) == 1), "")
         if hit:
-            text = text.replace(hit, f'"url": {json.dumps(r.url)}', 1)
+            text = text.replace(hit, f'"url": {json.dumps(url)}', 1)
         else:
-            data = json.loads(text)
-            data["url"] = r.url
-            text = json.dumps(data, indent=2, sort_keys=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+            record = json.loads(text)
+            record["url"] = url
+            text = json.dumps(record, indent=2, sort_keys=True)
+        new = text.encode()
+        if os.fstat(fd).st_nlink == 1:
+            f.seek(0)
+            f.write(new)
+            f.truncate()
+            return
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_bytes(new)
+    os.replace(tmp, path)
 
 
 def main() -> None:

@@ -215,6 +215,7 @@ def _build(
     try:
         with _errors(prefix):
             child.run(job, f"linking into {prefix}", tick)
+            child.finish()  # the last job: it exits while the install goes on
             pip_part.install(
                 plan, [f for f in fetched if f.artifact.manager == "pip"], stage, prefix
             )

@@ -103,9 +103,8 @@ class Linker:
         self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            if kind is None and not self.jobs_w_closed:
-                os.close(self.jobs_w)  # EOF: a child between jobs leaves at once
-                self.jobs_w_closed = True
+            if kind is None:
+                self.finish()
                 deadline = time.monotonic() + 5
                 while self._reap(False) is None and time.monotonic() < deadline:
                     time.sleep(0.002)
@@ -114,11 +113,16 @@ class Linker:
             os.close(self.out_r)
             self.err.close()
 
-    def stop(self) -> None:
-        """Kill the child now and wait for it: nothing it does outlives this call."""
+    def finish(self) -> None:
+        """No more jobs: the child, between jobs, leaves at once (EOF), while this process
+        goes on; the block's end reaps it."""
         if not self.jobs_w_closed:
             os.close(self.jobs_w)
             self.jobs_w_closed = True
+
+    def stop(self) -> None:
+        """Kill the child now and wait for it: nothing it does outlives this call."""
+        self.finish()
         if self._reap(False) is None:
             with contextlib.suppress(OSError):
                 os.killpg(self.pid, signal.SIGKILL)  # its session: the child and its own

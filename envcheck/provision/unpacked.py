@@ -64,21 +64,15 @@ def walk(folder: Path) -> Walk:
             for e in it:
                 st = e.stat(follow_symlinks=False)
                 rel = f"{rel_dir}{e.name}"
-                out.append(
-                    (
-                        rel,
-                        st.st_dev,
-                        st.st_ino,
-                        st.st_size,
-                        st.st_mtime_ns,
-                        st.st_ctime_ns,
-                        st.st_mode,
-                    )
-                )
+                out.append(_entry(rel, st))
                 if stat.S_ISDIR(st.st_mode):
                     stack.append((f"{rel}/", e.path))
     out.sort()
     return out
+
+
+def _entry(rel: str, st: os.stat_result) -> tuple[str, int, int, int, int, int, int]:
+    return (rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
 
 
 def digest(sha256: str, entries: Walk) -> str:
@@ -223,16 +217,51 @@ def forget(folder: Path) -> None:
     Path(f"{folder}.lock").unlink(missing_ok=True)
 
 
+def _restat(folder: Path, entries: Walk) -> Walk | None:
+    """``entries`` with the files' stat data read again (None when one is gone or changed in
+    more than ctime). Only regular files are looked at: linking hard-links them (their ctime
+    changes) and leaves directories and symlinks of the cache as they were. Whatever else
+    changed since ``entries`` were read (an entry added, a directory touched) is not in the
+    new digest, so the next install's full walk differs from it and checks every file."""
+    base = f"{folder}{os.sep}"
+    out: Walk = []
+    for e in entries:
+        if stat.S_ISREG(e[6]):
+            try:
+                st = os.lstat(base + e[0])
+            except OSError:
+                return None
+            now = _entry(e[0], st)
+            if now[:5] != e[:5] or now[6] != e[6]:
+                return None
+            e = now
+        out.append(e)
+    return out
+
+
+def _overwrite(path: Path, text: str) -> None:
+    """Write a digest marker in place: a rename over the old one makes ext4 flush it
+    (auto_da_alloc, 0.1 ms a marker). A marker cut short or mixed with the old one matches no
+    walk: that folder is checked in full next time, never trusted by mistake."""
+    data = text.encode()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
+
+
 def renew(done: Sequence[Unpacked]) -> None:
-    """After a complete install: renew each digest whose folder changed in ctime (and nlink)
-    only, marked validated (its metadata passed before it was linked)."""
+    """After a complete install: renew each digest whose folder's files changed in ctime
+    only (the hard links just made), marked validated (its metadata passed before it was
+    linked)."""
     for u in done:
-        try:
-            entries = walk(u.folder)
-        except OSError:
-            continue
-        if len(entries) != len(u.walk):
-            continue
-        if all(a[:5] == b[:5] and a[6] == b[6] for a, b in zip(entries, u.walk)):
+        entries = _restat(u.folder, u.walk)
+        if entries is not None:
             key = _key(u.artifact)
-            _write(_marks(u.folder)[1], f"{key} {digest(key, entries)} {VALIDATED}\n")
+            text = f"{key} {digest(key, entries)} {VALIDATED}\n"
+            try:
+                _overwrite(_marks(u.folder)[1], text)
+            except OSError:  # not a plain file any more: replaced
+                _write(_marks(u.folder)[1], text)
