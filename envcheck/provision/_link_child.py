@@ -7,8 +7,8 @@ envcheck is still there to remove what this process wrote. Usually forked, with 
 ``python -m envcheck.provision._link_child LOCK PLATFORM SHA256``, reading the lock again. It
 never returns into envcheck's code: it leaves through ``os._exit``.
 
-Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package done, then
-the job's JSON outcome line:
+Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package unpacked,
+"+N" per package linked (N its index in the plan's records), then the job's JSON outcome line:
 
     {"op": "extract", "items": [[archive, dest, sha256 or md5], ...]}
     {"op": "link", "staging": ..., "final": ..., "pkgs": ..., "archives": {url: path}}
@@ -40,13 +40,18 @@ class _Out:
 
 
 class _Reporter:
-    """py-rattler's installer callbacks: one tick per package linked, every other a no-op."""
+    """py-rattler's installer callbacks: "+N" per package linked (N its index in the plan's
+    records, -1 when the name is not known), every other callback a no-op."""
 
-    def __init__(self, out: _Out) -> None:
+    def __init__(self, out: _Out, records: Any = ()) -> None:
         self.out = out
+        self.index = {r.name.normalized: i for i, r in enumerate(records)}
+
+    def on_link_start(self, operation: int, package_name: str) -> int:
+        return self.index.get(package_name, -1)
 
     def on_link_complete(self, index: int) -> None:
-        self.out.line("+")
+        self.out.line(f"+{index}")
 
     def __getattr__(self, name: str):  # noqa: ANN204
         if name.startswith("on_"):
@@ -86,7 +91,7 @@ def _link(plan: Any, job: dict[str, Any], out: _Out) -> None:
             platform=rattler.Platform(plan.platform),
             execute_link_scripts=False,
             show_progress=False,
-            reporter=_Reporter(out),
+            reporter=_Reporter(out, plan.records),
             alternative_target_prefix=job["final"],
         )
     )

@@ -211,7 +211,14 @@ def _build(
         "pkgs": str(cache / "pkgs"),
         "archives": {f.artifact.url: str(f.path) for f in conda},
     }
-    tick = (lambda: reporter.on_link_complete(0)) if reporter is not None else (lambda: None)
+    renewal = unpacked.Renewal(ready)
+
+    def tick(index: int) -> None:
+        if 0 <= index < len(plan.records):
+            renewal.linked(plan.records[index].url)
+        if reporter is not None:
+            reporter.on_link_complete(0)
+
     try:
         with _errors(prefix):
             child.run(job, f"linking into {prefix}", tick)
@@ -228,7 +235,7 @@ def _build(
         raise
     if old is not None:
         staging.remove_tree(old)
-    unpacked.renew(ready)
+    renewal.write()
 
 
 @contextmanager

@@ -131,11 +131,12 @@ class Linker:
             self._reap(True)
 
     def run(
-        self, job: dict[str, Any], what: str, on_tick: Callable[[], None] = lambda: None
+        self, job: dict[str, Any], what: str, on_tick: Callable[[int], None] = lambda i: None
     ) -> None:
         """One job; EnvcheckError (DiskFull for ENOSPC) when it fails or the child dies.
 
-        ``what`` names the work in messages ("linking into /opt/env").
+        ``what`` names the work in messages ("linking into /opt/env"); ``on_tick`` is called
+        per package done, with its index in the plan's records when linking (else -1).
         """
         outcome = self._talk(job, on_tick)
         if outcome.get("ok"):
@@ -153,7 +154,7 @@ class Linker:
         hint = f": {last[0][:300]}" if last else ""
         raise EnvcheckError(f"{what} failed: the linker process died ({how}){hint}", detail=tail)
 
-    def _talk(self, job: dict[str, Any], on_tick: Callable[[], None]) -> dict:
+    def _talk(self, job: dict[str, Any], on_tick: Callable[[int], None]) -> dict:
         try:
             data = (json.dumps(job) + "\n").encode()
             while data:
@@ -163,8 +164,8 @@ class Linker:
         while True:
             while b"\n" in self._buf:
                 line, _, self._buf = self._buf.partition(b"\n")
-                if line == b"+":
-                    on_tick()
+                if line[:1] == b"+":
+                    on_tick(int(line[1:] or -1))
                 elif line:
                     return json.loads(line)
             select.select([self.out_r], [], [])  # a signal's exception leaves from here

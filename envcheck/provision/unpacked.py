@@ -252,16 +252,36 @@ def _overwrite(path: Path, text: str) -> None:
         os.close(fd)
 
 
-def renew(done: Sequence[Unpacked]) -> None:
-    """After a complete install: renew each digest whose folder's files changed in ctime
-    only (the hard links just made), marked validated (its metadata passed before it was
-    linked)."""
-    for u in done:
-        entries = _restat(u.folder, u.walk)
-        if entries is not None:
+class Renewal:
+    """The digests to renew after a complete install. Each folder's files are looked at again
+    as soon as its package is linked (``linked``, while the linker child goes on with the
+    others); the markers are written by ``write``, once the install is complete."""
+
+    def __init__(self, done: Sequence[Unpacked]) -> None:
+        self.done = list(done)
+        self.by_url = {u.artifact.url: i for i, u in enumerate(self.done)}
+        self.seen: dict[int, Walk | None] = {}
+
+    def linked(self, url: str) -> None:
+        i = self.by_url.get(url)
+        if i is not None and i not in self.seen:
+            self.seen[i] = _restat(self.done[i].folder, self.done[i].walk)
+
+    def write(self) -> None:
+        """Renew each digest whose folder's files changed in ctime only (the hard links
+        made), marked validated (its metadata passed before it was linked)."""
+        for i, u in enumerate(self.done):
+            entries = self.seen[i] if i in self.seen else _restat(u.folder, u.walk)
+            if entries is None:
+                continue
             key = _key(u.artifact)
             text = f"{key} {digest(key, entries)} {VALIDATED}\n"
             try:
                 _overwrite(_marks(u.folder)[1], text)
             except OSError:  # not a plain file any more: replaced
                 _write(_marks(u.folder)[1], text)
+
+
+def renew(done: Sequence[Unpacked]) -> None:
+    """After a complete install: every digest renewed at once (Renewal.write)."""
+    Renewal(done).write()
