@@ -391,6 +391,15 @@ def test_markers_renewed_after_an_install_match_the_next_walk_and_an_added_file_
     assert not (tmp_path / "d").exists() and _beside(tmp_path / "d") == []
 
 
+def test_an_install_whose_cache_was_swapped_away_with_the_old_prefix_still_succeeds(
+    py39_env: Installed, tmp_path: Path
+) -> None:
+    both = tmp_path / "both"  # --prefix and --cache-dir the same new directory
+    done = envcheck("install", py39_env.world.lock, "--prefix", both, "--cache-dir", both)
+    assert done.returncode == 0, done.stderr
+    assert _stamp(both)["lock_sha256"] and not (both / "verified").exists()
+
+
 def test_a_record_with_other_links_is_replaced_not_written_through(tmp_path: Path) -> None:
     from envcheck.provision._link_child import _rewrite
 

@@ -16,6 +16,7 @@ and the digest renewed. After linking, the digest is renewed when only ctimes ch
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -275,11 +276,17 @@ class Renewal:
             if entries is None:
                 continue
             key = _key(u.artifact)
-            text = f"{key} {digest(key, entries)} {VALIDATED}\n"
-            try:
-                _overwrite(_marks(u.folder)[1], text)
-            except OSError:  # not a plain file any more: replaced
-                _write(_marks(u.folder)[1], text)
+            _renew_mark(_marks(u.folder)[1], f"{key} {digest(key, entries)} {VALIDATED}\n")
+
+
+def _renew_mark(path: Path, text: str) -> None:
+    """The env is in place: a marker that cannot be written (the cache gone) is left as it
+    was, and the next install checks that folder in full."""
+    try:
+        _overwrite(path, text)
+    except OSError:  # not a plain file any more (replaced), or the cache is gone
+        with contextlib.suppress(OSError):
+            _write(path, text)
 
 
 def renew(done: Sequence[Unpacked]) -> None:
