@@ -4,8 +4,9 @@ Runs apart from envcheck (linker.Linker) because py-rattler's linker can abort t
 process (a Rust panic on hostile package metadata ends in SIGABRT): whatever happens here,
 envcheck is still there to remove what this process wrote. Usually forked, with the plan
 (py-rattler's records) in hand and nothing new to import; else started as
-``python -m envcheck.provision._link_child LOCK PLATFORM SHA256``, reading the lock again. It
-never returns into envcheck's code: it leaves through ``os._exit``.
+``python -m envcheck.provision._link_child LOCK PLATFORM SHA256 [CACHE]``, reading the lock
+again. It never returns into envcheck's code: it leaves through ``os._exit``. Before its first
+job it gets py-rattler ready (``_warm``) while envcheck fetches and checks.
 
 Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package unpacked,
 "+N" per package linked (N its index in the plan's records), then the job's JSON outcome line:
@@ -73,15 +74,48 @@ def _extract(job: dict[str, Any], out: _Out) -> None:
         out.line("+")
 
 
-def _link(plan: Any, job: dict[str, Any], out: _Out) -> None:
+def _records(plan: Any, archives: dict[str, str]) -> list:
+    """The plan's records, each naming its checked archive (a file URI) as its URL."""
+    import rattler
+
+    return [
+        rattler.RepoDataRecord(r, r.file_name, Path(archives[r.url]).as_uri(), r.channel)
+        for r in plan.records
+    ]
+
+
+def _warm(plan: Any, cache: str | None) -> dict[str, Any]:
+    """What the link needs that does not depend on the checks, made while envcheck runs them:
+    py-rattler's async runtime started (an index of the package cache: it writes nothing), an
+    HTTP client (the link reads only the cache: nothing is downloaded), and the records for
+    the archives the cache would hold. Best effort: the link makes whatever is missing."""
+    warm: dict[str, Any] = {}
+    try:
+        import rattler
+        from rattler import PackageCache, ValidationMode
+
+        from envcheck.provision.fetch import cache_path
+
+        warm["client"] = rattler.Client()
+        if cache is not None:
+            archives = {a.url: str(cache_path(Path(cache), a)) for a in plan.conda}
+            warm["records"] = (archives, _records(plan, archives))
+            layered = PackageCache.new_layered([f"{cache}/pkgs"], False, ValidationMode.skip())
+            asyncio.run(layered.index())
+    except Exception:  # noqa: BLE001, S110 - a warm-up only
+        pass
+    return warm
+
+
+def _link(plan: Any, job: dict[str, Any], out: _Out, warm: dict[str, Any]) -> None:
     import rattler
     from rattler import PackageCache, ValidationMode
 
     archives = job["archives"]
-    records = [
-        rattler.RepoDataRecord(r, r.file_name, Path(archives[r.url]).as_uri(), r.channel)
-        for r in plan.records
-    ]
+    made, records = warm.get("records", ({}, []))
+    if made != archives:
+        records = _records(plan, archives)
+    client = {"client": warm["client"]} if "client" in warm else {}
     asyncio.run(
         rattler.install(
             records,
@@ -93,6 +127,7 @@ def _link(plan: Any, job: dict[str, Any], out: _Out) -> None:
             show_progress=False,
             reporter=_Reporter(out, plan.records),
             alternative_target_prefix=job["final"],
+            **client,
         )
     )
     _restore_urls(Path(job["staging"]), plan.records, archives)
@@ -143,11 +178,12 @@ def _rewrite(path: Path, wrote: str, url: str) -> None:
 
 
 def main() -> None:
-    """``python -m envcheck.provision._link_child LOCK PLATFORM SHA256``: the started (not
+    """``python -m envcheck.provision._link_child LOCK PLATFORM SHA256 [CACHE]``: the started (not
     forked) child; jobs on stdin, answers on stdout, stderr as given."""
     from envcheck.provision.plan import read_plan
 
     lock, platform, sha256 = sys.argv[1:4]
+    cache = sys.argv[4] if len(sys.argv) > 4 else None
     parent = int(os.environ.get("ENVCHECK_LINK_PARENT", "0"))
     try:
         plan = read_plan(Path(lock), platform)
@@ -159,7 +195,7 @@ def main() -> None:
         sys.stdout.write(json.dumps({"ok": False, "error": f"{lock} changed meanwhile"}) + "\n")
         sys.stdout.flush()
         os._exit(0)
-    serve(plan, 0, 1, 2, parent)
+    serve(plan, 0, 1, 2, parent, cache)
 
 
 def _detach(parent: int, stderr_fd: int) -> None:
@@ -176,11 +212,15 @@ def _detach(parent: int, stderr_fd: int) -> None:
         os.dup2(stderr_fd, 2)
 
 
-def serve(plan: Any, jobs_fd: int, out_fd: int, stderr_fd: int, parent: int) -> None:
-    """The child's whole life: jobs until EOF, then ``os._exit``."""
+def serve(
+    plan: Any, jobs_fd: int, out_fd: int, stderr_fd: int, parent: int, cache: str | None = None
+) -> None:
+    """The child's whole life: jobs until EOF, then ``os._exit``. ``cache``: the install's
+    cache directory, for the warm-up (``_warm``) done before the first job is read."""
     try:
         _detach(parent, stderr_fd)
         out = _Out(out_fd)
+        warm = _warm(plan, cache)
         with os.fdopen(jobs_fd, "rb", buffering=0) as jobs:
             for raw in iter(jobs.readline, b""):
                 job = json.loads(raw)
@@ -188,7 +228,7 @@ def serve(plan: Any, jobs_fd: int, out_fd: int, stderr_fd: int, parent: int) -> 
                     if job["op"] == "extract":
                         _extract(job, out)
                     else:
-                        _link(plan, job, out)
+                        _link(plan, job, out, warm)
                     outcome: dict[str, Any] = {"ok": True}
                 except BaseException as e:  # noqa: BLE001 - everything is reported
                     text = str(e).strip() or type(e).__name__

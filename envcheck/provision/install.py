@@ -155,7 +155,7 @@ def install(
             cache.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise BadInput(f"cannot use cache {cache}: {e.strerror}") from None
-        with linker.Linker(plan) as child:  # forked now, while envcheck has no threads
+        with linker.Linker(plan, cache) as child:  # forked now, while envcheck has no threads
             try:
                 fetched = fetch_all(
                     [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout

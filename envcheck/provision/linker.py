@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -43,10 +44,12 @@ def _signal_name(code: int) -> str:
 
 
 class Linker:
-    """One linker child, forked with ``plan`` in hand; ``run`` sends it a job and waits."""
+    """One linker child, forked with ``plan`` in hand; ``run`` sends it a job and waits.
+    ``cache``: the install's cache directory, which the child gets ready to link from."""
 
-    def __init__(self, plan: Any) -> None:
+    def __init__(self, plan: Any, cache: Path | None = None) -> None:
         self.plan = plan
+        self.cache = None if cache is None else str(cache)
 
     def __enter__(self) -> Linker:
         self.err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
@@ -73,7 +76,7 @@ class Linker:
         if pid == 0:
             os.close(self.jobs_w)
             os.close(self.out_r)
-            _link_child.serve(self.plan, jobs_r, out_w, self.err.fileno(), parent)
+            _link_child.serve(self.plan, jobs_r, out_w, self.err.fileno(), parent, self.cache)
         return pid
 
     def _spawn(self, jobs_r: int, out_w: int) -> int:
@@ -81,6 +84,7 @@ class Linker:
         other threads (a progress bar, py-rattler's async runtime) cannot be forked safely."""
         plan = self.plan
         args = [str(plan.lock.absolute()), plan.platform, plan.lock_sha256]
+        args += [] if self.cache is None else [self.cache]
         proc = subprocess.Popen(
             [sys.executable, "-m", "envcheck.provision._link_child", *args],
             stdin=jobs_r,
