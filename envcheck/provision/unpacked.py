@@ -55,19 +55,33 @@ def _marks(folder: Path) -> tuple[Path, Path]:
     return base.with_name(f"{folder.name}.json"), base.with_name(f"{folder.name}.digest")
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
 def walk(folder: Path) -> Walk:
-    """Every entry under ``folder`` with its stat data, sorted (no symlink followed)."""
+    """Every entry under ``folder`` with its stat data, sorted (no symlink followed below it).
+
+    Each directory is read through a descriptor and its entries stat'ed relative to it
+    (``fstatat``): the kernel resolves one name per entry, not the whole path."""
     out: Walk = []
-    stack = [("", str(folder))]
-    while stack:
-        rel_dir, path = stack.pop()
-        with os.scandir(path) as it:
-            for e in it:
-                st = e.stat(follow_symlinks=False)
-                rel = f"{rel_dir}{e.name}"
-                out.append(_entry(rel, st))
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append((f"{rel}/", e.path))
+    stack = [("", os.open(folder, _DIR_FLAGS))]
+    try:
+        while stack:
+            rel_dir, fd = stack.pop()
+            try:
+                with os.scandir(fd) as it:
+                    for e in it:
+                        st = e.stat(follow_symlinks=False)
+                        rel = f"{rel_dir}{e.name}"
+                        out.append(_entry(rel, st))
+                        if stat.S_ISDIR(st.st_mode):
+                            sub = os.open(e.name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                            stack.append((f"{rel}/", sub))
+            finally:
+                os.close(fd)
+    finally:
+        for _, fd in stack:
+            os.close(fd)
     out.sort()
     return out
 
@@ -255,28 +269,36 @@ def _overwrite(path: Path, text: str) -> None:
 
 class Renewal:
     """The digests to renew after a complete install. Each folder's files are looked at again
-    as soon as its package is linked (``linked``, while the linker child goes on with the
-    others); the markers are written by ``write``, once the install is complete."""
+    and its new digest made as soon as its package is linked (``linked``, while the linker
+    child goes on with the others); the markers are written by ``write``, once the install
+    is complete."""
 
     def __init__(self, done: Sequence[Unpacked]) -> None:
         self.done = list(done)
         self.by_url = {u.artifact.url: i for i, u in enumerate(self.done)}
-        self.seen: dict[int, Walk | None] = {}
+        self.marks: dict[int, str | None] = {}
 
     def linked(self, url: str) -> None:
         i = self.by_url.get(url)
-        if i is not None and i not in self.seen:
-            self.seen[i] = _restat(self.done[i].folder, self.done[i].walk)
+        if i is not None and i not in self.marks:
+            self.marks[i] = self._mark(self.done[i])
+
+    @staticmethod
+    def _mark(u: Unpacked) -> str | None:
+        """The renewed marker's text when only the files' ctimes changed, else None."""
+        entries = _restat(u.folder, u.walk)
+        if entries is None:
+            return None
+        key = _key(u.artifact)
+        return f"{key} {digest(key, entries)} {VALIDATED}\n"
 
     def write(self) -> None:
         """Renew each digest whose folder's files changed in ctime only (the hard links
         made), marked validated (its metadata passed before it was linked)."""
         for i, u in enumerate(self.done):
-            entries = self.seen[i] if i in self.seen else _restat(u.folder, u.walk)
-            if entries is None:
-                continue
-            key = _key(u.artifact)
-            _renew_mark(_marks(u.folder)[1], f"{key} {digest(key, entries)} {VALIDATED}\n")
+            text = self.marks[i] if i in self.marks else self._mark(u)
+            if text is not None:
+                _renew_mark(_marks(u.folder)[1], text)
 
 
 def _renew_mark(path: Path, text: str) -> None:
