@@ -103,15 +103,31 @@ class Linker:
                 self.code = os.waitstatus_to_exitcode(status)
         return self.code
 
+    def _wait_exit(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for the child to leave (a pidfd wakes this process the
+        moment it does; polled where the kernel has none); reaped if it did."""
+        if self._reap(False) is not None:
+            return
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            deadline = time.monotonic() + timeout
+            while self._reap(False) is None and time.monotonic() < deadline:
+                time.sleep(0.002)
+            return
+        try:
+            select.select([pidfd], [], [], timeout)
+        finally:
+            os.close(pidfd)
+        self._reap(False)
+
     def __exit__(
         self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
             if kind is None:
                 self.finish()
-                deadline = time.monotonic() + 5
-                while self._reap(False) is None and time.monotonic() < deadline:
-                    time.sleep(0.002)
+                self._wait_exit(5.0)
         finally:
             self.stop()
             os.close(self.out_r)
