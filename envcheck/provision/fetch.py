@@ -20,6 +20,7 @@ import hashlib
 import os
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 import time
@@ -244,13 +245,13 @@ def _known(artifact: LockedPackage, cache: Path, progress: Callable[[int], None]
     """The cached file when its marker still matches its stat data (no hashing, no thread)."""
     final = cache_path(cache, artifact)
     try:
-        size = final.stat().st_size
+        st = final.stat()
     except OSError:
         return None
-    if not _still_verified(final, artifact):
+    if not stat.S_ISREG(st.st_mode) or not _still_verified(final, artifact):
         return None
-    progress(size)
-    return Fetched(artifact, final, size, cached=True)
+    progress(st.st_size)
+    return Fetched(artifact, final, st.st_size, cached=True)
 
 
 def fetch_one(
