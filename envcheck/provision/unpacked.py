@@ -11,7 +11,9 @@ Every later install walks the folder and compares the digest (stat calls only). 
 sends the folder through the full check: every file hashed against the record; a file that
 differs, is missing or was added is refused (BadInput naming the package and the file); a
 difference only in stat data (hard links made into an env change a file's ctime) is accepted
-and the digest renewed. After linking, the digest is renewed when only ctimes changed.
+and the digest renewed. After linking, the digest is renewed when only ctimes changed
+(Renewal: each package's regular files are stat'ed again as soon as it is linked; whatever
+else changed meanwhile makes the next walk differ from the renewed digest).
 """
 
 from __future__ import annotations
