@@ -18,6 +18,11 @@ Each side runs in a worker process of its own, started once (the work compared, 
 interpreter start-up): envcheck's worker is single-threaded between installs, as the CLI is,
 so its linker child is forked; the bare side's worker holds py-rattler's async runtime. One
 `envcheck install` CLI process per mode is timed as well. Medians of --repeat runs.
+
+envcheck links in a new child process each install (py-rattler may abort the process it runs
+in): that child starts py-rattler's runtime cold, which the bare worker did once. "bare
+forked" (warm mode only, not the target's baseline) is the bare install in a child forked
+per install the same way, so that cost can be told apart from envcheck's own work.
 """
 
 from __future__ import annotations
@@ -59,6 +64,22 @@ def bare(records: list, prefix: Path, cache: Path) -> None:
     )
 
 
+def forked(fn) -> None:  # noqa: ANN001
+    """Run ``fn`` in a child forked now, as envcheck's linker child is; wait for it."""
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            fn()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit("the forked bare install failed")
+
+
 def worker(side: str, lock: Path) -> None:
     """``--worker SIDE LOCK``: read "PREFIX CACHE" lines, install, answer seconds taken."""
     plan = read_plan(lock, "linux-64")
@@ -66,6 +87,8 @@ def worker(side: str, lock: Path) -> None:
         prefix, cache = (Path(x) for x in line.split())
         if side == "envcheck":
             s = timed(lambda: install(plan, prefix, cache))  # noqa: B023
+        elif side == "bare-forked":
+            s = timed(lambda: forked(lambda: bare(list(plan.records), prefix, cache)))  # noqa: B023
         else:
             s = timed(lambda: bare(list(plan.records), prefix, cache))  # noqa: B023
         print(s, flush=True)
@@ -107,6 +130,8 @@ def main() -> None:
     python = pyenv_python("3.9")
     if python is None:
         raise SystemExit("needs a pyenv Python 3.9")
+    load = os.getloadavg()
+    print(f"load average at the start: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     work = Path(tempfile.mkdtemp(prefix="bench-install-"))
     try:
         t = time.perf_counter()
@@ -138,26 +163,30 @@ def main() -> None:
             records = list(plan.records)
             size = sum(f.stat().st_size for f in channel.rglob("*.conda"))
             results: dict[str, dict[str, list[float]]] = {
-                "warm": {"envcheck": [], "bare": []},
+                "warm": {"envcheck": [], "bare": [], "bare-forked": []},
                 "cold": {"envcheck": [], "bare": []},
             }
             warm_ours, warm_bare = work / "warm-ours", work / "warm-bare"
             ours, theirs = Worker("envcheck", lock), Worker("bare", lock)
+            fork = Worker("bare-forked", lock)
             ours(work / "seed-ours", warm_ours)
             theirs(work / "seed-bare", warm_bare)
+            warm = {"envcheck": (ours, warm_ours), "bare": (theirs, warm_bare)}
+            warm["bare-forked"] = (fork, warm_bare)
             n = 0
             kept: list[Path] = []
             for i in range(args.repeat):
-                order = ("envcheck", "bare") if i % 2 == 0 else ("bare", "envcheck")
-                for side in order:
+                sides = ("envcheck", "bare", "bare-forked")
+                for side in sides[i % 3 :] + sides[: i % 3]:  # each side first as often
                     n += 1
                     prefix = work / f"p{n}"
-                    s = ours(prefix, warm_ours) if side == "envcheck" else theirs(prefix, warm_bare)
-                    results["warm"][side].append(s)
+                    call, cache = warm[side]
+                    results["warm"][side].append(call(prefix, cache))
                     # kept until the end: deleting an env hard-linked from the cache changes
                     # the ctime of the cache's files, which sends envcheck's next install
                     # through the full re-hash of the unpacked packages (timed below)
                     kept.append(prefix)
+                order = ("envcheck", "bare") if i % 2 == 0 else ("bare", "envcheck")
                 for side in order:
                     n += 1
                     prefix, cache = work / f"p{n}", work / f"c{n}"
@@ -171,8 +200,9 @@ def main() -> None:
             again = ours(work / "after-rm-2", warm_ours)
             ours.close()
             theirs.close()
+            fork.close()
             cli = {}
-            for mode, cache in (("warm", warm_ours), ("cold", work / "cli-cold")):
+            for mode, cache in (("warm", warm_ours), ("cold", work / "cli-cold-cache")):
                 t = time.perf_counter()
                 subprocess.run(
                     [
@@ -215,6 +245,15 @@ def main() -> None:
                 f"{max(sides['envcheck']):.3f}, bare {min(sides['bare']):.3f}-"
                 f"{max(sides['bare']):.3f})"
             )
+            if sides.get("bare-forked"):
+                fk = statistics.median(sides["bare-forked"])
+                summary[mode]["bare_forked_s"] = fk
+                print(
+                    f"{mode}: bare rattler in a child forked per install {fk:.3f} s "
+                    f"(spread {min(sides['bare-forked']):.3f}-{max(sides['bare-forked']):.3f}); "
+                    f"envcheck / it {ours / fk:.2f}x, of the fastest runs "
+                    f"{min(sides['envcheck']) / min(sides['bare-forked']):.2f}x"
+                )
         print(f"CLI process: warm {cli['warm']:.2f} s, cold {cli['cold']:.2f} s")
         print(
             f"warm after envs made from the cache were deleted outside envcheck (full re-hash "

@@ -361,6 +361,61 @@ def test_a_file_only_touched_in_the_unpacked_cache_still_installs(
     assert done.returncode == 0, done.stderr
 
 
+def test_markers_renewed_after_an_install_match_the_next_walk_and_an_added_file_is_refused(
+    py39_env: Installed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envcheck.provision import install as install_module
+    from envcheck.provision import unpacked
+    from envcheck.provision.plan import read_plan
+
+    cache = tmp_path / "cache"
+    shutil.copytree(py39_env.cache / "archives", cache / "archives")
+    plan = read_plan(py39_env.world.lock, "linux-64")
+    install_module.install(plan, tmp_path / "a", cache)
+    install_module.install(plan, tmp_path / "b", cache)  # hard links made: markers renewed
+    for mark in (cache / "verified").glob("*.digest"):
+        key, dig, _ = mark.read_text().split()
+        folder = cache / "pkgs" / mark.name.removesuffix(".digest")
+        assert unpacked.digest(key, unpacked.walk(folder)) == dig, folder.name
+    compared: list[str] = []
+    real = unpacked._compare
+    monkeypatch.setattr(
+        unpacked, "_compare", lambda a, *rest: (compared.append(a.name), real(a, *rest))[1]
+    )
+    install_module.install(plan, tmp_path / "c", cache)
+    assert compared == []  # every folder passed on its stat marker: nothing re-hashed
+    (folder,) = [p for p in (cache / "pkgs").glob("dask-2024.8.0-*") if p.is_dir()]
+    (folder / "site-packages" / "dask" / "planted.py").write_text("import os\n")
+    with pytest.raises(unpacked.Tampered, match="planted.py was added to the unpacked cache"):
+        install_module.install(plan, tmp_path / "d", cache)
+    assert not (tmp_path / "d").exists() and _beside(tmp_path / "d") == []
+
+
+def test_an_install_whose_cache_was_swapped_away_with_the_old_prefix_still_succeeds(
+    py39_env: Installed, tmp_path: Path
+) -> None:
+    both = tmp_path / "both"  # --prefix and --cache-dir the same new directory
+    done = envcheck("install", py39_env.world.lock, "--prefix", both, "--cache-dir", both)
+    assert done.returncode == 0, done.stderr
+    assert _stamp(both)["lock_sha256"] and not (both / "verified").exists()
+
+
+def test_a_record_with_other_links_is_replaced_not_written_through(tmp_path: Path) -> None:
+    from envcheck.provision._link_child import _rewrite
+
+    record = tmp_path / "pkg-1-0.json"
+    record.write_text('{\n  "name": "pkg",\n  "url": "file:///cache/pkg-1-0.conda"\n}\n')
+    other = tmp_path / "other.json"
+    os.link(record, other)
+    _rewrite(record, '"file:///cache/pkg-1-0.conda"', "https://example.org/pkg-1-0.conda")
+    assert json.loads(record.read_text())["url"] == "https://example.org/pkg-1-0.conda"
+    assert json.loads(other.read_text())["url"] == "file:///cache/pkg-1-0.conda"
+    alone = tmp_path / "alone.json"
+    alone.write_text('{"url": "file:///x.conda", "name": "alone"}')
+    _rewrite(alone, '"file:///y.conda"', "https://example.org/x.conda")  # not found: parsed
+    assert json.loads(alone.read_text()) == {"name": "alone", "url": "https://example.org/x.conda"}
+
+
 # --- downloads --------------------------------------------------------------------------------
 
 

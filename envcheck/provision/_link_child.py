@@ -4,11 +4,12 @@ Runs apart from envcheck (linker.Linker) because py-rattler's linker can abort t
 process (a Rust panic on hostile package metadata ends in SIGABRT): whatever happens here,
 envcheck is still there to remove what this process wrote. Usually forked, with the plan
 (py-rattler's records) in hand and nothing new to import; else started as
-``python -m envcheck.provision._link_child LOCK PLATFORM SHA256``, reading the lock again. It
-never returns into envcheck's code: it leaves through ``os._exit``.
+``python -m envcheck.provision._link_child LOCK PLATFORM SHA256 [CACHE]``, reading the lock
+again. It never returns into envcheck's code: it leaves through ``os._exit``. Before its first
+job it gets py-rattler ready (``_warm``) while envcheck fetches and checks.
 
-Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package done, then
-the job's JSON outcome line:
+Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package unpacked,
+"+N" per package linked (N its index in the plan's records), then the job's JSON outcome line:
 
     {"op": "extract", "items": [[archive, dest, sha256 or md5], ...]}
     {"op": "link", "staging": ..., "final": ..., "pkgs": ..., "archives": {url: path}}
@@ -40,13 +41,18 @@ class _Out:
 
 
 class _Reporter:
-    """py-rattler's installer callbacks: one tick per package linked, every other a no-op."""
+    """py-rattler's installer callbacks: "+N" per package linked (N its index in the plan's
+    records, -1 when the name is not known), every other callback a no-op."""
 
-    def __init__(self, out: _Out) -> None:
+    def __init__(self, out: _Out, records: Any = ()) -> None:
         self.out = out
+        self.index = {r.name.normalized: i for i, r in enumerate(records)}
+
+    def on_link_start(self, operation: int, package_name: str) -> int:
+        return self.index.get(package_name, -1)
 
     def on_link_complete(self, index: int) -> None:
-        self.out.line("+")
+        self.out.line(f"+{index}")
 
     def __getattr__(self, name: str):  # noqa: ANN204
         if name.startswith("on_"):
@@ -68,15 +74,48 @@ def _extract(job: dict[str, Any], out: _Out) -> None:
         out.line("+")
 
 
-def _link(plan: Any, job: dict[str, Any], out: _Out) -> None:
+def _records(plan: Any, archives: dict[str, str]) -> list:
+    """The plan's records, each naming its checked archive (a file URI) as its URL."""
+    import rattler
+
+    return [
+        rattler.RepoDataRecord(r, r.file_name, Path(archives[r.url]).as_uri(), r.channel)
+        for r in plan.records
+    ]
+
+
+def _warm(plan: Any, cache: str | None) -> dict[str, Any]:
+    """What the link needs that does not depend on the checks, made while envcheck runs them:
+    py-rattler's async runtime started (an index of the package cache: it writes nothing), an
+    HTTP client (the link reads only the cache: nothing is downloaded), and the records for
+    the archives the cache would hold. Best effort: the link makes whatever is missing."""
+    warm: dict[str, Any] = {}
+    try:
+        import rattler
+        from rattler import PackageCache, ValidationMode
+
+        from envcheck.provision.fetch import cache_path
+
+        warm["client"] = rattler.Client()
+        if cache is not None:
+            archives = {a.url: str(cache_path(Path(cache), a)) for a in plan.conda}
+            warm["records"] = (archives, _records(plan, archives))
+            layered = PackageCache.new_layered([f"{cache}/pkgs"], False, ValidationMode.skip())
+            asyncio.run(layered.index())
+    except Exception:  # noqa: BLE001, S110 - a warm-up only
+        pass
+    return warm
+
+
+def _link(plan: Any, job: dict[str, Any], out: _Out, warm: dict[str, Any]) -> None:
     import rattler
     from rattler import PackageCache, ValidationMode
 
     archives = job["archives"]
-    records = [
-        rattler.RepoDataRecord(r, r.file_name, Path(archives[r.url]).as_uri(), r.channel)
-        for r in plan.records
-    ]
+    made, records = warm.get("records", ({}, []))
+    if made != archives:
+        records = _records(plan, archives)
+    client = {"client": warm["client"]} if "client" in warm else {}
     asyncio.run(
         rattler.install(
             records,
@@ -86,8 +125,9 @@ def _link(plan: Any, job: dict[str, Any], out: _Out) -> None:
             platform=rattler.Platform(plan.platform),
             execute_link_scripts=False,
             show_progress=False,
-            reporter=_Reporter(out),
+            reporter=_Reporter(out, plan.records),
             alternative_target_prefix=job["final"],
+            **client,
         )
     )
     _restore_urls(Path(job["staging"]), plan.records, archives)
@@ -102,29 +142,48 @@ def _restore_urls(prefix: Path, records: Any, archives: dict[str, str]) -> None:
     meta = prefix / "conda-meta"
     for r in records:
         stem = r.file_name.removesuffix(".conda").removesuffix(".tar.bz2")
-        path = meta / f"{stem}.json"
-        text = path.read_text()
         source = archives.get(r.url)
         wrote = json.dumps(Path(source).as_uri()) if source else ""
+        _rewrite(meta / f"{stem}.json", wrote, r.url)
+
+
+def _rewrite(path: Path, wrote: str, url: str) -> None:
+    """Put ``url`` in the record at ``path`` in place of the value ``wrote``, in place.
+
+    The record is in the staging tree, which nobody sees before the swap (a write cut short
+    fails the install and the tree is removed): no temporary file and rename, which on ext4
+    flushes the file's data (auto_da_alloc) and cost 0.7 ms a record. A record with other
+    links (rattler made every one new) is replaced, not written through."""
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    with os.fdopen(fd, "r+b") as f:
+        data = f.read()
+        text = data.decode()
         hits = [f'"url": {wrote}', f'"url":{wrote}'] if wrote else []
         hit = next((h for h in hits if text.count(h) == 1), "")
         if hit:
-            text = text.replace(hit, f'"url": {json.dumps(r.url)}', 1)
+            text = text.replace(hit, f'"url": {json.dumps(url)}', 1)
         else:
-            data = json.loads(text)
-            data["url"] = r.url
-            text = json.dumps(data, indent=2, sort_keys=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+            record = json.loads(text)
+            record["url"] = url
+            text = json.dumps(record, indent=2, sort_keys=True)
+        new = text.encode()
+        if os.fstat(fd).st_nlink == 1:
+            f.seek(0)
+            f.write(new)
+            f.truncate()
+            return
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_bytes(new)
+    os.replace(tmp, path)
 
 
 def main() -> None:
-    """``python -m envcheck.provision._link_child LOCK PLATFORM SHA256``: the started (not
+    """``python -m envcheck.provision._link_child LOCK PLATFORM SHA256 [CACHE]``: the started (not
     forked) child; jobs on stdin, answers on stdout, stderr as given."""
     from envcheck.provision.plan import read_plan
 
     lock, platform, sha256 = sys.argv[1:4]
+    cache = sys.argv[4] if len(sys.argv) > 4 else None
     parent = int(os.environ.get("ENVCHECK_LINK_PARENT", "0"))
     try:
         plan = read_plan(Path(lock), platform)
@@ -136,7 +195,7 @@ def main() -> None:
         sys.stdout.write(json.dumps({"ok": False, "error": f"{lock} changed meanwhile"}) + "\n")
         sys.stdout.flush()
         os._exit(0)
-    serve(plan, 0, 1, 2, parent)
+    serve(plan, 0, 1, 2, parent, cache)
 
 
 def _detach(parent: int, stderr_fd: int) -> None:
@@ -153,11 +212,15 @@ def _detach(parent: int, stderr_fd: int) -> None:
         os.dup2(stderr_fd, 2)
 
 
-def serve(plan: Any, jobs_fd: int, out_fd: int, stderr_fd: int, parent: int) -> None:
-    """The child's whole life: jobs until EOF, then ``os._exit``."""
+def serve(
+    plan: Any, jobs_fd: int, out_fd: int, stderr_fd: int, parent: int, cache: str | None = None
+) -> None:
+    """The child's whole life: jobs until EOF, then ``os._exit``. ``cache``: the install's
+    cache directory, for the warm-up (``_warm``) done before the first job is read."""
     try:
         _detach(parent, stderr_fd)
         out = _Out(out_fd)
+        warm = _warm(plan, cache)
         with os.fdopen(jobs_fd, "rb", buffering=0) as jobs:
             for raw in iter(jobs.readline, b""):
                 job = json.loads(raw)
@@ -165,7 +228,7 @@ def serve(plan: Any, jobs_fd: int, out_fd: int, stderr_fd: int, parent: int) -> 
                     if job["op"] == "extract":
                         _extract(job, out)
                     else:
-                        _link(plan, job, out)
+                        _link(plan, job, out, warm)
                     outcome: dict[str, Any] = {"ok": True}
                 except BaseException as e:  # noqa: BLE001 - everything is reported
                     text = str(e).strip() or type(e).__name__

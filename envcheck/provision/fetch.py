@@ -20,6 +20,7 @@ import hashlib
 import os
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 import time
@@ -240,6 +241,19 @@ def _mark(final: Path, sha: str, md5: str) -> None:
         pass  # no marker: the next install hashes the file again
 
 
+def _known(artifact: LockedPackage, cache: Path, progress: Callable[[int], None]) -> Fetched | None:
+    """The cached file when its marker still matches its stat data (no hashing, no thread)."""
+    final = cache_path(cache, artifact)
+    try:
+        st = final.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or not _still_verified(final, artifact):
+        return None
+    progress(st.st_size)
+    return Fetched(artifact, final, st.st_size, cached=True)
+
+
 def fetch_one(
     artifact: LockedPackage,
     cache: Path,
@@ -250,10 +264,10 @@ def fetch_one(
     """The checked file for ``artifact`` in ``cache``: hashed again if there, else fetched."""
     final = cache_path(cache, artifact)
     if final.is_file():
+        known = _known(artifact, cache, progress)
+        if known is not None:
+            return known
         size = final.stat().st_size
-        if _still_verified(final, artifact):
-            progress(size)
-            return Fetched(artifact, final, size, cached=True)
         sha, md5 = _hashes(final)
         try:
             check(artifact, sha, md5)
@@ -294,8 +308,22 @@ def fetch_all(
 
     Workers are daemon threads: an interrupt returns at once, whatever they are blocked in.
     """
-    if not artifacts:
-        return []
+    known = [_known(a, cache, progress) for a in artifacts]
+    missing = [a for a, k in zip(artifacts, known) if k is None]
+    if not missing:  # all cached and unchanged: no threads to start
+        return [k for k in known if k is not None]
+    fetched = iter(_fetch_threads(missing, cache, progress, workers, deadline))
+    merged = [k if k is not None else next(fetched, None) for k in known]
+    return [f for f in merged if f is not None]
+
+
+def _fetch_threads(
+    artifacts: Sequence[LockedPackage],
+    cache: Path,
+    progress: Callable[[int], None],
+    workers: int,
+    deadline: float,
+) -> list[Fetched]:
     stop, finished = threading.Event(), threading.Event()
     results: list[Fetched | BaseException | None] = [None] * len(artifacts)
     watches: list[_Watch] = []

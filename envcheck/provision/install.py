@@ -155,7 +155,7 @@ def install(
             cache.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise BadInput(f"cannot use cache {cache}: {e.strerror}") from None
-        with linker.Linker(plan) as child:  # forked now, while envcheck has no threads
+        with linker.Linker(plan, cache) as child:  # forked now, while envcheck has no threads
             try:
                 fetched = fetch_all(
                     [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout
@@ -211,10 +211,18 @@ def _build(
         "pkgs": str(cache / "pkgs"),
         "archives": {f.artifact.url: str(f.path) for f in conda},
     }
-    tick = (lambda: reporter.on_link_complete(0)) if reporter is not None else (lambda: None)
+    renewal = unpacked.Renewal(ready)
+
+    def tick(index: int) -> None:
+        if 0 <= index < len(plan.records):
+            renewal.linked(plan.records[index].url)
+        if reporter is not None:
+            reporter.on_link_complete(0)
+
     try:
         with _errors(prefix):
             child.run(job, f"linking into {prefix}", tick)
+            child.finish()  # the last job: it exits while the install goes on
             pip_part.install(
                 plan, [f for f in fetched if f.artifact.manager == "pip"], stage, prefix
             )
@@ -227,7 +235,7 @@ def _build(
         raise
     if old is not None:
         staging.remove_tree(old)
-    unpacked.renew(ready)
+    renewal.write()
 
 
 @contextmanager

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -43,10 +44,12 @@ def _signal_name(code: int) -> str:
 
 
 class Linker:
-    """One linker child, forked with ``plan`` in hand; ``run`` sends it a job and waits."""
+    """One linker child, forked with ``plan`` in hand; ``run`` sends it a job and waits.
+    ``cache``: the install's cache directory, which the child gets ready to link from."""
 
-    def __init__(self, plan: Any) -> None:
+    def __init__(self, plan: Any, cache: Path | None = None) -> None:
         self.plan = plan
+        self.cache = None if cache is None else str(cache)
 
     def __enter__(self) -> Linker:
         self.err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
@@ -73,7 +76,7 @@ class Linker:
         if pid == 0:
             os.close(self.jobs_w)
             os.close(self.out_r)
-            _link_child.serve(self.plan, jobs_r, out_w, self.err.fileno(), parent)
+            _link_child.serve(self.plan, jobs_r, out_w, self.err.fileno(), parent, self.cache)
         return pid
 
     def _spawn(self, jobs_r: int, out_w: int) -> int:
@@ -81,6 +84,7 @@ class Linker:
         other threads (a progress bar, py-rattler's async runtime) cannot be forked safely."""
         plan = self.plan
         args = [str(plan.lock.absolute()), plan.platform, plan.lock_sha256]
+        args += [] if self.cache is None else [self.cache]
         proc = subprocess.Popen(
             [sys.executable, "-m", "envcheck.provision._link_child", *args],
             stdin=jobs_r,
@@ -99,26 +103,46 @@ class Linker:
                 self.code = os.waitstatus_to_exitcode(status)
         return self.code
 
+    def _wait_exit(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for the child to leave (a pidfd wakes this process the
+        moment it does; polled where the kernel has none); reaped if it did."""
+        if self._reap(False) is not None:
+            return
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            deadline = time.monotonic() + timeout
+            while self._reap(False) is None and time.monotonic() < deadline:
+                time.sleep(0.002)
+            return
+        try:
+            select.select([pidfd], [], [], timeout)
+        finally:
+            os.close(pidfd)
+        self._reap(False)
+
     def __exit__(
         self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            if kind is None and not self.jobs_w_closed:
-                os.close(self.jobs_w)  # EOF: a child between jobs leaves at once
-                self.jobs_w_closed = True
-                deadline = time.monotonic() + 5
-                while self._reap(False) is None and time.monotonic() < deadline:
-                    time.sleep(0.002)
+            if kind is None:
+                self.finish()
+                self._wait_exit(5.0)
         finally:
             self.stop()
             os.close(self.out_r)
             self.err.close()
 
-    def stop(self) -> None:
-        """Kill the child now and wait for it: nothing it does outlives this call."""
+    def finish(self) -> None:
+        """No more jobs: the child, between jobs, leaves at once (EOF), while this process
+        goes on; the block's end reaps it."""
         if not self.jobs_w_closed:
             os.close(self.jobs_w)
             self.jobs_w_closed = True
+
+    def stop(self) -> None:
+        """Kill the child now and wait for it: nothing it does outlives this call."""
+        self.finish()
         if self._reap(False) is None:
             with contextlib.suppress(OSError):
                 os.killpg(self.pid, signal.SIGKILL)  # its session: the child and its own
@@ -127,11 +151,12 @@ class Linker:
             self._reap(True)
 
     def run(
-        self, job: dict[str, Any], what: str, on_tick: Callable[[], None] = lambda: None
+        self, job: dict[str, Any], what: str, on_tick: Callable[[int], None] = lambda i: None
     ) -> None:
         """One job; EnvcheckError (DiskFull for ENOSPC) when it fails or the child dies.
 
-        ``what`` names the work in messages ("linking into /opt/env").
+        ``what`` names the work in messages ("linking into /opt/env"); ``on_tick`` is called
+        per package done, with its index in the plan's records when linking (else -1).
         """
         outcome = self._talk(job, on_tick)
         if outcome.get("ok"):
@@ -149,7 +174,7 @@ class Linker:
         hint = f": {last[0][:300]}" if last else ""
         raise EnvcheckError(f"{what} failed: the linker process died ({how}){hint}", detail=tail)
 
-    def _talk(self, job: dict[str, Any], on_tick: Callable[[], None]) -> dict:
+    def _talk(self, job: dict[str, Any], on_tick: Callable[[int], None]) -> dict:
         try:
             data = (json.dumps(job) + "\n").encode()
             while data:
@@ -159,8 +184,8 @@ class Linker:
         while True:
             while b"\n" in self._buf:
                 line, _, self._buf = self._buf.partition(b"\n")
-                if line == b"+":
-                    on_tick()
+                if line[:1] == b"+":
+                    on_tick(int(line[1:] or -1))
                 elif line:
                     return json.loads(line)
             select.select([self.out_r], [], [])  # a signal's exception leaves from here

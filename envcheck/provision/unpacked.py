@@ -11,11 +11,14 @@ Every later install walks the folder and compares the digest (stat calls only). 
 sends the folder through the full check: every file hashed against the record; a file that
 differs, is missing or was added is refused (BadInput naming the package and the file); a
 difference only in stat data (hard links made into an env change a file's ctime) is accepted
-and the digest renewed. After linking, the digest is renewed when only ctimes changed.
+and the digest renewed. After linking, the digest is renewed when only ctimes changed
+(Renewal: each package's regular files are stat'ed again as soon as it is linked; whatever
+else changed meanwhile makes the next walk differ from the renewed digest).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -54,31 +57,39 @@ def _marks(folder: Path) -> tuple[Path, Path]:
     return base.with_name(f"{folder.name}.json"), base.with_name(f"{folder.name}.digest")
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
 def walk(folder: Path) -> Walk:
-    """Every entry under ``folder`` with its stat data, sorted (no symlink followed)."""
+    """Every entry under ``folder`` with its stat data, sorted (no symlink followed below it).
+
+    Each directory is read through a descriptor and its entries stat'ed relative to it
+    (``fstatat``): the kernel resolves one name per entry, not the whole path."""
     out: Walk = []
-    stack = [("", str(folder))]
-    while stack:
-        rel_dir, path = stack.pop()
-        with os.scandir(path) as it:
-            for e in it:
-                st = e.stat(follow_symlinks=False)
-                rel = f"{rel_dir}{e.name}"
-                out.append(
-                    (
-                        rel,
-                        st.st_dev,
-                        st.st_ino,
-                        st.st_size,
-                        st.st_mtime_ns,
-                        st.st_ctime_ns,
-                        st.st_mode,
-                    )
-                )
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append((f"{rel}/", e.path))
+    stack = [("", os.open(folder, _DIR_FLAGS))]
+    try:
+        while stack:
+            rel_dir, fd = stack.pop()
+            try:
+                with os.scandir(fd) as it:
+                    for e in it:
+                        st = e.stat(follow_symlinks=False)
+                        rel = f"{rel_dir}{e.name}"
+                        out.append(_entry(rel, st))
+                        if stat.S_ISDIR(st.st_mode):
+                            sub = os.open(e.name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                            stack.append((f"{rel}/", sub))
+            finally:
+                os.close(fd)
+    finally:
+        for _, fd in stack:
+            os.close(fd)
     out.sort()
     return out
+
+
+def _entry(rel: str, st: os.stat_result) -> tuple[str, int, int, int, int, int, int]:
+    return (rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
 
 
 def digest(sha256: str, entries: Walk) -> str:
@@ -223,16 +234,85 @@ def forget(folder: Path) -> None:
     Path(f"{folder}.lock").unlink(missing_ok=True)
 
 
+def _restat(folder: Path, entries: Walk) -> Walk | None:
+    """``entries`` with the files' stat data read again (None when one is gone or changed in
+    more than ctime). Only regular files are looked at: linking hard-links them (their ctime
+    changes) and leaves directories and symlinks of the cache as they were. Whatever else
+    changed since ``entries`` were read (an entry added, a directory touched) is not in the
+    new digest, so the next install's full walk differs from it and checks every file."""
+    base = f"{folder}{os.sep}"
+    out: Walk = []
+    for e in entries:
+        if stat.S_ISREG(e[6]):
+            try:
+                st = os.lstat(base + e[0])
+            except OSError:
+                return None
+            now = _entry(e[0], st)
+            if now[:5] != e[:5] or now[6] != e[6]:
+                return None
+            e = now
+        out.append(e)
+    return out
+
+
+def _overwrite(path: Path, text: str) -> None:
+    """Write a digest marker in place: a rename over the old one makes ext4 flush it
+    (auto_da_alloc, 0.1 ms a marker). A marker cut short or mixed with the old one matches no
+    walk: that folder is checked in full next time, never trusted by mistake."""
+    data = text.encode()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
+
+
+class Renewal:
+    """The digests to renew after a complete install. Each folder's files are looked at again
+    and its new digest made as soon as its package is linked (``linked``, while the linker
+    child goes on with the others); the markers are written by ``write``, once the install
+    is complete."""
+
+    def __init__(self, done: Sequence[Unpacked]) -> None:
+        self.done = list(done)
+        self.by_url = {u.artifact.url: i for i, u in enumerate(self.done)}
+        self.marks: dict[int, str | None] = {}
+
+    def linked(self, url: str) -> None:
+        i = self.by_url.get(url)
+        if i is not None and i not in self.marks:
+            self.marks[i] = self._mark(self.done[i])
+
+    @staticmethod
+    def _mark(u: Unpacked) -> str | None:
+        """The renewed marker's text when only the files' ctimes changed, else None."""
+        entries = _restat(u.folder, u.walk)
+        if entries is None:
+            return None
+        key = _key(u.artifact)
+        return f"{key} {digest(key, entries)} {VALIDATED}\n"
+
+    def write(self) -> None:
+        """Renew each digest whose folder's files changed in ctime only (the hard links
+        made), marked validated (its metadata passed before it was linked)."""
+        for i, u in enumerate(self.done):
+            text = self.marks[i] if i in self.marks else self._mark(u)
+            if text is not None:
+                _renew_mark(_marks(u.folder)[1], text)
+
+
+def _renew_mark(path: Path, text: str) -> None:
+    """The env is in place: a marker that cannot be written (the cache gone) is left as it
+    was, and the next install checks that folder in full."""
+    try:
+        _overwrite(path, text)
+    except OSError:  # not a plain file any more (replaced), or the cache is gone
+        with contextlib.suppress(OSError):
+            _write(path, text)
+
+
 def renew(done: Sequence[Unpacked]) -> None:
-    """After a complete install: renew each digest whose folder changed in ctime (and nlink)
-    only, marked validated (its metadata passed before it was linked)."""
-    for u in done:
-        try:
-            entries = walk(u.folder)
-        except OSError:
-            continue
-        if len(entries) != len(u.walk):
-            continue
-        if all(a[:5] == b[:5] and a[6] == b[6] for a, b in zip(entries, u.walk)):
-            key = _key(u.artifact)
-            _write(_marks(u.folder)[1], f"{key} {digest(key, entries)} {VALIDATED}\n")
+    """After a complete install: every digest renewed at once (Renewal.write)."""
+    Renewal(done).write()
