@@ -18,31 +18,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.pairs import BARE_CLIENT, alternate  # noqa: E402
 from tests.subprocess_cluster import start_cluster  # noqa: E402
-
-BARE = (
-    "import sys\n"
-    "from distributed import Client\n"
-    "c = Client(sys.argv[1]); c.get_versions(check=True); c.close()\n"
-)
-
-
-def _wall(cmd: list[str]) -> float:
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd="/")
-    took = time.perf_counter() - t
-    if proc.returncode not in (0, 1):  # 1: a warning (no GPU on this machine) is a verdict
-        raise SystemExit(f"{cmd[:4]} exited {proc.returncode}: {proc.stderr[-2000:]}")
-    return took
 
 
 def _load() -> str:
@@ -72,15 +56,9 @@ def main() -> None:
                 cluster.add_worker(n, python=args.python)
             cluster.wait_for_workers(names)
             verify = [envcheck, "verify", "cluster", cluster.address, "--smoke", "none", "--quiet"]
-            bare = [args.python, "-c", BARE, cluster.address]
-            _wall(verify), _wall(bare)  # the collector compiles on each worker; page cache
+            bare = [args.python, "-c", BARE_CLIENT, cluster.address]
             before = _load()
-            env, dist, ratios = [], [], []
-            for _ in range(args.repeat):
-                a, b = _wall(verify), _wall(bare)
-                env.append(a)
-                dist.append(b)
-                ratios.append(a / b)
+            env, dist, ratios = alternate(verify, bare, args.repeat)
             after = _load()
         finally:
             cluster.stop()

@@ -25,12 +25,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.pairs import BARE_CLIENT, alternate  # noqa: E402
 from tests.old_envs import OLD_ENVS, build_env  # noqa: E402
 from tests.subprocess_cluster import start_cluster  # noqa: E402
 
@@ -54,22 +54,6 @@ client.close()
 print(json.dumps({"envcheck": env, "get_versions": dist}))
 """
 
-BARE = (
-    "import sys, warnings; warnings.simplefilter('ignore')\n"
-    "from distributed import Client\n"
-    "c = Client(sys.argv[1]); c.get_versions(check=True); c.close()\n"
-)
-
-
-def timed(cmd: list[str]) -> float:
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd="/")
-    took = time.perf_counter() - t
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{cmd[:3]} exited {proc.returncode}: {proc.stderr[-2000:]}")
-    return took
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
@@ -92,12 +76,8 @@ def main() -> None:
                 "none",
                 "--quiet",
             ]
-            bare_cmd = [env.python, "-c", BARE, cluster.address]
-            timed(verify_cmd), timed(bare_cmd)  # warm the page cache, compile .pyc
-            proc_env, proc_bare = [], []
-            for _ in range(args.repeat):
-                proc_env.append(timed(verify_cmd))
-                proc_bare.append(timed(bare_cmd))
+            bare_cmd = [env.python, "-c", BARE_CLIENT, cluster.address]
+            proc_env, proc_bare, _ = alternate(verify_cmd, bare_cmd, args.repeat)
             out = subprocess.run(
                 [env.python, "-c", WARM, cluster.address, str(args.repeat)],
                 capture_output=True,

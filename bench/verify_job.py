@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.pairs import alternate  # noqa: E402
 
 BARE = """
 import datetime, torch, torch.distributed as dist
@@ -36,16 +38,6 @@ def _torchrun(ranks: int, port: int, *target: str) -> list[str]:
             "--master-port", str(port), *target]  # fmt: skip
 
 
-def _wall(cmd: list[str]) -> float:
-    t = time.perf_counter()
-    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                          timeout=300, env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
-    if done.returncode not in (0, 1):  # 1: the preflight's warnings (e.g. no GPU) still count
-        raise SystemExit(f"{' '.join(cmd[:6])}... exited {done.returncode}: "
-                         f"{done.stderr.strip()[-400:]}")  # fmt: skip
-    return time.perf_counter() - t
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=4)
@@ -57,13 +49,7 @@ def main() -> None:
         port = 29600 + os.getpid() % 1000
         job = _torchrun(args.ranks, port, "-m", "envcheck", "verify", "job", "--timeout", "60")
         base = _torchrun(args.ranks, port + 1, str(bare))
-        _wall(base), _wall(job)  # warm the page cache and the compiled-arch cache
-        tj, tb, ratios = [], [], []
-        for _ in range(args.runs):
-            a, b = _wall(job), _wall(base)
-            tj.append(a)
-            tb.append(b)
-            ratios.append(a / b)
+        tj, tb, ratios = alternate(job, base, args.runs, cwd=None)  # warms the arch cache
     load = os.getloadavg()[0]
     print(f"verify job, {args.ranks} CPU ranks under torchrun: {statistics.median(tj):.2f} s; "
           f"bare init_process_group + all_reduce: {statistics.median(tb):.2f} s; "

@@ -1,0 +1,40 @@
+"""Whole processes timed in alternating pairs: what the start-up benchmarks share."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+# A bare Dask client as a whole process: import, connect, one versions round, close.
+BARE_CLIENT = (
+    "import sys, warnings; warnings.simplefilter('ignore')\n"
+    "from distributed import Client\n"
+    "c = Client(sys.argv[1]); c.get_versions(check=True); c.close()\n"
+)
+
+
+def wall(cmd: list[str], cwd: str | None = "/", timeout: float = 300) -> float:
+    """Seconds one process took; exit 0 or 1 (1: envcheck's warnings, e.g. no GPU here, are a
+    verdict) or the benchmark stops with the command's stderr."""
+    t = time.perf_counter()
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          timeout=timeout, cwd=cwd, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    took = time.perf_counter() - t
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd[:6])}... exited {done.returncode}: "
+                         f"{done.stderr.strip()[-2000:]}")  # fmt: skip
+    return took
+
+
+def alternate(first: list[str], second: list[str], n: int, cwd: str | None = "/"
+              ) -> tuple[list[float], list[float], list[float]]:
+    """Both commands once to warm the page cache (and whatever they compile), then n pairs in
+    turn: (first's times, second's times, the paired ratios first / second)."""
+    wall(first, cwd), wall(second, cwd)
+    a_times: list[float] = []
+    b_times: list[float] = []
+    for _ in range(n):
+        a_times.append(wall(first, cwd))
+        b_times.append(wall(second, cwd))
+    return a_times, b_times, [a / b for a, b in zip(a_times, b_times, strict=True)]
