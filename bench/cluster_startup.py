@@ -19,14 +19,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.pairs import BARE_CLIENT, alternate  # noqa: E402
-from tests.subprocess_cluster import start_cluster  # noqa: E402
+from bench.pairs import BARE_CLIENT, alternate, dask_cluster  # noqa: E402
 
 
 def _load() -> str:
@@ -48,20 +46,12 @@ def main() -> None:
     ap.add_argument("--python", default=sys.executable)
     args = ap.parse_args()
     envcheck = str(Path(args.python).with_name("envcheck"))
-    with tempfile.TemporaryDirectory() as tmp:
-        cluster = start_cluster(Path(tmp) / "c", python=args.python)
-        try:
-            names = [f"w{i}" for i in range(args.workers)]
-            for n in names:
-                cluster.add_worker(n, python=args.python)
-            cluster.wait_for_workers(names)
-            verify = [envcheck, "verify", "cluster", cluster.address, "--smoke", "none", "--quiet"]
-            bare = [args.python, "-c", BARE_CLIENT, cluster.address]
-            before = _load()
-            env, dist, ratios = alternate(verify, bare, args.repeat)
-            after = _load()
-        finally:
-            cluster.stop()
+    with dask_cluster(args.python, args.workers) as address:
+        verify = [envcheck, "verify", "cluster", address, "--smoke", "none", "--quiet"]
+        bare = [args.python, "-c", BARE_CLIENT, address]
+        before = _load()
+        env, dist, ratios = alternate(verify, bare, args.repeat)
+        after = _load()
     q1, q3 = _quartiles(ratios)
     print(f"{args.python}, {args.workers} workers, {args.repeat} alternating pairs, "
           f"load average {before} -> {after}")  # fmt: skip

@@ -24,29 +24,26 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.pairs import BARE_CLIENT, alternate  # noqa: E402
+from bench.pairs import BARE_CLIENT, alternate, dask_cluster  # noqa: E402
 from tests.old_envs import OLD_ENVS, build_env  # noqa: E402
-from tests.subprocess_cluster import start_cluster  # noqa: E402
 
 WARM = r"""
 import json, statistics, sys, time, warnings
 warnings.simplefilter("ignore")
 from distributed import Client
-from envcheck.verify.cluster.command import verify
-from envcheck.verify.expectations import Expectations
+from envcheck import verify_cluster
 address, repeat = sys.argv[1], int(sys.argv[2])
 client = Client(address, set_as_default=True)
-verify(client, Expectations(), smoke=set())  # cold: the collector compiles on each worker
+verify_cluster(client, smoke="none")  # cold: the collector compiles on each worker
 client.get_versions(check=True)
 env, dist = [], []
 for _ in range(repeat):
-    t = time.perf_counter(); verify(client, Expectations(), smoke=set())
+    t = time.perf_counter(); verify_cluster(client, smoke="none")
     env.append(time.perf_counter() - t)
     t = time.perf_counter(); client.get_versions(check=True)
     dist.append(time.perf_counter() - t)
@@ -60,34 +57,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     env = build_env(OLD_ENVS[0])
-    with tempfile.TemporaryDirectory() as tmp:
-        cluster = start_cluster(Path(tmp) / "c", python=env.python)
-        try:
-            names = [f"w{i}" for i in range(args.workers)]
-            for n in names:
-                cluster.add_worker(n, python=env.python)
-            cluster.wait_for_workers(names)
-            verify_cmd = [
-                env.envcheck,
-                "verify",
-                "cluster",
-                cluster.address,
-                "--smoke",
-                "none",
-                "--quiet",
-            ]
-            bare_cmd = [env.python, "-c", BARE_CLIENT, cluster.address]
-            proc_env, proc_bare, _ = alternate(verify_cmd, bare_cmd, args.repeat)
-            out = subprocess.run(
-                [env.python, "-c", WARM, cluster.address, str(args.repeat)],
-                capture_output=True,
-                text=True,
-                check=True,
-                cwd="/",
-            )
-            warm = json.loads(out.stdout.strip().splitlines()[-1])
-        finally:
-            cluster.stop()
+    with dask_cluster(env.python, args.workers) as address:
+        verify_cmd = [env.envcheck, "verify", "cluster", address, "--smoke", "none", "--quiet"]
+        bare_cmd = [env.python, "-c", BARE_CLIENT, address]
+        proc_env, proc_bare, _ = alternate(verify_cmd, bare_cmd, args.repeat)
+        out = subprocess.run([env.python, "-c", WARM, address, str(args.repeat)],
+                             capture_output=True, text=True, check=True, cwd="/")
+        warm = json.loads(out.stdout.strip().splitlines()[-1])
     py = subprocess.run(
         [env.python, "-c", "import platform; print(platform.python_version())"],
         capture_output=True,

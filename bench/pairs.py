@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 # A bare Dask client as a whole process: import, connect, one versions round, close.
 BARE_CLIENT = (
@@ -38,3 +42,20 @@ def alternate(first: list[str], second: list[str], n: int, cwd: str | None = "/"
         a_times.append(wall(first, cwd))
         b_times.append(wall(second, cwd))
     return a_times, b_times, [a / b for a, b in zip(a_times, b_times, strict=True)]
+
+
+@contextlib.contextmanager
+def dask_cluster(python: str, workers: int) -> Iterator[str]:
+    """A scheduler and `workers` worker processes run by `python`, for the block: its address."""
+    from tests.subprocess_cluster import start_cluster
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = start_cluster(Path(tmp) / "c", python=python)
+        try:
+            names = [f"w{i}" for i in range(workers)]
+            for n in names:
+                cluster.add_worker(n, python=python)
+            cluster.wait_for_workers(names)
+            yield cluster.address
+        finally:
+            cluster.stop()
