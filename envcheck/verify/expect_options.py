@@ -172,15 +172,6 @@ def expect_options_from_args(args: argparse.Namespace) -> ExpectOptions:
     )
 
 
-def _parse_skip(values: list[str]) -> tuple:
-    if not values:
-        return ()
-    from envcheck.verify.catalog import parse_skip
-
-    return parse_skip(values)
-
-
-
 def expectations_from_options(opts: ExpectOptions) -> Expectations:
     """The --expect file, then the flags over it, then a --lock adds what it implies (CUDA,
     glibc, key imports, libraries, UCX). Bad values are BadInput naming the flag or key."""
@@ -224,11 +215,19 @@ def expectations_from_options(opts: ExpectOptions) -> Expectations:
     )
 
 
+def _parse_skip(values: list[str]) -> tuple:
+    """catalog.parse_skip, the catalog imported only when --skip is given."""
+    if not values:
+        return ()
+    from envcheck.verify.catalog import parse_skip
+
+    return parse_skip(values)
+
+
 def _validate_skip(ids: tuple[str, ...]) -> frozenset:
+    """catalog.validate_skip, the catalog imported only when there are ids to check."""
     if not any(ids):
         return frozenset()
     from envcheck.verify.catalog import validate_skip
 
     return validate_skip(ids)
-
-

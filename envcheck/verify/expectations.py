@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from envcheck.lockfile.names import KEY_MODULES
 from envcheck.record import field_names, frozen, replace
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -132,7 +133,6 @@ def version_tuple(text: str) -> tuple[int, ...]:
 
 def implied_by_lock(locked: tuple[LockedPackage, ...]) -> dict:
     """CUDA, glibc, key modules, libraries and UCX that a lock's contents require."""
-    from envcheck.lockfile.names import KEY_MODULES  # only once a --lock is read
     by_name = {p.name: p for p in locked}
     cuda = ""
     if "cuda-version" in by_name:  # conda-forge pins the CUDA of a whole env with this

@@ -18,9 +18,9 @@ these classes and their instances: ``__dataclass_fields__`` and ``__dataclass_pa
 made by dataclasses itself, from the same annotations and defaults, the first time anything
 asks for them. No base classes, no field options beyond default_factory.
 
-Standard library only, Python 3.8+. The same file twice: envcheck/verify/facts/record.py in
-the facts package (shipped by source; it imports nothing from envcheck) and envcheck/record.py
-for the rest of envcheck; tests/test_facts_record.py keeps the two identical.
+Standard library only, Python 3.8+: this module lives in the facts package, which is shipped
+by source and imports nothing from envcheck; envcheck/record.py loads this same file for the
+rest of envcheck, without importing the facts package.
 """
 
 from __future__ import annotations
