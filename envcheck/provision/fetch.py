@@ -261,12 +261,10 @@ def fetch_one(
     stop: threading.Event | None = None,
     watch: _Watch | None = None,
 ) -> Fetched:
-    """The checked file for ``artifact`` in ``cache``: hashed again if there, else fetched."""
+    """The checked file for ``artifact`` in ``cache``: hashed again if there (fetch_all has
+    found its marker stale or missing), else fetched."""
     final = cache_path(cache, artifact)
     if final.is_file():
-        known = _known(artifact, cache, progress)
-        if known is not None:
-            return known
         size = final.stat().st_size
         sha, md5 = _hashes(final)
         try:

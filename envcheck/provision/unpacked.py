@@ -146,7 +146,7 @@ def _key(artifact: LockedPackage) -> str:
 
 
 # The digest marker's third word once an install validated the package's metadata and linked
-# it (renew); a marker written at unpacking has none. A change of validate.py's rules bumps it.
+# it (Renewal); a marker written at unpacking has none. A change of validate.py's rules bumps it.
 VALIDATED = f"validated-{VALIDATION_RULES}"
 
 
@@ -311,8 +311,3 @@ def _renew_mark(path: Path, text: str) -> None:
     except OSError:  # not a plain file any more (replaced), or the cache is gone
         with contextlib.suppress(OSError):
             _write(path, text)
-
-
-def renew(done: Sequence[Unpacked]) -> None:
-    """After a complete install: every digest renewed at once (Renewal.write)."""
-    Renewal(done).write()
