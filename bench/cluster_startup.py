@@ -24,19 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.pairs import BARE_CLIENT, alternate, dask_cluster  # noqa: E402
-
-
-def _load() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "n/a"
-
-
-def _quartiles(values: list[float]) -> tuple[float, float]:
-    q1, _, q3 = statistics.quantiles(values, n=4)
-    return q1, q3
+from bench.pairs import (  # noqa: E402
+    BARE_CLIENT,
+    alternate,
+    dask_cluster,
+    load_average,
+    quartiles,
+)
 
 
 def main() -> None:
@@ -49,15 +43,14 @@ def main() -> None:
     with dask_cluster(args.python, args.workers) as address:
         verify = [envcheck, "verify", "cluster", address, "--smoke", "none", "--quiet"]
         bare = [args.python, "-c", BARE_CLIENT, address]
-        before = _load()
+        before = load_average()
         env, dist, ratios = alternate(verify, bare, args.repeat)
-        after = _load()
-    q1, q3 = _quartiles(ratios)
+        after = load_average()
     print(f"{args.python}, {args.workers} workers, {args.repeat} alternating pairs, "
           f"load average {before} -> {after}")  # fmt: skip
     print(f"envcheck verify cluster --smoke none --quiet: {statistics.median(env) * 1e3:.0f} ms; "
           f"Client + get_versions(check=True): {statistics.median(dist) * 1e3:.0f} ms; "
-          f"ratio {statistics.median(ratios):.2f} (quartiles {q1:.2f}-{q3:.2f})")  # fmt: skip
+          f"ratio {statistics.median(ratios):.2f} (quartiles {quartiles(ratios)})")  # fmt: skip
 
 
 if __name__ == "__main__":

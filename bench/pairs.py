@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import statistics
 import subprocess
 import tempfile
 import time
@@ -59,3 +60,20 @@ def dask_cluster(python: str, workers: int) -> Iterator[str]:
             yield cluster.address
         finally:
             cluster.stop()
+
+
+def load_average() -> str:
+    """The machine's 1, 5 and 15 minute load averages, as /proc/loadavg gives them."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def quartiles(ratios: list[float]) -> str:
+    """The middle half of paired ratios ("q1-q3"; the range under four pairs): the spread
+    printed beside their median."""
+    if len(ratios) < 4:
+        return f"{min(ratios):.2f}-{max(ratios):.2f}"
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    return f"{q1:.2f}-{q3:.2f}"

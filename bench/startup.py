@@ -18,6 +18,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.pairs import load_average, quartiles  # noqa: E402
+
 ENVCHECK = str(Path(sys.executable).with_name("envcheck"))
 FORBIDDEN = ("envcheck.report", "rich", "xml", "importlib.metadata", "json")
 
@@ -39,21 +43,6 @@ def _paired(a: list[str], b: list[str], runs: int) -> tuple[float, float, list[f
     return statistics.median(ta), statistics.median(tb), ratios
 
 
-def _spread(ratios: list[float]) -> str:
-    """The middle half of the paired ratios (quartiles), the median being reported beside."""
-    if len(ratios) < 4:
-        return f"{min(ratios):.2f}-{max(ratios):.2f}"
-    q1, _, q3 = statistics.quantiles(ratios, n=4)
-    return f"{q1:.2f}-{q3:.2f}"
-
-
-def _load() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "n/a"
-
-
 def _extra_modules(argv: list[str]) -> list[str]:
     code = (
         "import sys; base = set(sys.modules); from envcheck.cli import main\n"
@@ -67,12 +56,12 @@ def _extra_modules(argv: list[str]) -> list[str]:
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     bare = [sys.executable, "-c", "pass"]
-    print(f"{sys.executable} (load average {_load()})")
+    print(f"{sys.executable} (load average {load_average()})")
     for argv in (["--version"], ["--help"], ["verify", "node", "--quiet"]):
         a, b, ratios = _paired([ENVCHECK, *argv], bare, runs)
         print(f"envcheck {' '.join(argv)}: {a * 1e3:.1f} ms, python -c pass: {b * 1e3:.1f} ms, "
               f"ratio {statistics.median(ratios):.2f} (median of {runs} pairs; quartiles "
-              f"{_spread(ratios)}; load {_load()})")  # fmt: skip
+              f"{quartiles(ratios)}; load {load_average()})")  # fmt: skip
         if argv[0] == "verify":
             continue  # a verb imports what it needs
         mods = _extra_modules(argv)

@@ -111,9 +111,6 @@ def test_defining_the_model_imports_neither_dataclasses_nor_typing() -> None:
 def test_envcheck_record_is_the_facts_source_without_the_facts_package() -> None:
     """envcheck.record loads facts/record.py by itself: the facts package is not imported,
     and its helpers work on the facts' records (made by the package's own load of the file)."""
-    import subprocess
-    import sys
-
     code = (
         "import sys, dataclasses\n"
         "import envcheck.record as r\n"
