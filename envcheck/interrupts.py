@@ -93,9 +93,15 @@ class _Resender:
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="envcheck-resend-signal",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name="envcheck-resend-signal", daemon=True
+            )
             self._thread.start()
+
+    def native_id(self) -> int | None:
+        """The thread's id as the kernel knows it (a task of /proc/self/task), None before
+        ``start``."""
+        return None if self._thread is None else self._thread.native_id
 
     def again(self, signum: int) -> None:
         self._signum = signum
@@ -118,6 +124,14 @@ _HOOK_CODE: list[Any] = [None]  # the installed hook's wrapper, for _inside_hook
 _in_hook = False
 _installed = False  # between install() and its restore: a commit holds the signals
 _delivered = False
+
+
+def fork_safe_threads() -> set[int]:
+    """Kernel ids of this module's threads, which a fork may leave behind: the resender
+    waits on an Event, sleeps or sends a signal, and holds no lock a forked child could
+    need (the child never comes back into this module)."""
+    tid = _RESENDER.native_id()
+    return set() if tid is None else {tid}
 
 
 def delivered() -> None:
@@ -181,8 +195,11 @@ def commit() -> None:
     """
     global _committed
     _committed = True
-    if _installed and threading.current_thread() is threading.main_thread() \
-            and hasattr(signal, "pthread_sigmask"):
+    if (
+        _installed
+        and threading.current_thread() is threading.main_thread()
+        and hasattr(signal, "pthread_sigmask")
+    ):
         # only inside a run: outside one (a library call, a test) nothing would unblock them,
         # and every process started from this one afterwards would inherit them blocked
         signal.pthread_sigmask(signal.SIG_BLOCK, set(_SIGNALS))

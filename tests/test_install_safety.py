@@ -662,6 +662,33 @@ def test_a_process_with_threads_links_through_a_started_child(tmp_path: Path) ->
     assert (tmp_path / "env" / "share" / "tiny" / "a.txt").read_text() == "tiny\n"
 
 
+def test_a_cli_run_forks_its_linker_child_despite_the_signal_resender(tmp_path: Path) -> None:
+    # every CLI run starts interrupts' resender thread, which holds nothing across a fork:
+    # the linker child is forked (no second interpreter reading the lock again); a thread
+    # of anyone else's still sends it to a fresh interpreter
+    root = tmp_path / "channel"
+    noarch_package(root, "tiny", {"share/tiny/a.txt": (b"tiny\n", 0o644, None)})
+    lock = pixi_lock(tmp_path / "tiny.lock", root.as_uri(), records(root))
+    code = (
+        "import sys, threading, time\n"
+        "from pathlib import Path\n"
+        "from envcheck import interrupts\n"
+        "from envcheck.provision import linker\n"
+        "from envcheck.provision.plan import read_plan\n"
+        "interrupts.install()\n"
+        f"plan = read_plan(Path({str(lock)!r}), 'linux-64')\n"
+        "def child_argv():\n"
+        "    with linker.Linker(plan) as child:\n"
+        "        return Path(f'/proc/{child.pid}/cmdline').read_bytes().split(b'\\0')\n"
+        "print(b'envcheck.provision._link_child' in child_argv())\n"
+        "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "print(b'envcheck.provision._link_child' in child_argv())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr
+
+
 def test_metadata_is_validated_again_unless_a_finished_install_validated_it_under_these_rules(
     py39_env: Installed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

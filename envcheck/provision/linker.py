@@ -3,9 +3,9 @@
 The child may abort (a Rust panic), fill the disk or be interrupted: envcheck stays alive to
 end it and remove what it wrote. It is forked when ``Linker`` is entered, before the downloads
 start their threads, with the plan in hand (no interpreter start-up, no imports); a process
-that already has other threads (a progress bar, py-rattler's async runtime after a solve in
-the same process) starts a fresh interpreter instead. On any way out of the block the child
-is dead.
+that already has other threads than envcheck's signal resender (a progress bar, py-rattler's
+async runtime after a solve in the same process) starts a fresh interpreter instead. On any
+way out of the block the child is dead.
 """
 
 from __future__ import annotations
@@ -18,22 +18,29 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from envcheck import interrupts
 from envcheck.errors import EnvcheckError
 from envcheck.provision.fetch import DiskFull
 
 
-def _single_threaded() -> bool:
-    """This process has one thread (Python's or any library's): forking it is safe."""
+def _fork_safe() -> bool:
+    """Every thread of this process but the caller is one that holds nothing across a fork
+    (interrupts' signal resender, which every CLI run starts): forking it is safe. Any other
+    thread (a library's, a progress bar's, py-rattler's async runtime) may hold a lock the
+    child would wait on for ever."""
     try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:
+        tasks = {int(t) for t in os.listdir("/proc/self/task")}
+    except (OSError, ValueError):
         return False
+    return tasks <= {threading.get_native_id(), *interrupts.fork_safe_threads()}
 
 
 def _signal_name(code: int) -> str:
@@ -55,7 +62,7 @@ class Linker:
         self.err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
         jobs_r, self.jobs_w = os.pipe()
         self.out_r, out_w = os.pipe()
-        if _single_threaded():
+        if _fork_safe():
             self.pid = self._fork(jobs_r, out_w)
         else:
             self.pid = self._spawn(jobs_r, out_w)
@@ -72,7 +79,9 @@ class Linker:
         parent = os.getpid()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        with warnings.catch_warnings():  # Python 3.12 warns of any other thread: see _fork_safe
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:
             os.close(self.jobs_w)
             os.close(self.out_r)
