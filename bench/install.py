@@ -16,8 +16,13 @@ alternating so neither side gets a warmer page cache:
 - cold: both start from an empty cache and download over loopback HTTP.
 Each side runs in a worker process of its own, started once (the work compared, not
 interpreter start-up): envcheck's worker is single-threaded between installs, as the CLI is,
-so its linker child is forked; the bare side's worker holds py-rattler's async runtime. One
-`envcheck install` CLI process per mode is timed as well. Medians of --repeat runs.
+so its linker child is forked; the bare side's worker holds py-rattler's async runtime.
+Medians of --repeat runs.
+
+Whole processes as well (warm): `python -m envcheck install LOCK` against a bare script in
+which py-rattler reads the same lock file and installs its records (``bare_process``), each
+into a fresh prefix from its side's warm cache, alternating; interpreter start-up, imports
+and reading the lock count on both sides. The cold CLI is timed once.
 
 envcheck links in a new child process each install (py-rattler may abort the process it runs
 in): that child starts py-rattler's runtime cold, which the bare worker did once. "bare
@@ -78,6 +83,42 @@ def forked(fn) -> None:  # noqa: ANN001
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit("the forked bare install failed")
+
+
+# A bare script installing a lock with py-rattler alone (its defaults), as a whole process:
+# python -c BARE_SCRIPT LOCK PREFIX CACHE
+BARE_SCRIPT = """
+import asyncio, sys
+import rattler
+lock, prefix, cache = sys.argv[1:4]
+env = rattler.LockFile.from_path(lock).default_environment()
+platform = next(p for p in env.platforms() if p.name == "linux-64")
+asyncio.run(rattler.install(
+    env.conda_repodata_records_for_platform(platform), target_prefix=prefix,
+    package_cache=rattler.PackageCache(cache + "/pkgs"), platform=rattler.Platform("linux-64"),
+    execute_link_scripts=False, show_progress=False))
+sys.stdout.flush()
+import os; os._exit(0)
+"""
+
+
+def processes(lock: Path, work: Path, caches: dict[str, Path], repeat: int, kept: list) -> dict:
+    """Whole processes, alternating: ``python -m envcheck install`` against ``BARE_SCRIPT``,
+    each into a fresh prefix from its side's warm cache."""
+    cmds = {
+        "envcheck": [sys.executable, "-m", "envcheck", "install", str(lock), "--prefix"],
+        "bare": [sys.executable, "-c", BARE_SCRIPT, str(lock)],
+    }
+    out: dict[str, list[float]] = {"envcheck": [], "bare": []}
+    for i in range(repeat):
+        for side in ("envcheck", "bare") if i % 2 == 0 else ("bare", "envcheck"):
+            prefix = work / f"proc-{side}-{i}"
+            tail = ["--cache-dir", str(caches[side])] if side == "envcheck" else [str(caches[side])]
+            t = time.perf_counter()
+            subprocess.run([*cmds[side], str(prefix), *tail], check=True, capture_output=True)
+            out[side].append(time.perf_counter() - t)
+            kept.append(prefix)
+    return out
 
 
 def worker(side: str, lock: Path) -> None:
@@ -194,15 +235,20 @@ def main() -> None:
                     results["cold"][side].append(s)
                     shutil.rmtree(prefix)
                     shutil.rmtree(cache)
-            for prefix in kept:
-                shutil.rmtree(prefix)
-            rehash = ours(work / "after-rm", warm_ours)
-            again = ours(work / "after-rm-2", warm_ours)
             ours.close()
             theirs.close()
             fork.close()
+            procs = processes(
+                lock, work, {"envcheck": warm_ours, "bare": warm_bare}, args.repeat, kept
+            )
+            for prefix in kept:
+                shutil.rmtree(prefix)
+            ours = Worker("envcheck", lock)
+            rehash = ours(work / "after-rm", warm_ours)
+            again = ours(work / "after-rm-2", warm_ours)
+            ours.close()
             cli = {}
-            for mode, cache in (("warm", warm_ours), ("cold", work / "cli-cold-cache")):
+            for mode, cache in (("cold", work / "cli-cold-cache"),):
                 t = time.perf_counter()
                 subprocess.run(
                     [
@@ -225,6 +271,7 @@ def main() -> None:
             "archive_mb": round(size / 1e6, 1),
             "repeat": args.repeat,
             "cli_s": cli,
+            "process": procs,
         }
         print(f"{len(records)} packages, {size / 1e6:.1f} MB of archives, {args.repeat} rounds")
         for mode, sides in results.items():
@@ -254,7 +301,15 @@ def main() -> None:
                     f"envcheck / it {ours / fk:.2f}x, of the fastest runs "
                     f"{min(sides['envcheck']) / min(sides['bare-forked']):.2f}x"
                 )
-        print(f"CLI process: warm {cli['warm']:.2f} s, cold {cli['cold']:.2f} s")
+        pe, pb = statistics.median(procs["envcheck"]), statistics.median(procs["bare"])
+        print(
+            f"warm, whole processes: envcheck install {pe:.3f} s, a bare script installing the "
+            f"same lock {pb:.3f} s, ratio {pe / pb:.2f}x, of the fastest runs "
+            f"{min(procs['envcheck']) / min(procs['bare']):.2f}x (spread envcheck "
+            f"{min(procs['envcheck']):.3f}-{max(procs['envcheck']):.3f}, bare "
+            f"{min(procs['bare']):.3f}-{max(procs['bare']):.3f})"
+        )
+        print(f"CLI process, cold: {cli['cold']:.2f} s")
         print(
             f"warm after envs made from the cache were deleted outside envcheck (full re-hash "
             f"of the unpacked packages): {rehash:.3f} s; the install after it {again:.3f} s"

@@ -17,7 +17,6 @@ Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per packag
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import json
 import os
@@ -91,6 +90,8 @@ def _warm(plan: Any, cache: str | None) -> dict[str, Any]:
     the archives the cache would hold. Best effort: the link makes whatever is missing."""
     warm: dict[str, Any] = {}
     try:
+        import asyncio  # here: the forked child imports it while envcheck checks
+
         import rattler
         from rattler import PackageCache, ValidationMode
 
@@ -108,6 +109,8 @@ def _warm(plan: Any, cache: str | None) -> dict[str, Any]:
 
 
 def _link(plan: Any, job: dict[str, Any], out: _Out, warm: dict[str, Any]) -> None:
+    import asyncio
+
     import rattler
     from rattler import PackageCache, ValidationMode
 

@@ -24,8 +24,6 @@ import stat
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +85,8 @@ def _open(url: str, timeout: float):  # noqa: ANN202 - a urllib response or a fi
     if parsed.scheme == "file":
         return open(unquote(parsed.path), "rb")  # noqa: SIM115 - closed by the caller
     if parsed.scheme in ("http", "https"):
+        import urllib.request  # loaded by _fetch_threads already: nothing to fetch, no import
+
         return urllib.request.urlopen(url, timeout=timeout)  # noqa: S310
     raise BadInput(f"cannot fetch {url}: only http(s):// and file:// URLs")
 
@@ -157,6 +157,8 @@ def _download(
     watch: _Watch,
 ) -> tuple[str, str]:
     """Stream ``artifact.url`` into ``dest`` while hashing it; retry transient failures."""
+    import urllib.error
+
     last = ""
     for attempt in range(TRIES):
         if attempt and stop.wait(min(BACKOFF_S * 2 ** (attempt - 1), max(watch.left(), 0))):
@@ -322,6 +324,8 @@ def _fetch_threads(
     workers: int,
     deadline: float,
 ) -> list[Fetched]:
+    import urllib.request  # noqa: F401 - here, before the threads: a warm install needs none
+
     stop, finished = threading.Event(), threading.Event()
     results: list[Fetched | BaseException | None] = [None] * len(artifacts)
     watches: list[_Watch] = []

