@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from envcheck.errors import BadInput
-from envcheck.verify.job.launch import DEFAULT_PORT, launch_info, tasks_per_node
+from envcheck.verify.job.launch import (
+    CANDIDATES,
+    DEFAULT_PORT,
+    _derived_port,
+    derived_ports,
+    launch_info,
+    tasks_per_node,
+)
 
 DATA = Path(__file__).parent / "data" / "launch_env"
 
@@ -43,6 +50,20 @@ def test_srun_step_reads_slurm_and_derives_master_from_the_nodelist():
     # another step of the job gets another port
     other = launch_info({**env, "SLURM_STEP_ID": "1", "SLURM_STEPID": "1"})
     assert other.master_port != info.master_port
+
+
+def test_a_derived_port_comes_with_candidates_every_rank_computes_alike():
+    info = launch_info(snapshot("srun-2ranks.rank1"))
+    ports = info.port_candidates
+    assert len(ports) == CANDIDATES == len(set(ports)) and ports[0] == info.master_port
+    assert all(20000 <= p < 30000 for p in ports)
+    # the first is the port derived before candidates existed (the report names the same one)
+    assert ports[0] == _derived_port("1", "0")
+    assert launch_info(snapshot("srun-2ranks.rank0")).port_candidates == ports
+    assert derived_ports("1", "0") == ports and derived_ports("1", "1") != ports
+    given = launch_info({**snapshot("srun-2ranks.rank1"), "MASTER_PORT": "29612"})
+    assert (given.master_port, given.port_source, given.port_candidates) == (
+        29612, "MASTER_PORT", ())
 
 
 def test_srun_across_nodes_places_ranks_block_and_cyclic():

@@ -69,6 +69,35 @@ def test_mpirun_four_ranks_pass(tmp_path):
     assert got["job.allreduce.gloo"]["status"] == "pass"
 
 
+def test_ranks_without_master_port_meet_past_a_foreign_server_on_the_derived_port(tmp_path):
+    """Open MPI's variables and no MASTER_PORT: the port is derived from the job id. Something
+    else (answering garbage) holds the first candidate: rank 0 takes the second, and rank 1,
+    asking the first on its way, is not fooled."""
+    from envcheck.verify.job.launch import launch_info
+    from tests.test_job_rendezvous import _held
+
+    def env(job: str, rank: int) -> dict[str, str]:
+        return {"OMPI_MCA_ess_base_jobid": job, "OMPI_COMM_WORLD_RANK": str(rank),
+                "OMPI_COMM_WORLD_LOCAL_RANK": str(rank), "OMPI_COMM_WORLD_SIZE": "2",
+                "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
+
+    job = f"{os.getpid()}{time.monotonic_ns() % 10**6}"
+    ports = launch_info(env(job, 0)).port_candidates
+    base = {k: v for k, v in os.environ.items() if k not in ("MASTER_PORT", "MASTER_ADDR")}
+    with _held(ports[0], "garbage") as accepted:
+        procs = [subprocess.Popen(
+            [ENVCHECK, "verify", "job", "--timeout", "60", "--json", str(tmp_path / f"r{r}.json")],
+            env={**base, **env(job, r)}, cwd=tmp_path, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True) for r in (1, 0)]
+        done = _finish(procs, time.monotonic())
+    assert [code for code, _, _ in done] == [0, 0], done
+    assert accepted, "rank 1 never asked the first candidate"
+    assert done[0][2].strip() == ""  # rank 1 prints nothing, no c10d warning either
+    where = json.loads((tmp_path / "r0.json").read_text())["environment"]["rendezvous"]
+    assert where.startswith(f"127.0.0.1:{ports[1]} (derived from the launch's ids "
+                            "(MASTER_PORT unset); candidate 2 of 6, store on port "), where
+
+
 # the same CPU torch as the test env (the local wheel), another numpy: one rank's venv after a
 # `pip install numpy==2.1.3` on one node
 OTHER_NUMPY = EnvSpec("job-rank-numpy-2.1.3", "3.11", ("torch==2.13.0+cpu", "numpy==2.1.3"),

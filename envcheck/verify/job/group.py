@@ -6,6 +6,15 @@ heartbeat and the phase it reached, and rank 0's verdict. Collectives run over g
 group's timeout; a watchdog thread ends the process with os._exit when a step overruns its
 deadline anyway (a collective stuck in native code, a store that never answers).
 
+Without MASTER_PORT the launch's ids give a few candidate ports (launch.derived_ports): rank 0
+listens on the first one free on its host and answers every connection there with one line,
+MAGIC and {"launch": this launch's identity, "store": the store's port}, and serves the store
+on a port the system picks. The other ranks ask the candidates in turn until one answers as
+their own launch: a port some other service holds (silent, or speaking another protocol), or
+another launch's rank 0, is passed over. They never speak TCPStore's protocol to a stranger:
+its client waits without end on a server that accepts and never answers (torch 2.13), and
+logs c10d tracebacks on one that answers garbage.
+
 Store keys, under envcheck-job/<run id>/:
   arrived/<r>     {"host", "pid", "local_rank"} when rank r has joined
   beat/<r>        a counter rank r's heartbeat thread increments every BEAT seconds
@@ -17,7 +26,9 @@ Store keys, under envcheck-job/<run id>/:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
+import errno
 import json
 import os
 import socket
@@ -32,6 +43,8 @@ from envcheck.verify.job.launch import LaunchInfo
 BEAT = 0.5  # seconds between heartbeats
 STALE = 3.0  # a heartbeat that has not moved for this long: the rank is dead or stopped
 ACK_WAIT = 10.0  # rank 0 waits at most this long for the others to read the verdict
+MAGIC = "envcheck-job-rendezvous/1"  # the first word of rank 0's answer on a derived port
+PROBE = 2.0  # seconds a rank gives one candidate port to connect and answer
 
 
 class GroupError(Exception):
@@ -99,6 +112,7 @@ class Rendezvous:
     launch: LaunchInfo
     store: Any
     prefix: str
+    port: int = 0  # the store's (launch.master_port unless the port was derived)
     arrived: dict[int, dict[str, Any]] = field(default_factory=dict)
     beats: dict[int, tuple[int, float]] = field(default_factory=dict)  # r -> (count, seen at)
     _beat_stop: threading.Event = field(default_factory=threading.Event)
@@ -123,7 +137,8 @@ class Rendezvous:
 
 
 def connect(launch: LaunchInfo, timeout: float) -> Rendezvous:
-    """This rank's store client (rank 0: the store itself, unless torchrun's agent serves it)."""
+    """This rank's store client (rank 0: the store itself, unless torchrun's agent serves it).
+    A derived port: rank 0 answers on the first free candidate, the others find it there."""
     from torch.distributed import TCPStore
 
     if not launch.master_addr:
@@ -132,6 +147,9 @@ def connect(launch: LaunchInfo, timeout: float) -> Rendezvous:
             "rank 0's host for every rank (mpirun -x MASTER_ADDR=HOST, or export it before "
             "horovodrun)"
         )
+    prefix = f"envcheck-job/{launch.run_id or 'run'}/"
+    if launch.port_candidates:
+        return _connect_derived(launch, timeout, prefix)
     master = launch.rank == 0 and not launch.agent_store
     where = f"{launch.master_addr}:{launch.master_port}"
     try:
@@ -143,8 +161,144 @@ def connect(launch: LaunchInfo, timeout: float) -> Rendezvous:
                              f"({launch.port_source}): {_line(e)}") from None
         raise GroupError(f"rank {launch.rank}: rank 0's rendezvous at {where} did not answer "
                          f"within {timeout:g} s: {_line(e)}") from None
-    prefix = f"envcheck-job/{launch.run_id or 'run'}/"
-    return Rendezvous(launch, store, prefix)
+    return Rendezvous(launch, store, prefix, port=launch.master_port)
+
+
+def _connect_derived(launch: LaunchInfo, timeout: float, prefix: str) -> Rendezvous:
+    """connect() on derived candidate ports: rank 0 answers on one, the store is elsewhere."""
+    from torch.distributed import TCPStore
+
+    deadline = time.monotonic() + timeout
+    stop = threading.Event()
+    if launch.rank == 0:
+        sock, port = _listen_candidate(launch)
+        try:
+            store = TCPStore(launch.master_addr, 0, None, True, _td(timeout),
+                             wait_for_workers=False)
+        except Exception as e:
+            sock.close()
+            raise GroupError(f"rank 0 cannot serve the rendezvous store on "
+                             f"{launch.master_addr}: {_line(e)}") from None
+        store_port = int(store.port)
+        hello = json.dumps({"launch": _identity(launch), "store": store_port})
+        threading.Thread(target=_answer, args=(sock, f"{MAGIC} {hello}\n".encode(), stop),
+                         name="envcheck-rendezvous", daemon=True).start()
+    else:
+        port, store_port = _find_rank0(launch, timeout, deadline)
+        try:
+            store = TCPStore(launch.master_addr, store_port, None, False,
+                             _td(deadline - time.monotonic()), wait_for_workers=False)
+        except Exception as e:
+            raise GroupError(f"rank {launch.rank}: rank 0's store at {launch.master_addr}:"
+                             f"{store_port} (announced on port {port}) did not answer: "
+                             f"{_line(e)}") from None
+    n = launch.port_candidates.index(port) + 1
+    source = (f"{launch.port_source}; candidate {n} of {len(launch.port_candidates)}, "
+              f"store on port {store_port}")
+    chosen = dataclasses.replace(launch, master_port=port, port_source=source)
+    return Rendezvous(chosen, store, prefix, port=store_port, _beat_stop=stop)
+
+
+def _identity(launch: LaunchInfo) -> str:
+    """What tells this launch's rank 0 from any other's: every rank computes it alike."""
+    ports = ",".join(str(p) for p in launch.port_candidates)
+    return f"{launch.launcher}/{launch.run_id}/{launch.world_size}/{ports}"
+
+
+def _listen(port: int) -> socket.socket:
+    """A socket listening on `port` of every local address (IPv6 too where the host has it);
+    OSError (errno EADDRINUSE) when something listens there already."""
+    if socket.has_dualstack_ipv6():
+        try:
+            return socket.create_server(("", port), family=socket.AF_INET6, backlog=128,
+                                        dualstack_ipv6=True)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise
+    return socket.create_server(("", port), backlog=128)
+
+
+def _listen_candidate(launch: LaunchInfo) -> tuple[socket.socket, int]:
+    """Rank 0: the first candidate port free on this host, listening; GroupError naming them
+    all when every one is in use."""
+    for port in launch.port_candidates:
+        try:
+            return _listen(port), port
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise GroupError(f"rank 0 cannot serve the rendezvous on {launch.master_addr}:"
+                                 f"{port} ({launch.port_source}): {_line(e)}") from None
+    ports = ", ".join(str(p) for p in launch.port_candidates)
+    raise GroupError(f"rank 0 cannot serve the rendezvous on {launch.master_addr}: ports "
+                     f"{ports} ({launch.port_source}) are all in use: set MASTER_PORT to a "
+                     "free port for every rank")
+
+
+def _answer(sock: socket.socket, line: bytes, stop: threading.Event) -> None:
+    """Rank 0: tell whoever connects to the candidate port who this is and where the store
+    is, until the rendezvous stops."""
+    sock.settimeout(0.2)
+    with sock:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with conn, contextlib.suppress(OSError):
+                conn.settimeout(1.0)
+                conn.sendall(line)
+
+
+def _find_rank0(launch: LaunchInfo, timeout: float, deadline: float) -> tuple[int, int]:
+    """A rank other than 0: (the candidate where this launch's rank 0 answers, its store's
+    port), asking every candidate in turn until `deadline` (rank 0 may start late)."""
+    want = _identity(launch)
+    seen: dict[int, str] = {}
+    while True:
+        for port in launch.port_candidates:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = "; ".join(f"{p}: {w}" for p, w in seen.items())
+                ports = ", ".join(str(p) for p in launch.port_candidates)
+                raise GroupError(f"rank {launch.rank}: rank 0's rendezvous at "
+                                 f"{launch.master_addr} did not answer within {timeout:g} s on "
+                                 f"any of ports {ports} ({launch.port_source}): {why}")
+            got = _ask(launch.master_addr, port, min(PROBE, left), want)
+            if isinstance(got, int):
+                return port, got
+            seen[port] = got
+        time.sleep(max(min(0.1, deadline - time.monotonic()), 0))
+
+
+def _ask(host: str, port: int, limit: float, want: str) -> int | str:
+    """The store port rank 0 of launch `want` announces on host:port, or why not (a phrase)."""
+    end = time.monotonic() + limit
+    data = b""
+    try:
+        with socket.create_connection((host, port), timeout=limit) as s:
+            while not data.endswith(b"\n") and len(data) < 4096:
+                s.settimeout(max(end - time.monotonic(), 0.01))
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+    except ConnectionRefusedError:
+        return "refused"
+    except socket.timeout:
+        return "no answer" if not data else "not an envcheck rendezvous"
+    except OSError as e:
+        return _line(e)
+    magic, _, body = data.decode("utf-8", "replace").strip().partition(" ")
+    try:
+        hello = json.loads(body) if magic == MAGIC else None
+        who, store = str(hello["launch"]), int(hello["store"])  # type: ignore[index]
+    except (ValueError, KeyError, TypeError):
+        return "not an envcheck rendezvous"
+    if who != want:
+        return f"another launch's rendezvous ({who})"
+    return store if 0 < store < 65536 else "not an envcheck rendezvous"
 
 
 def _line(e: BaseException) -> str:
@@ -167,7 +321,7 @@ def _beat(rv: Rendezvous) -> None:
     from torch.distributed import TCPStore
 
     try:
-        own = TCPStore(rv.launch.master_addr, rv.launch.master_port, None, False, _td(5.0),
+        own = TCPStore(rv.launch.master_addr, rv.port, None, False, _td(5.0),
                        wait_for_workers=False)
     except Exception:
         return  # the main connection will find the store gone soon enough
@@ -200,7 +354,7 @@ def watch_beats(rv: Rendezvous) -> None:
     a connection of its own (the main thread may be inside a store call)."""
     from torch.distributed import TCPStore
 
-    own = TCPStore(rv.launch.master_addr, rv.launch.master_port, None, False, _td(5.0),
+    own = TCPStore(rv.launch.master_addr, rv.port, None, False, _td(5.0),
                    wait_for_workers=False)
     start = time.monotonic()
     rv.beats.update({r: (0, start) for r in rv.arrived if r != 0})

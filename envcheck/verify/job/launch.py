@@ -28,6 +28,7 @@ from envcheck.verify.cluster.hostlist import expand_hostlist
 
 DEFAULT_PORT = 29500  # torch.distributed's own default
 _PORT_RANGE = (20000, 30000)  # derived ports (no MASTER_PORT): one per job step
+CANDIDATES = 6  # derived ports rank 0 tries in turn when one is in use on its host
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class LaunchInfo:
     master_addr: str = ""  # "": unknown (several hosts and no MASTER_ADDR)
     master_port: int = DEFAULT_PORT
     port_source: str = ""  # "MASTER_PORT", or how it was derived
+    # derived: the ports rank 0 tries in order, master_port first (() when the port was given)
+    port_candidates: tuple[int, ...] = ()
     agent_store: bool = False  # torchrun's agent serves a store on MASTER_PORT: join it
     run_id: str = ""  # one launch's identity: store keys are under it
     hosts: tuple[str, ...] = ()  # srun: the step's nodes, in order
@@ -95,22 +98,37 @@ def _derived_port(*ids: str) -> int:
     return low + int.from_bytes(digest[:4], "big") % (high - low)
 
 
-def _port(env: Mapping[str, str], *ids: str) -> tuple[int, str]:
+def derived_ports(*ids: str, count: int = CANDIDATES) -> tuple[int, ...]:
+    """`count` distinct ports from the launch's ids alone, the first _derived_port(*ids) and
+    each next one salted: every rank computes the same list without asking anyone."""
+    ports = [_derived_port(*ids)]
+    salt = 1
+    while len(ports) < count:
+        port = _derived_port(*ids, f"candidate {salt}")
+        salt += 1
+        if port not in ports:
+            ports.append(port)
+    return tuple(ports)
+
+
+def _port(env: Mapping[str, str], *ids: str) -> tuple[int, str, tuple[int, ...]]:
+    """(port, where it came from, the derived candidates: () unless derived)."""
     if env.get("MASTER_PORT", "").strip():
         port = _int(env, "MASTER_PORT")
         if not 0 < port < 65536:
             raise BadInput(f"MASTER_PORT={port} is not a TCP port")
-        return port, "MASTER_PORT"
+        return port, "MASTER_PORT", ()
     known = [i for i in ids if i]
     if known:
-        return _derived_port(*known), "derived from the launch's ids (MASTER_PORT unset)"
-    return DEFAULT_PORT, f"default {DEFAULT_PORT} (MASTER_PORT unset)"
+        ports = derived_ports(*known)
+        return ports[0], "derived from the launch's ids (MASTER_PORT unset)", ports
+    return DEFAULT_PORT, f"default {DEFAULT_PORT} (MASTER_PORT unset)", ()
 
 
 def _torchrun(env: Mapping[str, str]) -> LaunchInfo:
     agent = env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
     run = env.get("TORCHELASTIC_RUN_ID", "")
-    port, source = _port(env)
+    port, source, candidates = _port(env)
     return LaunchInfo(
         launcher="torchrun" if run else "env",
         rank=_int(env, "RANK"),
@@ -121,13 +139,14 @@ def _torchrun(env: Mapping[str, str]) -> LaunchInfo:
         master_addr=env.get("MASTER_ADDR", "").strip(),
         master_port=port,
         port_source=source,
+        port_candidates=candidates,
         agent_store=agent,
         run_id=f"{run}.{env.get('TORCHELASTIC_RESTART_COUNT', '0')}" if run else "",
     )
 
 
 def _horovod(env: Mapping[str, str]) -> LaunchInfo:
-    port, source = _port(env, env.get("HOROVOD_GLOO_RENDEZVOUS_PORT", ""))
+    port, source, candidates = _port(env, env.get("HOROVOD_GLOO_RENDEZVOUS_PORT", ""))
     return LaunchInfo(
         launcher="horovod",
         rank=_int(env, "HOROVOD_RANK"),
@@ -138,13 +157,14 @@ def _horovod(env: Mapping[str, str]) -> LaunchInfo:
         master_addr=env.get("MASTER_ADDR", "").strip(),
         master_port=port,
         port_source=source,
+        port_candidates=candidates,
         run_id=env.get("HOROVOD_GLOO_RENDEZVOUS_PORT", ""),
     )
 
 
 def _openmpi(env: Mapping[str, str]) -> LaunchInfo:
     job = env.get("OMPI_MCA_ess_base_jobid", "") or env.get("OMPI_MCA_orte_ess_jobid", "")
-    port, source = _port(env, job)
+    port, source, candidates = _port(env, job)
     return LaunchInfo(
         launcher="openmpi",
         rank=_int(env, "OMPI_COMM_WORLD_RANK"),
@@ -155,6 +175,7 @@ def _openmpi(env: Mapping[str, str]) -> LaunchInfo:
         master_addr=env.get("MASTER_ADDR", "").strip(),
         master_port=port,
         port_source=source,
+        port_candidates=candidates,
         run_id=job,
     )
 
@@ -163,7 +184,7 @@ def _pmi(env: Mapping[str, str]) -> LaunchInfo:
     name = "PMI_RANK" if "PMI_RANK" in env else "PMIX_RANK"
     if "PMI_SIZE" not in env:
         raise BadInput(f"{name} is set but not PMI_SIZE: the world size is unknown")
-    port, source = _port(env, env.get("PMI_FD", ""), env.get("PMIX_NAMESPACE", ""))
+    port, source, candidates = _port(env, env.get("PMI_FD", ""), env.get("PMIX_NAMESPACE", ""))
     return LaunchInfo(
         launcher="pmi",
         rank=_int(env, name),
@@ -173,6 +194,7 @@ def _pmi(env: Mapping[str, str]) -> LaunchInfo:
         master_addr=env.get("MASTER_ADDR", "").strip(),
         master_port=port,
         port_source=source,
+        port_candidates=candidates,
         run_id=env.get("PMIX_NAMESPACE", ""),
     )
 
@@ -186,7 +208,7 @@ def _slurm(env: Mapping[str, str]) -> LaunchInfo:
     per_node = tasks_per_node(env.get("SLURM_STEP_TASKS_PER_NODE")
                               or env.get("SLURM_TASKS_PER_NODE", ""))
     job, step = env.get("SLURM_JOB_ID", ""), env.get("SLURM_STEP_ID", "")
-    port, source = _port(env, job, step)
+    port, source, candidates = _port(env, job, step)
     node_id = _int(env, "SLURM_NODEID", -1)
     return LaunchInfo(
         launcher="slurm",
@@ -199,6 +221,7 @@ def _slurm(env: Mapping[str, str]) -> LaunchInfo:
         master_addr=env.get("MASTER_ADDR", "").strip() or (hosts[0] if hosts else ""),
         master_port=port,
         port_source=source,
+        port_candidates=candidates,
         run_id=f"{job}.{step}",
         hosts=hosts,
         tasks_per_node=per_node,

@@ -89,6 +89,7 @@ class JobRun:
             if rank0:
                 return self._report([_err("job.rendezvous", str(e))])
             return int(ExitCode.ERROR), str(e)
+        self.launch = rv.launch  # a derived port: the candidate rank 0 answered on
         self.heard_rank0 = True
         grp.arrive(rv)
         self.watchdog.arm(self.timeout + GRACE, "the roll call")

@@ -1,0 +1,242 @@
+"""verify job's rendezvous on a derived port (no MASTER_PORT): real sockets, a real TCPStore,
+two ranks as threads of this process calling group.connect as `envcheck verify job` does.
+
+Rank 0 listens on the first of the launch's candidate ports free on this host; the other rank
+asks the candidates in turn and must pass over whatever else holds one: a plain listener, a
+server that speaks another protocol or never speaks, another launch's rank 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
+import pytest
+
+from envcheck.verify.job import group as grp
+from envcheck.verify.job.launch import CANDIDATES, LaunchInfo, launch_info
+
+pytest.importorskip("torch.distributed")
+
+
+def _env(job: str, rank: int, **extra: str) -> dict[str, str]:
+    """An srun step's rank `rank` of 2 on this host (Slurm's variables, no MASTER_PORT)."""
+    return {"SLURM_JOB_ID": job, "SLURM_STEP_ID": "0", "SLURM_PROCID": str(rank),
+            "SLURM_LOCALID": str(rank), "SLURM_NODEID": "0", "SLURM_STEP_NUM_TASKS": "2",
+            "SLURM_STEP_NODELIST": "localhost", "SLURM_STEP_TASKS_PER_NODE": "2",
+            "MASTER_ADDR": "127.0.0.1", **extra}
+
+
+def _free(port: int) -> bool:
+    try:
+        with socket.create_server(("", port)):
+            return True
+    except OSError:
+        return False
+
+
+def _launch() -> tuple[str, tuple[int, ...]]:
+    """A job id whose candidate ports are all free here now, and those ports."""
+    for _ in range(100):
+        job = str(uuid.uuid4().int % 10**9)
+        ports = launch_info(_env(job, 0)).port_candidates
+        if all(_free(p) for p in ports):
+            return job, ports
+    raise AssertionError("no job id with all its candidate ports free")
+
+
+@contextmanager
+def _held(port: int, speak: str = "") -> Iterator[list[int]]:
+    """Something else on `port`: a listener that never accepts (speak ""), or a server that
+    accepts and sends garbage ("garbage"), an HTTP answer and closes ("http"), or nothing
+    ("silent"). Yields the list of connections it accepted (grows while held)."""
+    server = socket.create_server(("", port))
+    accepted: list[int] = []
+    stop = threading.Event()
+    conns: list[socket.socket] = []
+
+    def serve() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            accepted.append(1)
+            conns.append(conn)
+            if speak == "garbage":
+                conn.sendall(b"\xff\xfe\x00SSH-2.0-OpenSSH_9.6 " * 8)  # no newline, kept open
+            elif speak == "http":
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    if speak:
+        thread.start()
+    try:
+        yield accepted
+    finally:
+        stop.set()
+        if speak:
+            thread.join(5)
+        for c in conns:
+            c.close()
+        server.close()
+
+
+def _connect_all(launches: list[LaunchInfo], timeout: float,
+                 late: float = 0.5) -> list[grp.Rendezvous | grp.GroupError]:
+    """connect() on every launch at once, each in its thread, rank 0 `late` seconds after the
+    others (they must keep asking); what each returned or raised, in the order given."""
+    out: list[grp.Rendezvous | grp.GroupError | None] = [None] * len(launches)
+
+    def run(i: int) -> None:
+        if launches[i].rank == 0:
+            time.sleep(late)
+        try:
+            out[i] = grp.connect(launches[i], timeout)
+        except grp.GroupError as e:
+            out[i] = e
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(launches))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout + 15)
+    assert all(o is not None for o in out), out
+    return out  # type: ignore[return-value]
+
+
+@contextmanager
+def _rendezvous(job: str, timeout: float = 30.0) -> Iterator[list[grp.Rendezvous]]:
+    got = _connect_all([launch_info(_env(job, r)) for r in (1, 0)], timeout)
+    rvs = [g for g in got if isinstance(g, grp.Rendezvous)]
+    try:
+        assert len(rvs) == 2, got
+        yield sorted(rvs, key=lambda rv: rv.launch.rank)
+    finally:
+        for rv in rvs:
+            rv.stop()
+
+
+def _works(rv0: grp.Rendezvous, rv1: grp.Rendezvous) -> None:
+    """The two ranks share one store: rank 1's roll call and heartbeat reach rank 0."""
+    grp.arrive(rv0)
+    grp.arrive(rv1)
+    assert grp.roll_call(rv0, 10) == []
+    assert rv0.arrived[1]["local_rank"] == 1
+    grp.watch_beats(rv0)
+    deadline = time.monotonic() + 10
+    while rv0.beats[1][0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert rv0.beats[1][0] > 0  # rank 1's heartbeat thread found the store on its port
+
+
+def test_the_ranks_meet_on_the_second_candidate_when_the_first_is_in_use():
+    job, ports = _launch()
+    with _held(ports[0]), _rendezvous(job) as (rv0, rv1):
+        _works(rv0, rv1)
+        for rv in (rv0, rv1):
+            assert rv.launch.master_port == ports[1]
+            assert rv.launch.port_source == (
+                f"derived from the launch's ids (MASTER_PORT unset); candidate 2 of "
+                f"{CANDIDATES}, store on port {rv0.port}")
+        assert rv1.port == rv0.port and rv0.port not in ports
+        assert not _free(ports[1])  # rank 0 answers there while the rendezvous lasts
+    deadline = time.monotonic() + 5
+    while not _free(ports[1]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _free(ports[1])  # and lets it go when it stops
+
+
+def test_the_first_free_candidate_is_the_first_derived_port():
+    job, ports = _launch()
+    with _rendezvous(job) as (rv0, rv1):
+        _works(rv0, rv1)
+        assert rv0.launch.master_port == rv1.launch.master_port == ports[0]
+        assert "candidate 1 of" in rv1.launch.port_source
+
+
+@pytest.mark.parametrize("speak", ["garbage", "http", "silent"])
+def test_a_foreign_server_on_a_candidate_does_not_confuse_the_ranks(speak):
+    job, ports = _launch()
+    with _held(ports[0], speak) as accepted, _rendezvous(job) as (rv0, rv1):
+        _works(rv0, rv1)
+        assert rv0.launch.master_port == rv1.launch.master_port == ports[1]
+        assert accepted  # rank 1 did ask the foreign server, and passed it over
+
+
+def test_another_launchs_rank_0_on_a_candidate_is_passed_over():
+    job, ports = _launch()
+    other_job, _ = _launch()
+    # the other launch's rank 0, its first candidate on ours: a collision of two launches
+    other = launch_info(_env(other_job, 0))
+    other = dataclasses.replace(other, master_port=ports[0], port_candidates=(ports[0],))
+    held = grp.connect(other, 10)
+    try:
+        assert held.launch.master_port == ports[0]
+        with _rendezvous(job) as (rv0, rv1):
+            _works(rv0, rv1)
+            assert rv0.launch.master_port == rv1.launch.master_port == ports[1]
+            assert not held.has("arrived/1")  # rank 1 signed in with its own rank 0 only
+    finally:
+        held.stop()
+
+
+def test_every_candidate_in_use_is_one_line_naming_them_all():
+    job, ports = _launch()
+    with ExitStack() as stack:
+        for p in ports:
+            stack.enter_context(_held(p))
+        rank0, rank1 = _connect_all([launch_info(_env(job, r)) for r in (0, 1)], 2.0, late=0)
+    listed = ", ".join(str(p) for p in ports)
+    assert isinstance(rank0, grp.GroupError), rank0
+    assert str(rank0) == (
+        f"rank 0 cannot serve the rendezvous on 127.0.0.1: ports {listed} (derived from the "
+        "launch's ids (MASTER_PORT unset)) are all in use: set MASTER_PORT to a free port for "
+        "every rank")
+    assert isinstance(rank1, grp.GroupError), rank1
+    message = str(rank1)
+    assert "\n" not in message
+    assert message.startswith(
+        f"rank 1: rank 0's rendezvous at 127.0.0.1 did not answer within 2 s on any of ports "
+        f"{listed} (derived from the launch's ids (MASTER_PORT unset)): ")
+    assert f"{ports[0]}: no answer" in message  # a listener that never accepts
+
+
+def test_master_port_in_use_is_that_port_only_and_the_error_as_before():
+    job, ports = _launch()
+    with socket.create_server(("", 0)) as held:
+        port = held.getsockname()[1]
+        launch = launch_info(_env(job, 0, MASTER_PORT=str(port)))
+        assert (launch.master_port, launch.port_source, launch.port_candidates) == (
+            port, "MASTER_PORT", ())
+        with pytest.raises(grp.GroupError) as e:
+            grp.connect(launch, 2.0)
+    message = str(e.value)
+    assert message.startswith(
+        f"rank 0 cannot serve the rendezvous on 127.0.0.1:{port} (MASTER_PORT): "
+        "DistNetworkError: The server socket has failed to listen")
+    assert "EADDRINUSE" in message and "\n" not in message
+    assert all(str(p) not in message for p in ports)  # no derived candidate was tried
+
+
+def test_master_port_free_serves_the_store_on_it():
+    job, _ = _launch()
+    with socket.create_server(("", 0)) as s:
+        port = s.getsockname()[1]
+    got = _connect_all([launch_info(_env(job, r, MASTER_PORT=str(port))) for r in (1, 0)], 20)
+    rv1, rv0 = got
+    assert isinstance(rv0, grp.Rendezvous) and isinstance(rv1, grp.Rendezvous), got
+    try:
+        _works(rv0, rv1)
+        assert rv0.port == rv1.port == rv0.launch.master_port == port
+        assert rv0.launch.port_source == "MASTER_PORT"
+    finally:
+        rv0.stop()
+        rv1.stop()
