@@ -7,16 +7,16 @@ import importlib.util
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envcheck.errors import BadInput
 from envcheck.flags import seconds
+from envcheck.record import frozen
 from envcheck.report import Report, Result, Status
 
 
-@dataclass(frozen=True)
+@frozen
 class InstallOptions:
     """What one install does; ``envcheck install``'s flags, typed."""
 

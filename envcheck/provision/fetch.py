@@ -25,12 +25,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from envcheck.errors import BadInput, Unreachable
 from envcheck.lockfile.model import LockedPackage
+from envcheck.record import frozen
 
 TRIES = 3  # attempts per URL (network errors, 5xx, short reads); 4xx fails at once
 BACKOFF_S = 0.5  # first wait between attempts, doubled each time
@@ -48,7 +48,7 @@ class HashMismatch(BadInput):
     """A package's bytes are not what the lock says (tampered, truncated or replaced)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Fetched:
     artifact: LockedPackage
     path: Path  # the checked file in the staging cache

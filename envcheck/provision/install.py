@@ -26,7 +26,6 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from envcheck import __version__, interrupts
@@ -35,12 +34,13 @@ from envcheck.provision import linker, pip_part, prefix_lock, staging, unpacked,
 from envcheck.provision.fetch import DEADLINE_S as FETCH_DEADLINE_S
 from envcheck.provision.fetch import DiskFull, Fetched, clear_partials, fetch_all
 from envcheck.provision.plan import Plan
+from envcheck.record import frozen
 
 LOCK_TIMEOUT_S = 600.0  # how long an install waits for another one into the same prefix
 STAMP = "envcheck-install.json"  # under <prefix>/conda-meta/
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     prefix: Path
     plan: Plan

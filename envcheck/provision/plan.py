@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +10,10 @@ from envcheck.errors import BadInput
 from envcheck.inputs import check_regular
 from envcheck.lockfile.model import LockedPackage
 from envcheck.lockfile.read import MAX_LOCK_BYTES, read_platform
+from envcheck.record import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Plan:
     lock: Path
     lock_sha256: str  # of the lock file's bytes: the stamp and the image label carry it

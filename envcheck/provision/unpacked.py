@@ -25,12 +25,12 @@ import marshal
 import os
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.lockfile.model import LockedPackage
 from envcheck.provision.validate import VALIDATION_RULES
+from envcheck.record import frozen
 
 CHUNK = 1 << 20
 Walk = list[tuple[str, int, int, int, int, int, int]]  # rel, dev, ino, size, mtime, ctime, mode
@@ -40,7 +40,7 @@ class Tampered(BadInput):
     """An unpacked package in the cache is not what its checked archive holds."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Unpacked:
     artifact: LockedPackage
     folder: Path
