@@ -1,7 +1,8 @@
 """verify job --tensorflow as every task of a real srun step (the session's single-node Slurm,
 two fake GRES GPUs, the real tensorflow-cpu of tests/tf_env.py): where Slurm granted GPUs the
 ranks run TensorFlow's own SlurmClusterResolver(), as a script does; without GPUs, TF_CONFIG
-from the step's node names. --skip tensorflow: each rank's node probe is not the subject."""
+from the step's node names. --skip tensorflow: each rank's node probe is not the subject.
+--debug: every rank prints its own outcome line, so a failed step says what each rank saw."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def _tf_result(slurm, tmp_path, *srun: str) -> tuple[dict, str]:
     report = tmp_path / "r.json"
     p = subprocess.run(["srun", *srun, tf_python(), "-m", "envcheck", "verify", "job",
                         "--tensorflow", "--skip", "tensorflow", "--timeout", "60",
-                        "--json", str(report)], env=tf_run_env(**slurm.env),
+                        "--debug", "--json", str(report)], env=tf_run_env(**slurm.env),
                        capture_output=True, text=True, timeout=240, cwd=tmp_path)
     assert report.exists(), p.stdout[-2000:] + p.stderr[-2000:]
     got = json.loads(report.read_text())
