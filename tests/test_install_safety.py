@@ -593,10 +593,15 @@ def test_the_env_names_its_final_path_not_the_staging_tree(
     assert sysconfig.stdout.strip() == str(prefix)
 
 
-def test_the_next_install_undoes_what_a_killed_swap_left(tmp_path: Path) -> None:
+def _tiny_lock(tmp_path: Path) -> Path:
+    """A pixi lock of one noarch package that holds share/tiny/a.txt."""
     root = tmp_path / "channel"
     noarch_package(root, "tiny", {"share/tiny/a.txt": (b"tiny\n", 0o644, None)})
-    lock = pixi_lock(tmp_path / "tiny.lock", root.as_uri(), records(root))
+    return pixi_lock(tmp_path / "tiny.lock", root.as_uri(), records(root))
+
+
+def test_the_next_install_undoes_what_a_killed_swap_left(tmp_path: Path) -> None:
+    lock = _tiny_lock(tmp_path)
     prefix, cache = tmp_path / "env", tmp_path / "cache"
     assert envcheck("install", lock, "--prefix", prefix, "--cache-dir", cache).returncode == 0
     before = _listing(prefix)
@@ -645,9 +650,7 @@ def test_a_linker_that_aborts_mid_link_is_reported_and_cleaned_up(
 def test_a_process_with_threads_links_through_a_started_child(tmp_path: Path) -> None:
     # the API in a process that has other threads (a notebook's, py-rattler's runtime):
     # forking it is unsafe, so the linker child is a fresh interpreter
-    root = tmp_path / "channel"
-    noarch_package(root, "tiny", {"share/tiny/a.txt": (b"tiny\n", 0o644, None)})
-    lock = pixi_lock(tmp_path / "tiny.lock", root.as_uri(), records(root))
+    lock = _tiny_lock(tmp_path)
     code = (
         "import sys, threading, time\n"
         "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
@@ -666,9 +669,7 @@ def test_a_cli_run_forks_its_linker_child_despite_the_signal_resender(tmp_path: 
     # every CLI run starts interrupts' resender thread, which holds nothing across a fork:
     # the linker child is forked (no second interpreter reading the lock again); a thread
     # of anyone else's still sends it to a fresh interpreter
-    root = tmp_path / "channel"
-    noarch_package(root, "tiny", {"share/tiny/a.txt": (b"tiny\n", 0o644, None)})
-    lock = pixi_lock(tmp_path / "tiny.lock", root.as_uri(), records(root))
+    lock = _tiny_lock(tmp_path)
     code = (
         "import sys, threading, time\n"
         "from pathlib import Path\n"
