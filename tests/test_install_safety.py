@@ -698,6 +698,67 @@ def test_a_cli_run_forks_its_linker_child_despite_the_signal_resender(tmp_path: 
     assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr
 
 
+def _run_code(code: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.split("\n")
+
+
+def test_a_prestarted_linker_child_links_the_lock_and_refuses_one_changed_after_it_was_read(
+    tmp_path: Path,
+) -> None:
+    # the CLI forks its linker before it reads the lock; the install adopts that child, which
+    # reads the lock itself and must find the sha256 envcheck read
+    lock = _tiny_lock(tmp_path)
+    head = f"""
+import os
+from pathlib import Path
+from envcheck.errors import EnvcheckError
+from envcheck.provision import install, linker
+from envcheck.provision.plan import read_plan
+lock, cache = Path({str(lock)!r}), Path({str(tmp_path / "cache")!r})
+linker.prestart()
+early = linker._EARLY[0][0]
+plan = read_plan(lock, "linux-64")
+"""
+    same = head + f"""
+install.install(plan, Path({str(tmp_path / "env")!r}), cache)
+print(not linker._EARLY)  # adopted by the install's Linker
+"""
+    assert _run_code(same)[0] == "True"
+    assert (tmp_path / "env" / "share" / "tiny" / "a.txt").read_text() == "tiny\n"
+    changed = head + """
+lock.write_bytes(lock.read_bytes() + b"# changed after envcheck read it\\n")
+with linker.Linker(plan, cache) as child:
+    print(child.pid == early)
+    try:
+        child.run({"op": "extract", "items": []}, "unpacking")
+    except EnvcheckError as e:
+        print(e.message)
+"""
+    adopted, message = _run_code(changed)[:2]
+    assert adopted == "True"
+    assert message == f"unpacking failed: {lock} changed while envcheck read it", message
+
+
+def test_a_prestarted_linker_child_no_install_takes_is_ended(tmp_path: Path) -> None:
+    # a no-op install (the stamp matches) never enters a Linker: the child is killed, reaped
+    lock = _tiny_lock(tmp_path)
+    code = f"""
+import os
+from pathlib import Path
+from envcheck.provision import linker
+from envcheck.provision.command import InstallOptions, install_lock
+opts = InstallOptions(Path({str(lock)!r}), Path({str(tmp_path / "env")!r}),
+                      platform="linux-64", cache_dir=Path({str(tmp_path / "cache")!r}))
+install_lock(opts)
+me = Path(f"/proc/{{os.getpid()}}/task/{{os.getpid()}}/children")
+print(me.read_text().split())
+print(install_lock(opts).output.strip().endswith("nothing to do"), me.read_text().split())
+"""
+    assert _run_code(code)[:2] == ["[]", "True []"]
+
+
 def test_metadata_is_validated_again_unless_a_finished_install_validated_it_under_these_rules(
     py39_env: Installed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

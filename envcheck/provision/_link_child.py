@@ -6,17 +6,21 @@ envcheck is still there to remove what this process wrote. Usually forked, with 
 (py-rattler's records) in hand and nothing new to import; else started as
 ``python -m envcheck.provision._link_child LOCK PLATFORM SHA256 [CACHE]``, reading the lock
 again. It never returns into envcheck's code: it leaves through ``os._exit``. Before its first
-job it gets py-rattler ready (``_warm``) while envcheck fetches and checks.
+job it gets py-rattler ready (``_warm``) while envcheck fetches and checks. A child
+``linker.prestart`` forked before envcheck read the lock has no plan: its first job gives the
+lock, which it reads itself, its sha256 checked against envcheck's (``_adopt``).
 
 Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package unpacked,
 "+N" per package linked (N its index in the plan's records), then the job's JSON outcome line:
 
+    {"op": "plan", "lock": ..., "platform": ..., "sha256": ..., "cache": ...}  (prestarted)
     {"op": "extract", "items": [[archive, dest, sha256 or md5], ...]}
     {"op": "link", "staging": ..., "final": ..., "pkgs": ..., "archives": {url: path}}
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -87,25 +91,48 @@ def _warm(plan: Any, cache: str | None) -> dict[str, Any]:
     """What the link needs that does not depend on the checks, made while envcheck runs them:
     py-rattler's async runtime started (an index of the package cache: it writes nothing), an
     HTTP client (the link reads only the cache: nothing is downloaded), and the records for
-    the archives the cache would hold. Best effort: the link makes whatever is missing."""
+    the archives the cache would hold. ``plan`` None (a prestarted child): the client and the
+    imports only; the rest once the plan comes (``_adopt``). Best effort: the link makes
+    whatever is missing."""
     warm: dict[str, Any] = {}
     try:
-        import asyncio  # here: the forked child imports it while envcheck checks
+        import asyncio  # noqa: F401 - here: the forked child imports it while envcheck checks
 
         import rattler
-        from rattler import PackageCache, ValidationMode
-
-        from envcheck.provision.fetch import cache_path
 
         warm["client"] = rattler.Client()
-        if cache is not None:
-            archives = {a.url: str(cache_path(Path(cache), a)) for a in plan.conda}
-            warm["records"] = (archives, _records(plan, archives))
-            layered = PackageCache.new_layered([f"{cache}/pkgs"], False, ValidationMode.skip())
-            asyncio.run(layered.index())
+        if plan is not None and cache is not None:
+            warm.update(_warm_cache(plan, cache))
     except Exception:  # noqa: BLE001, S110 - a warm-up only
         pass
     return warm
+
+
+def _warm_cache(plan: Any, cache: str) -> dict[str, Any]:
+    import asyncio
+
+    from rattler import PackageCache, ValidationMode
+
+    from envcheck.provision.fetch import cache_path
+
+    archives = {a.url: str(cache_path(Path(cache), a)) for a in plan.conda}
+    layered = PackageCache.new_layered([f"{cache}/pkgs"], False, ValidationMode.skip())
+    asyncio.run(layered.index())
+    return {"records": (archives, _records(plan, archives))}
+
+
+def _adopt(job: dict[str, Any], warm: dict[str, Any]) -> Any:
+    """A prestarted child's plan: the lock read here, and only when its sha256 is the one
+    envcheck read (``{"op": "plan", "lock", "platform", "sha256", "cache"}``)."""
+    from envcheck.provision.plan import read_plan
+
+    plan = read_plan(Path(job["lock"]), job["platform"])
+    if plan.lock_sha256 != job["sha256"]:
+        raise RuntimeError(f"{job['lock']} changed while envcheck read it")
+    if job.get("cache") is not None:
+        with contextlib.suppress(Exception):  # a warm-up only
+            warm.update(_warm_cache(plan, job["cache"]))
+    return plan
 
 
 def _link(plan: Any, job: dict[str, Any], out: _Out, warm: dict[str, Any]) -> None:
@@ -228,7 +255,9 @@ def serve(
             for raw in iter(jobs.readline, b""):
                 job = json.loads(raw)
                 try:
-                    if job["op"] == "extract":
+                    if job["op"] == "plan":
+                        plan = _adopt(job, warm)
+                    elif job["op"] == "extract":
                         _extract(job, out)
                     else:
                         _link(plan, job, out, warm)

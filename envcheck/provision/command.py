@@ -167,6 +167,16 @@ def install_lock(opts: InstallOptions) -> Report:
     require_install_extra()
     if opts.fetch_timeout <= 0:
         raise BadInput(f"--fetch-timeout must be positive (got {opts.fetch_timeout:g})")
+    from envcheck.provision import linker
+
+    linker.prestart()  # py-rattler starts in the linker child while the imports below run
+    try:
+        return _install(opts)
+    finally:
+        linker.discard_prestarted()
+
+
+def _install(opts: InstallOptions) -> Report:
     from envcheck.provision.install import default_cache, install
     from envcheck.provision.plan import read_plan
 

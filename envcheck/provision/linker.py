@@ -28,7 +28,6 @@ from typing import Any
 
 from envcheck import interrupts
 from envcheck.errors import EnvcheckError
-from envcheck.provision.fetch import DiskFull
 
 
 def _fork_safe() -> bool:
@@ -50,43 +49,90 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+def _fork_child(plan: Any, cache: str | None) -> tuple[int, int, int, Any]:
+    """(pid, jobs pipe, answers pipe, stderr capture) of a linker child forked now; ``plan``
+    None: it gets the plan from its first job (``{"op": "plan"}``)."""
+    from envcheck.provision import _link_child
+
+    err = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the Linker
+    jobs_r, jobs_w = os.pipe()
+    out_r, out_w = os.pipe()
+    parent = os.getpid()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with warnings.catch_warnings():  # Python 3.12 warns of any other thread: see _fork_safe
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        os.close(jobs_w)
+        os.close(out_r)
+        _link_child.serve(plan, jobs_r, out_w, err.fileno(), parent, cache)
+    os.close(jobs_r)
+    os.close(out_w)
+    return pid, jobs_w, out_r, err
+
+
+_EARLY: list[tuple[int, int, int, Any]] = []  # a child prestart() forked, not yet adopted
+
+
+def prestart() -> None:
+    """Fork the linker child now, before py-rattler is imported and the lock read here: the
+    child imports py-rattler and starts its runtime while this process does the same work
+    and checks the cache. The install's Linker adopts it and sends it the plan; the child
+    reads the lock itself, and only then, and requires the sha256 this process read. Nothing
+    happens in a process that may not fork (see _fork_safe). ``discard_prestarted`` ends a
+    child no install took."""
+    if not _EARLY and _fork_safe():
+        _EARLY.append(_fork_child(None, None))
+
+
+def discard_prestarted() -> None:
+    """Kill and reap a prestarted child no Linker adopted (a no-op install, a bad lock)."""
+    while _EARLY:
+        pid, jobs_w, out_r, err = _EARLY.pop()
+        os.close(jobs_w)
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        os.close(out_r)
+        err.close()
+
+
 class Linker:
-    """One linker child, forked with ``plan`` in hand; ``run`` sends it a job and waits.
-    ``cache``: the install's cache directory, which the child gets ready to link from."""
+    """One linker child, forked with ``plan`` in hand (or adopted from ``prestart``); ``run``
+    sends it a job and waits. ``cache``: the install's cache directory, which the child gets
+    ready to link from."""
 
     def __init__(self, plan: Any, cache: Path | None = None) -> None:
         self.plan = plan
         self.cache = None if cache is None else str(cache)
 
     def __enter__(self) -> Linker:
-        self.err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
-        jobs_r, self.jobs_w = os.pipe()
-        self.out_r, out_w = os.pipe()
-        if _fork_safe():
-            self.pid = self._fork(jobs_r, out_w)
-        else:
-            self.pid = self._spawn(jobs_r, out_w)
-        os.close(jobs_r)
-        os.close(out_w)
         self.code: int | None = None
         self.jobs_w_closed = False
         self._buf = b""
+        self._plan_sent = False  # the adopted child's plan job: its answer not read yet
+        if _EARLY:
+            self.pid, self.jobs_w, self.out_r, self.err = _EARLY.pop()
+            plan = self.plan
+            self._plan_sent = self._send({
+                "op": "plan", "lock": str(plan.lock.absolute()), "platform": plan.platform,
+                "sha256": plan.lock_sha256, "cache": self.cache,
+            })  # fmt: skip
+            return self
+        if _fork_safe():
+            self.pid, self.jobs_w, self.out_r, self.err = _fork_child(self.plan, self.cache)
+            return self
+        self.err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
+        jobs_r, self.jobs_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        self.pid = self._spawn(jobs_r, out_w)
+        os.close(jobs_r)
+        os.close(out_w)
         return self
-
-    def _fork(self, jobs_r: int, out_w: int) -> int:
-        from envcheck.provision import _link_child
-
-        parent = os.getpid()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        with warnings.catch_warnings():  # Python 3.12 warns of any other thread: see _fork_safe
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-        if pid == 0:
-            os.close(self.jobs_w)
-            os.close(self.out_r)
-            _link_child.serve(self.plan, jobs_r, out_w, self.err.fileno(), parent, self.cache)
-        return pid
 
     def _spawn(self, jobs_r: int, out_w: int) -> int:
         """A fresh interpreter that reads the lock again (its sha256 checked): a process with
@@ -167,10 +213,18 @@ class Linker:
         ``what`` names the work in messages ("linking into /opt/env"); ``on_tick`` is called
         per package done, with its index in the plan's records when linking (else -1).
         """
-        outcome = self._talk(job, on_tick)
+        if self._plan_sent:  # the adopted child's answer to its plan first
+            self._plan_sent = False
+            self._check(self._answer(lambda i: None), what)
+        self._check(self._answer(on_tick) if self._send(job) else {}, what)
+
+    def _check(self, outcome: dict[str, Any], what: str) -> None:
+        """Return when ``outcome`` is a success; else raise what run() documents."""
         if outcome.get("ok"):
             return
         if outcome.get("enospc"):
+            from envcheck.provision.fetch import DiskFull
+
             raise DiskFull(f"disk full {what}: {outcome['error'].splitlines()[0]}")
         if outcome:
             first = outcome["error"].splitlines()[0]
@@ -183,13 +237,18 @@ class Linker:
         hint = f": {last[0][:300]}" if last else ""
         raise EnvcheckError(f"{what} failed: the linker process died ({how}){hint}", detail=tail)
 
-    def _talk(self, job: dict[str, Any], on_tick: Callable[[int], None]) -> dict:
+    def _send(self, job: dict[str, Any]) -> bool:
+        """Write one job line; False when the child is gone."""
         try:
             data = (json.dumps(job) + "\n").encode()
             while data:
                 data = data[os.write(self.jobs_w, data) :]
         except BrokenPipeError:
-            return {}
+            return False
+        return True
+
+    def _answer(self, on_tick: Callable[[int], None]) -> dict:
+        """The next outcome line (ticks passed to ``on_tick`` meanwhile); {} at EOF."""
         while True:
             while b"\n" in self._buf:
                 line, _, self._buf = self._buf.partition(b"\n")
