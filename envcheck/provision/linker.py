@@ -1,11 +1,12 @@
 """Run py-rattler's unpacking and linking in a child process (envcheck/provision/_link_child.py).
 
 The child may abort (a Rust panic), fill the disk or be interrupted: envcheck stays alive to
-end it and remove what it wrote. It is forked when ``Linker`` is entered, before the downloads
-start their threads, with the plan in hand (no interpreter start-up, no imports); a process
-that already has other threads than envcheck's signal resender (a progress bar, py-rattler's
-async runtime after a solve in the same process) starts a fresh interpreter instead. On any
-way out of the block the child is dead.
+end it and remove what it wrote. The install verb forks it first thing (``prestart``), and
+the install's ``Linker`` adopts it and sends it the plan; else it is forked when ``Linker`` is
+entered, before the downloads start their threads, with the plan in hand (no interpreter
+start-up, no imports). A process that already has other threads than envcheck's signal
+resender (a progress bar, py-rattler's async runtime after a solve in the same process)
+starts a fresh interpreter instead. On any way out of the block the child is dead.
 """
 
 from __future__ import annotations
