@@ -3,17 +3,17 @@
 Runs apart from envcheck (linker.Linker) because py-rattler's linker can abort the whole
 process (a Rust panic on hostile package metadata ends in SIGABRT): whatever happens here,
 envcheck is still there to remove what this process wrote. Usually forked, with the plan
-(py-rattler's records) in hand and nothing new to import; else started as
-``python -m envcheck.provision._link_child LOCK PLATFORM SHA256 [CACHE]``, reading the lock
-again. It never returns into envcheck's code: it leaves through ``os._exit``. Before its first
-job it gets py-rattler ready (``_warm``) while envcheck fetches and checks. A child
-``linker.prestart`` forked before envcheck read the lock has no plan: its first job gives the
-lock, which it reads itself, its sha256 checked against envcheck's (``_adopt``).
+(py-rattler's records) in hand and nothing new to import. A child without the plan (one
+``linker.prestart`` forked before envcheck read the lock, or one started as ``python -m
+envcheck.provision._link_child``) gets the lock as its first job and reads it itself, its
+sha256 checked against envcheck's (``_adopt``). It never returns into envcheck's code: it
+leaves through ``os._exit``. Before its first job it gets py-rattler ready (``_warm``) while
+envcheck fetches and checks.
 
 Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package unpacked,
 "+N" per package linked (N its index in the plan's records), then the job's JSON outcome line:
 
-    {"op": "plan", "lock": ..., "platform": ..., "sha256": ..., "cache": ...}  (prestarted)
+    {"op": "plan", "lock": ..., "platform": ..., "sha256": ..., "cache": ...}  (no plan yet)
     {"op": "extract", "items": [[archive, dest, sha256 or md5], ...]}
     {"op": "link", "staging": ..., "final": ..., "pkgs": ..., "archives": {url: path}}
 """
@@ -208,24 +208,9 @@ def _rewrite(path: Path, wrote: str, url: str) -> None:
 
 
 def main() -> None:
-    """``python -m envcheck.provision._link_child LOCK PLATFORM SHA256 [CACHE]``: the started (not
-    forked) child; jobs on stdin, answers on stdout, stderr as given."""
-    from envcheck.provision.plan import read_plan
-
-    lock, platform, sha256 = sys.argv[1:4]
-    cache = sys.argv[4] if len(sys.argv) > 4 else None
-    parent = int(os.environ.get("ENVCHECK_LINK_PARENT", "0"))
-    try:
-        plan = read_plan(Path(lock), platform)
-    except BaseException as e:  # noqa: BLE001 - told to the parent as the first answer
-        sys.stdout.write(json.dumps({"ok": False, "error": f"cannot read {lock}: {e}"}) + "\n")
-        sys.stdout.flush()
-        os._exit(0)
-    if plan.lock_sha256 != sha256:
-        sys.stdout.write(json.dumps({"ok": False, "error": f"{lock} changed meanwhile"}) + "\n")
-        sys.stdout.flush()
-        os._exit(0)
-    serve(plan, 0, 1, 2, parent, cache)
+    """``python -m envcheck.provision._link_child``: the started (not forked) child; jobs on
+    stdin, the plan first (``_adopt``), answers on stdout, stderr as given."""
+    serve(None, 0, 1, 2, int(os.environ.get("ENVCHECK_LINK_PARENT", "0")))
 
 
 def _detach(parent: int, stderr_fd: int) -> None:

@@ -115,42 +115,39 @@ class Linker:
         self.code: int | None = None
         self.jobs_w_closed = False
         self._buf = b""
-        self._plan_sent = False  # the adopted child's plan job: its answer not read yet
+        self._plan_sent = False  # the plan job sent to a child without a plan: answer unread
         if _EARLY:
             self.pid, self.jobs_w, self.out_r, self.err = _EARLY.pop()
-            plan = self.plan
-            self._plan_sent = self._send({
-                "op": "plan", "lock": str(plan.lock.absolute()), "platform": plan.platform,
-                "sha256": plan.lock_sha256, "cache": self.cache,
-            })  # fmt: skip
-            return self
-        if _fork_safe():
+        elif _fork_safe():
             self.pid, self.jobs_w, self.out_r, self.err = _fork_child(self.plan, self.cache)
-            return self
+            return self  # forked with the plan in hand
+        else:
+            self._spawn()
+        plan = self.plan
+        self._plan_sent = self._send({
+            "op": "plan", "lock": str(plan.lock.absolute()), "platform": plan.platform,
+            "sha256": plan.lock_sha256, "cache": self.cache,
+        })  # fmt: skip
+        return self
+
+    def _spawn(self) -> None:
+        """A fresh interpreter, which gets the plan as its first job, as a prestarted child
+        does (it reads the lock again, its sha256 checked): a process with other threads (a
+        progress bar, py-rattler's async runtime) cannot be forked safely."""
         self.err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
         jobs_r, self.jobs_w = os.pipe()
         self.out_r, out_w = os.pipe()
-        self.pid = self._spawn(jobs_r, out_w)
-        os.close(jobs_r)
-        os.close(out_w)
-        return self
-
-    def _spawn(self, jobs_r: int, out_w: int) -> int:
-        """A fresh interpreter that reads the lock again (its sha256 checked): a process with
-        other threads (a progress bar, py-rattler's async runtime) cannot be forked safely."""
-        plan = self.plan
-        args = [str(plan.lock.absolute()), plan.platform, plan.lock_sha256]
-        args += [] if self.cache is None else [self.cache]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "envcheck.provision._link_child", *args],
+        self._proc = subprocess.Popen(  # kept so the Popen object does not outlive the child
+            [sys.executable, "-m", "envcheck.provision._link_child"],
             stdin=jobs_r,
             stdout=out_w,
             stderr=self.err,
             env=dict(os.environ, ENVCHECK_LINK_PARENT=str(os.getpid())),
             pass_fds=(),
         )
-        self._proc = proc  # kept so its Popen object does not outlive the child unreaped
-        return proc.pid
+        self.pid = self._proc.pid
+        os.close(jobs_r)
+        os.close(out_w)
 
     def _reap(self, block: bool) -> int | None:
         if self.code is None:
