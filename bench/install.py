@@ -20,7 +20,7 @@ so its linker child is forked; the bare side's worker holds py-rattler's async r
 Medians of --repeat runs.
 
 Whole processes as well (warm): `python -m envcheck install LOCK` against a bare script in
-which py-rattler reads the same lock file and installs its records (``bare_process``), each
+which py-rattler reads the same lock file and installs its records (``BARE_SCRIPT``), each
 into a fresh prefix from its side's warm cache, alternating; interpreter start-up, imports
 and reading the lock count on both sides. The cold CLI is timed once.
 
