@@ -11,7 +11,6 @@ envcheck from this checkout) is keyed by those and envcheck's source, like tests
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -22,7 +21,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.old_envs import ROOT, UV, _cache_root, _run, _source_digest, find_python
+from tests.old_envs import (
+    ROOT,
+    UV,
+    _cache_root,
+    _run,
+    _source_digest,
+    find_python,
+    install_checkout,
+    locked,
+)
 
 HOROVOD = "0.28.1"
 TORCH = "2.13.0"
@@ -58,13 +66,6 @@ def _key(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:12]
 
 
-def _locked(path: Path):  # noqa: ANN202 - a file object used as a context manager
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = open(path.parent / f".{path.name}.lock", "w")  # noqa: SIM115 - closed by with
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    return lock
-
-
 def horovod_env() -> HorovodEnv:
     """The venv, built (and the wheel with it) unless the cache has them."""
     python = find_python(PYTHON)
@@ -73,7 +74,7 @@ def horovod_env() -> HorovodEnv:
     pins = (f"torch=={TORCH}", f"horovod=={HOROVOD}", BUILD_ENV, PATCHES)
     prefix = _cache_root() / f"horovod-{HOROVOD}-{_key(python, pins, _source_digest())}"
     wheels = _cache_root() / f"horovod-wheel-{_key(python, pins)}"
-    with _locked(prefix):
+    with locked(prefix):
         done = prefix / ".envcheck-test-done.json"
         if done.exists():
             state = json.loads(done.read_text())
@@ -84,10 +85,10 @@ def horovod_env() -> HorovodEnv:
         tools = ["setuptools", "wheel"] + ([] if shutil.which("cmake") else ["cmake"])
         _run([py, "-m", "pip", "install", "-q", f"torch=={TORCH}", *tools],
              f"pip install torch=={TORCH}")
-        with _locked(wheels):
+        with locked(wheels):
             wheel, seconds = _wheel(py, wheels)
-        _run([py, "-m", "pip", "install", "-q", str(wheel), str(ROOT)],
-             "pip install the horovod wheel and envcheck", timeout=900)
+        install_checkout([py, "-m", "pip", "install", "-q", str(wheel), str(ROOT)],
+                         "pip install the horovod wheel and envcheck", timeout=900)
         done.write_text(json.dumps({"wheel": str(wheel)}))
         return HorovodEnv(prefix, wheel, seconds)
 
@@ -142,7 +143,7 @@ def beside_other_torch(env: HorovodEnv) -> HorovodEnv:
     python = find_python(PYTHON)
     pins = (f"torch=={OTHER_TORCH}", env.wheel.name)
     prefix = _cache_root() / f"horovod-other-torch-{_key(python, pins, _source_digest())}"
-    with _locked(prefix):
+    with locked(prefix):
         done = prefix / ".envcheck-test-done.json"
         if done.exists():
             return HorovodEnv(prefix, env.wheel, 0.0)
@@ -151,8 +152,9 @@ def beside_other_torch(env: HorovodEnv) -> HorovodEnv:
              "uv venv (horovod beside another torch)")
         index = (["--extra-index-url", LOCAL_INDEX.as_uri(), "--index-strategy",
                   "unsafe-best-match"] if LOCAL_INDEX.is_dir() else [])
-        _run([str(UV), "pip", "install", "-q", "--python", str(prefix / "bin" / "python"),
-              *index, f"torch=={OTHER_TORCH}", str(env.wheel), str(ROOT)],
-             f"uv pip install torch=={OTHER_TORCH}, the horovod wheel and envcheck", timeout=900)
+        install_checkout(
+            [str(UV), "pip", "install", "-q", "--python", str(prefix / "bin" / "python"),
+             *index, f"torch=={OTHER_TORCH}", str(env.wheel), str(ROOT)],
+            f"uv pip install torch=={OTHER_TORCH}, the horovod wheel and envcheck", timeout=900)
         done.write_text(json.dumps({"wheel": str(env.wheel)}))
         return HorovodEnv(prefix, env.wheel, 0.0)

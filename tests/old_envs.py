@@ -128,12 +128,27 @@ def build_env(spec: EnvSpec, with_envcheck: bool = True, extra: tuple[str, ...] 
         json.dumps([python, spec.pins, extra, with_envcheck, spec.with_pip, source]).encode()
     ).hexdigest()[:12]
     prefix = _cache_root() / f"{spec.name}-{key}"
-    prefix.parent.mkdir(parents=True, exist_ok=True)
     # concurrent test processes (pytest-xdist workers, a kept ENVCHECK_TEST_ENV_CACHE) build
     # each env once: the first takes the lock, the others wait and then find it done
-    with open(prefix.parent / f".{prefix.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locked(prefix):
         return _build_locked(spec, prefix, python, with_envcheck, extra)
+
+
+def locked(path: Path):  # noqa: ANN202 - a file object used as a context manager
+    """An exclusive lock on ``path``'s name across processes (``.NAME.lock`` beside it), held
+    for the with-block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(path.parent / f".{path.name}.lock", "w")  # noqa: SIM115 - closed by with
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock
+
+
+def install_checkout(cmd: list[str], what: str, timeout: float = 600) -> None:
+    """Run ``cmd``, a pip or uv install that names this checkout, one at a time across test
+    processes: setuptools builds in the source tree (build/, envcheck.egg-info), and two
+    builds at once break each other (seen in CI: "envcheck.egg-info/tmp...: No such file")."""
+    with locked(_cache_root() / "checkout-install"):
+        _run(cmd, what, timeout)
 
 
 def _build_locked(
@@ -153,11 +168,12 @@ def _build_locked(
     after: dict[str, str] = {}
     if with_envcheck:
         if spec.with_pip:  # the README's way: plain pip, from the checkout
-            _run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(ROOT)],
-                 "pip install envcheck")
+            install_checkout(
+                [py, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(ROOT)],
+                "pip install envcheck")
         else:
-            _run([str(UV), "pip", "install", "-q", "--python", py, str(ROOT)],
-                 "uv pip install envcheck")
+            install_checkout([str(UV), "pip", "install", "-q", "--python", py, str(ROOT)],
+                             "uv pip install envcheck")
         after = installed(py)
     done.write_text(json.dumps({"before": before, "after": after}))
     return OldEnv(spec, prefix, before, after)
