@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     PathLike = Union[str, Path]
 
 MiB = 1 << 20
+# a 20,000-package conda-lock file is about 30 MiB: past this it is not a lock
+MAX_LOCK_BYTES = 512 << 20
 MAX_DEPTH = 64  # JSON nesting: facts are 4 levels deep, a report 5
 
 _KINDS = (

@@ -163,3 +163,43 @@ def test_the_kernel_log_reader_stops_at_its_cap_on_a_file_without_newlines(tmp_p
     events, _, error, _ = read_kernel_log(str(p))
     assert [e.code for e in events] == [79]
     assert "read only the first 256 MiB" in error
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "directory", "huge"])
+def test_the_linker_childs_lock_reader_refuses_what_is_not_a_lock_file(tmp_path, kind):
+    """`envcheck install` forks its linker child before it reads the lock, and the child reads
+    the lock named on the command line itself: it must refuse at once, as envcheck does, not
+    block on a FIFO or fill its memory from a device while envcheck gets to its own check."""
+    from envcheck.provision._link_child import _read_lock
+
+    p = hostile(tmp_path, kind)
+    started = time.monotonic()
+    with pytest.raises(BadInput, match=SAYS[kind]):
+        _read_lock(str(p), "linux-64")
+    assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_install_of_what_is_not_a_lock_file_ends_its_early_linker_child(tmp_path, kind):
+    """The whole CLI, whose linker child is forked before the lock is read: one line, exit 4,
+    at once, and no child of the envcheck process left behind."""
+    import subprocess
+    import sys
+
+    p = hostile(tmp_path, kind)
+    code = (
+        "import os, sys\n"
+        "from envcheck.cli import main\n"
+        "rc = main()\n"
+        "print(open(f'/proc/{os.getpid()}/task/{os.getpid()}/children').read().split())\n"
+        "sys.exit(rc)\n"
+    )
+    argv = ["install", str(p), "--prefix", str(tmp_path / "env"),
+            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 4, done.stderr
+    assert time.monotonic() - started < 15
+    assert done.stderr.count("\n") == 1 and SAYS[kind] in done.stderr, done.stderr
+    assert done.stdout.split("\n")[0] == "[]", done.stdout

@@ -704,31 +704,50 @@ def _run_code(code: str) -> list[str]:
     return done.stdout.split("\n")
 
 
+@pytest.mark.parametrize("ahead", [True, False], ids=["lock-read-ahead", "lock-read-on-plan"])
 def test_a_prestarted_linker_child_links_the_lock_and_refuses_one_changed_after_it_was_read(
-    tmp_path: Path,
+    tmp_path: Path, ahead: bool
 ) -> None:
     # the CLI forks its linker before it reads the lock; the install adopts that child, which
-    # reads the lock itself and must find the sha256 envcheck read
+    # reads the lock itself (ahead, as soon as py-rattler is in, when prestart names it) and
+    # must find the sha256 envcheck read
     lock = _tiny_lock(tmp_path)
+    start = "lock, 'linux-64', cache" if ahead else ""
     head = f"""
-import os
+import os, time
 from pathlib import Path
 from envcheck.errors import EnvcheckError
 from envcheck.provision import install, linker
 from envcheck.provision.plan import read_plan
 lock, cache = Path({str(lock)!r}), Path({str(tmp_path / "cache")!r})
-linker.prestart()
+linker.prestart({start})
 early = linker._EARLY[0][0]
+
+def child_waits_for_a_job():  # its warm-up (and the lock read ahead) is over
+    deadline = time.monotonic() + 120
+    while "pipe" not in Path(f"/proc/{{early}}/wchan").read_text():
+        assert time.monotonic() < deadline, "the linker child never got ready"
+        time.sleep(0.01)
+"""
+    if ahead:  # the child read the lock before the change, envcheck after
+        change_then_read = """
+child_waits_for_a_job()
+lock.write_bytes(lock.read_bytes() + b"# changed after the child read it\\n")
 plan = read_plan(lock, "linux-64")
 """
+    else:  # envcheck read the lock before the change, the child after (on the plan job)
+        change_then_read = """
+plan = read_plan(lock, "linux-64")
+lock.write_bytes(lock.read_bytes() + b"# changed after envcheck read it\\n")
+"""
     same = head + f"""
+plan = read_plan(lock, "linux-64")
 install.install(plan, Path({str(tmp_path / "env")!r}), cache)
 print(not linker._EARLY)  # adopted by the install's Linker
 """
     assert _run_code(same)[0] == "True"
     assert (tmp_path / "env" / "share" / "tiny" / "a.txt").read_text() == "tiny\n"
-    changed = head + """
-lock.write_bytes(lock.read_bytes() + b"# changed after envcheck read it\\n")
+    changed = head + change_then_read + """
 with linker.Linker(plan, cache) as child:
     print(child.pid == early)
     try:
@@ -739,6 +758,30 @@ with linker.Linker(plan, cache) as child:
     adopted, message = _run_code(changed)[:2]
     assert adopted == "True"
     assert message == f"unpacking failed: {lock} changed while envcheck read it", message
+
+
+def test_the_linker_childs_lock_reader_agrees_with_envchecks(tmp_path: Path) -> None:
+    # the child reads the lock with py-rattler alone (no envcheck lock model in the child):
+    # the same sha256 and the same records, in the same order, as envcheck's read_plan
+    from envcheck.provision import _link_child
+    from envcheck.provision.plan import read_plan
+
+    lock = _tiny_lock(tmp_path)
+    plan = read_plan(lock, "linux-64")
+    sha256, mine = _link_child._read_lock(str(lock), "linux-64")
+    assert sha256 == plan.lock_sha256
+    assert mine.platform == "linux-64"
+    assert [r.url for r in mine.records] == [r.url for r in plan.records] == [
+        p.url for p in plan.conda
+    ]
+    cache = tmp_path / "cache"
+    from envcheck.provision.fetch import cache_path
+
+    assert _link_child._archives(mine, str(cache)) == {
+        p.url: str(cache_path(cache, p)) for p in plan.conda
+    }
+    with pytest.raises(RuntimeError, match="no packages for platform osx-arm64"):
+        _link_child._read_lock(str(lock), "osx-arm64")
 
 
 def test_a_prestarted_linker_child_no_install_takes_is_ended(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from envcheck.errors import BadInput
-from envcheck.inputs import check_regular, read_text
+from envcheck.inputs import MAX_LOCK_BYTES, check_regular, read_text
 from envcheck.lockfile.model import (
     META,
     Exclusion,
@@ -36,8 +36,6 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any
 
-# a 20,000-package conda-lock file is about 30 MiB: past this it is not a lock
-MAX_LOCK_BYTES = 512 << 20
 
 # --- the document ---------------------------------------------------------------------------
 

@@ -2,13 +2,13 @@
 
 Runs apart from envcheck (linker.Linker) because py-rattler's linker can abort the whole
 process (a Rust panic on hostile package metadata ends in SIGABRT): whatever happens here,
-envcheck is still there to remove what this process wrote. Usually forked, with the plan
-(py-rattler's records) in hand and nothing new to import. A child without the plan (one
-``linker.prestart`` forked before envcheck read the lock, or one started as ``python -m
-envcheck.provision._link_child``) gets the lock as its first job and reads it itself, its
-sha256 checked against envcheck's (``_adopt``). It never returns into envcheck's code: it
-leaves through ``os._exit``. Before its first job it gets py-rattler ready (``_warm``) while
-envcheck fetches and checks.
+envcheck is still there to remove what this process wrote. Forked with the plan (py-rattler's
+records) in hand, or without it: one ``linker.prestart`` forked before envcheck read the lock
+reads it itself (``_read_lock``: py-rattler alone, none of envcheck's lock code), as does one
+started as ``python -m envcheck.provision._link_child``, whose first job names the lock; the
+plan job's sha256 must be that of the bytes read here (``_adopt``), or every job is refused.
+It never returns into envcheck's code: it leaves through ``os._exit``. Before its first job
+it gets py-rattler ready (``_warm``) while envcheck fetches and checks.
 
 Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package unpacked,
 "+N" per package linked (N its index in the plan's records), then the job's JSON outcome line:
@@ -20,7 +20,6 @@ Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per packag
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import json
 import os
@@ -87,51 +86,98 @@ def _records(plan: Any, archives: dict[str, str]) -> list:
     ]
 
 
-def _warm(plan: Any, cache: str | None) -> dict[str, Any]:
-    """What the link needs that does not depend on the checks, made while envcheck runs them:
-    py-rattler's async runtime started (an index of the package cache: it writes nothing), an
-    HTTP client (the link reads only the cache: nothing is downloaded), and the records for
-    the archives the cache would hold. ``plan`` None (a prestarted child): the client and the
-    imports only; the rest once the plan comes (``_adopt``). Best effort: the link makes
-    whatever is missing."""
+class _Plan:
+    """What the child links: one platform's records, in the lock's order (envcheck's Plan
+    has these two attributes as well)."""
+
+    def __init__(self, platform: str, records: tuple[Any, ...]) -> None:
+        self.platform, self.records = platform, records
+
+
+def _read_lock(lock: str, platform: str | None) -> tuple[str, _Plan]:
+    """(sha256, plan) of ``lock``: the bytes hashed are the bytes py-rattler parses (a private
+    copy of them), so a change to the file between the two cannot go unseen. ``platform``
+    None: this machine's."""
+    import hashlib
+
+    import rattler
+
+    from envcheck.inputs import MAX_LOCK_BYTES, read_bytes
+
+    data = read_bytes(lock, "lock", MAX_LOCK_BYTES)  # no FIFO, device, or endless file
+    memfd = getattr(os, "memfd_create", None)
+    if memfd is None:  # no private copy to parse: the file itself
+        lf = rattler.LockFile.from_path(lock)
+    else:
+        fd = memfd("envcheck-lock", os.MFD_CLOEXEC)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            lf = rattler.LockFile.from_path(f"/proc/self/fd/{fd}")
+        finally:
+            os.close(fd)
+    want = platform or str(rattler.Platform.current())
+    env = lf.default_environment()
+    have = {p.name: p for p in env.platforms()} if env is not None else {}
+    if want not in have:
+        raise RuntimeError(f"{lock} has no packages for platform {want}")
+    records = tuple(env.conda_repodata_records_for_platform(have[want]) or ())
+    return hashlib.sha256(data).hexdigest(), _Plan(want, records)
+
+
+def _archives(plan: Any, cache: str) -> dict[str, str]:
+    """URL -> where envcheck's cache keeps the checked archive (fetch.cache_path's layout)."""
+    out = {}
+    for r in plan.records:
+        key = r.sha256.hex() if r.sha256 else f"md5-{r.md5.hex()}"
+        out[r.url] = str(Path(cache, "archives", key, r.file_name))
+    return out
+
+
+def _warm(plan: Any, cache: str | None, lock: tuple[str, str | None] | None) -> dict[str, Any]:
+    """What the link needs that does not depend on envcheck's checks, made while it runs them:
+    py-rattler imported and its async runtime started (an index of the package cache: it
+    writes nothing), an HTTP client (the link reads only the cache: nothing is downloaded),
+    the lock read (``lock``: its path and platform, for a child forked before envcheck read
+    it; ``_adopt`` requires envcheck's sha256) and the records naming the archives the cache
+    holds. Best effort: the link makes whatever is missing."""
     warm: dict[str, Any] = {}
     try:
-        import asyncio  # noqa: F401 - here: the forked child imports it while envcheck checks
+        import asyncio
 
         import rattler
+        from rattler import PackageCache, ValidationMode
 
         warm["client"] = rattler.Client()
+        if cache is not None:
+            layered = PackageCache.new_layered([f"{cache}/pkgs"], False, ValidationMode.skip())
+            asyncio.run(layered.index())
+        if plan is None and lock is not None:
+            sha256, plan = _read_lock(*lock)
+            warm["read"] = (lock[0], plan.platform, sha256, plan)
         if plan is not None and cache is not None:
-            warm.update(_warm_cache(plan, cache))
+            archives = _archives(plan, cache)
+            warm["records"] = (archives, _records(plan, archives))
     except Exception:  # noqa: BLE001, S110 - a warm-up only
         pass
     return warm
 
 
-def _warm_cache(plan: Any, cache: str) -> dict[str, Any]:
-    import asyncio
-
-    from rattler import PackageCache, ValidationMode
-
-    from envcheck.provision.fetch import cache_path
-
-    archives = {a.url: str(cache_path(Path(cache), a)) for a in plan.conda}
-    layered = PackageCache.new_layered([f"{cache}/pkgs"], False, ValidationMode.skip())
-    asyncio.run(layered.index())
-    return {"records": (archives, _records(plan, archives))}
-
-
 def _adopt(job: dict[str, Any], warm: dict[str, Any]) -> Any:
-    """A prestarted child's plan: the lock read here, and only when its sha256 is the one
-    envcheck read (``{"op": "plan", "lock", "platform", "sha256", "cache"}``)."""
-    from envcheck.provision.plan import read_plan
-
-    plan = read_plan(Path(job["lock"]), job["platform"])
-    if plan.lock_sha256 != job["sha256"]:
+    """A plan for a child forked or started without one: the lock as read here (ahead, by
+    ``_warm``, or now), and only when its sha256 is the one envcheck read (``{"op": "plan",
+    "lock", "platform", "sha256", "cache"}``)."""
+    read = warm.pop("read", None)
+    if read is None or read[:2] != (job["lock"], job["platform"]):
+        warm.pop("records", None)
+        read = (job["lock"], job["platform"], *_read_lock(job["lock"], job["platform"]))
+    if read[2] != job["sha256"]:
         raise RuntimeError(f"{job['lock']} changed while envcheck read it")
-    if job.get("cache") is not None:
-        with contextlib.suppress(Exception):  # a warm-up only
-            warm.update(_warm_cache(plan, job["cache"]))
+    plan = read[3]
+    if "records" not in warm and job.get("cache") is not None:
+        archives = _archives(plan, job["cache"])
+        warm["records"] = (archives, _records(plan, archives))
     return plan
 
 
@@ -228,17 +274,28 @@ def _detach(parent: int, stderr_fd: int) -> None:
 
 
 def serve(
-    plan: Any, jobs_fd: int, out_fd: int, stderr_fd: int, parent: int, cache: str | None = None
+    plan: Any,
+    jobs_fd: int,
+    out_fd: int,
+    stderr_fd: int,
+    parent: int,
+    cache: str | None = None,
+    lock: tuple[str, str | None] | None = None,
 ) -> None:
-    """The child's whole life: jobs until EOF, then ``os._exit``. ``cache``: the install's
-    cache directory, for the warm-up (``_warm``) done before the first job is read."""
+    """The child's whole life: jobs until EOF, then ``os._exit``. ``cache`` (the install's
+    cache directory) and ``lock`` (path, platform) are for the warm-up (``_warm``) done
+    before the first job is read."""
     try:
         _detach(parent, stderr_fd)
         out = _Out(out_fd)
-        warm = _warm(plan, cache)
+        warm = _warm(plan, cache, lock)
         with os.fdopen(jobs_fd, "rb", buffering=0) as jobs:
+            refused: dict[str, Any] | None = None  # a refused plan: every later job's answer
             for raw in iter(jobs.readline, b""):
                 job = json.loads(raw)
+                if refused is not None:
+                    out.line(json.dumps(refused))
+                    continue
                 try:
                     if job["op"] == "plan":
                         plan = _adopt(job, warm)
@@ -251,6 +308,8 @@ def serve(
                     text = str(e).strip() or type(e).__name__
                     enospc = any(t in text for t in ENOSPC_TEXT)
                     outcome = {"ok": False, "error": text, "enospc": enospc}
+                    if job["op"] == "plan":
+                        refused = outcome
                 out.line(json.dumps(outcome))
     finally:
         os._exit(0)  # never back into envcheck's stack; no interpreter shutdown either

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from envcheck.errors import BadInput
 from envcheck.flags import seconds
 from envcheck.record import frozen
-from envcheck.report import Report, Result, Status
+
+# typing and the report are imported once the linker child is forked (install_lock)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from envcheck.report import Report
 
 
 @frozen
@@ -162,6 +168,15 @@ class _Bars:
                     bar.stop()
 
 
+def default_cache() -> Path:
+    """$ENVCHECK_CACHE, else $XDG_CACHE_HOME/envcheck, else ~/.cache/envcheck."""
+    env = os.environ.get("ENVCHECK_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "envcheck"
+
+
 def install_lock(opts: InstallOptions) -> Report:
     """Create ``opts.prefix`` from the lock, every package's hash checked before it links."""
     require_install_extra()
@@ -169,16 +184,19 @@ def install_lock(opts: InstallOptions) -> Report:
         raise BadInput(f"--fetch-timeout must be positive (got {opts.fetch_timeout:g})")
     from envcheck.provision import linker
 
-    linker.prestart()  # py-rattler starts in the linker child while the imports below run
+    cache = opts.cache_dir or default_cache()
+    # py-rattler starts and reads the lock in the linker child while the imports below run
+    linker.prestart(opts.lock, opts.platform, cache)
     try:
-        return _install(opts)
+        return _install(opts, cache)
     finally:
         linker.discard_prestarted()
 
 
-def _install(opts: InstallOptions) -> Report:
-    from envcheck.provision.install import default_cache, install
+def _install(opts: InstallOptions, cache: Path) -> Report:
+    from envcheck.provision.install import install
     from envcheck.provision.plan import read_plan
+    from envcheck.report import Report, Result, Status
 
     plan = read_plan(opts.lock, opts.platform)
     bars = _Bars(len(plan.conda) + len(plan.pip), len(plan.conda), opts.progress)
@@ -186,7 +204,7 @@ def _install(opts: InstallOptions) -> Report:
         outcome = install(
             plan,
             opts.prefix,
-            opts.cache_dir or default_cache(),
+            cache,
             force=opts.force,
             on_fetch=bars.on_fetch,
             reporter=bars.reporter,

@@ -52,14 +52,6 @@ class Outcome:
     seconds: float = 0.0
 
 
-def default_cache() -> Path:
-    env = os.environ.get("ENVCHECK_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "envcheck"
-
-
 def read_stamp(prefix: Path) -> dict | None:
     try:
         return json.loads((prefix / "conda-meta" / STAMP).read_text())

@@ -1,8 +1,10 @@
 """Run py-rattler's unpacking and linking in a child process (envcheck/provision/_link_child.py).
 
 The child may abort (a Rust panic), fill the disk or be interrupted: envcheck stays alive to
-end it and remove what it wrote. The install verb forks it first thing (``prestart``), and
-the install's ``Linker`` adopts it and sends it the plan; else it is forked when ``Linker`` is
+end it and remove what it wrote. The install verb forks it as soon as its flags are parsed
+(``prestart``: this module imports little, so that the fork comes early and the child does
+its own imports), and the install's ``Linker`` adopts it and sends it the plan, the first
+job queued behind it; else it is forked when ``Linker`` is
 entered, before the downloads start their threads, with the plan in hand (no interpreter
 start-up, no imports). A process that already has other threads than envcheck's signal
 resender (a progress bar, py-rattler's async runtime after a solve in the same process)
@@ -12,23 +14,23 @@ starts a fresh interpreter instead. On any way out of the block the child is dea
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
-from typing import Any
 
 from envcheck import interrupts
 from envcheck.errors import EnvcheckError
+
+TYPE_CHECKING = False  # typing is not imported: the CLI forks the child before the imports
+if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Any
 
 
 def _fork_safe() -> bool:
@@ -50,12 +52,23 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def _fork_child(plan: Any, cache: str | None) -> tuple[int, int, int, Any]:
-    """(pid, jobs pipe, answers pipe, stderr capture) of a linker child forked now; ``plan``
-    None: it gets the plan from its first job (``{"op": "plan"}``)."""
-    from envcheck.provision import _link_child
+def _capture() -> Any:
+    """An anonymous file for the child's stderr (closed with the Linker)."""
+    if hasattr(os, "memfd_create"):
+        return os.fdopen(os.memfd_create("envcheck-linker-stderr", os.MFD_CLOEXEC), "w+b")
+    import tempfile
 
-    err = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the Linker
+    return tempfile.TemporaryFile()  # noqa: SIM115
+
+
+def _fork_child(
+    plan: Any, cache: str | None, lock: tuple[str, str | None] | None = None
+) -> tuple[int, int, int, Any]:
+    """(pid, jobs pipe, answers pipe, stderr capture) of a linker child forked now; ``plan``
+    None: it gets the plan from its first job (``{"op": "plan"}``), and reads ``lock`` (path,
+    platform) ahead of it when given. The child imports what it needs itself (nothing, when
+    this process has imported _link_child)."""
+    err = _capture()
     jobs_r, jobs_w = os.pipe()
     out_r, out_w = os.pipe()
     parent = os.getpid()
@@ -65,9 +78,14 @@ def _fork_child(plan: Any, cache: str | None) -> tuple[int, int, int, Any]:
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
     if pid == 0:
-        os.close(jobs_w)
-        os.close(out_r)
-        _link_child.serve(plan, jobs_r, out_w, err.fileno(), parent, cache)
+        try:
+            os.close(jobs_w)
+            os.close(out_r)
+            from envcheck.provision import _link_child
+
+            _link_child.serve(plan, jobs_r, out_w, err.fileno(), parent, cache, lock)
+        finally:
+            os._exit(1)  # serve leaves through os._exit(0): this only if the import failed
     os.close(jobs_r)
     os.close(out_w)
     return pid, jobs_w, out_r, err
@@ -76,15 +94,18 @@ def _fork_child(plan: Any, cache: str | None) -> tuple[int, int, int, Any]:
 _EARLY: list[tuple[int, int, int, Any]] = []  # a child prestart() forked, not yet adopted
 
 
-def prestart() -> None:
+def prestart(
+    lock: Path | None = None, platform: str | None = None, cache: Path | None = None
+) -> None:
     """Fork the linker child now, before py-rattler is imported and the lock read here: the
-    child imports py-rattler and starts its runtime while this process does the same work
-    and checks the cache. The install's Linker adopts it and sends it the plan; the child
-    reads the lock itself, and only then, and requires the sha256 this process read. Nothing
-    happens in a process that may not fork (see _fork_safe). ``discard_prestarted`` ends a
-    child no install took."""
+    child imports py-rattler, starts its runtime, indexes ``cache`` and reads ``lock`` for
+    ``platform`` (None: this machine's) while this process does the same work and checks
+    the cache. The install's Linker adopts it and sends it the plan, whose sha256 the lock
+    the child read must have. Nothing happens in a process that may not fork (see
+    _fork_safe). ``discard_prestarted`` ends a child no install took."""
     if not _EARLY and _fork_safe():
-        _EARLY.append(_fork_child(None, None))
+        read = None if lock is None else (str(lock.absolute()), platform)
+        _EARLY.append(_fork_child(None, None if cache is None else str(cache), read))
 
 
 def discard_prestarted() -> None:
@@ -119,6 +140,9 @@ class Linker:
         if _EARLY:
             self.pid, self.jobs_w, self.out_r, self.err = _EARLY.pop()
         elif _fork_safe():
+            # imported here, once per process: every later install's child has it
+            from envcheck.provision import _link_child  # noqa: F401
+
             self.pid, self.jobs_w, self.out_r, self.err = _fork_child(self.plan, self.cache)
             return self  # forked with the plan in hand
         else:
@@ -134,7 +158,9 @@ class Linker:
         """A fresh interpreter, which gets the plan as its first job, as a prestarted child
         does (it reads the lock again, its sha256 checked): a process with other threads (a
         progress bar, py-rattler's async runtime) cannot be forked safely."""
-        self.err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
+        import subprocess
+
+        self.err = _capture()
         jobs_r, self.jobs_w = os.pipe()
         self.out_r, out_w = os.pipe()
         self._proc = subprocess.Popen(  # kept so the Popen object does not outlive the child
@@ -211,10 +237,11 @@ class Linker:
         ``what`` names the work in messages ("linking into /opt/env"); ``on_tick`` is called
         per package done, with its index in the plan's records when linking (else -1).
         """
+        sent = self._send(job)  # queued behind the plan, if its answer is still unread
         if self._plan_sent:  # the adopted child's answer to its plan first
             self._plan_sent = False
             self._check(self._answer(lambda i: None), what)
-        self._check(self._answer(on_tick) if self._send(job) else {}, what)
+        self._check(self._answer(on_tick) if sent else {}, what)
 
     def _check(self, outcome: dict[str, Any], what: str) -> None:
         """Return when ``outcome`` is a success; else raise what run() documents."""
@@ -237,6 +264,8 @@ class Linker:
 
     def _send(self, job: dict[str, Any]) -> bool:
         """Write one job line; False when the child is gone."""
+        import json
+
         try:
             data = (json.dumps(job) + "\n").encode()
             while data:
@@ -247,6 +276,8 @@ class Linker:
 
     def _answer(self, on_tick: Callable[[int], None]) -> dict:
         """The next outcome line (ticks passed to ``on_tick`` meanwhile); {} at EOF."""
+        import json
+
         while True:
             while b"\n" in self._buf:
                 line, _, self._buf = self._buf.partition(b"\n")
