@@ -16,6 +16,8 @@ from envcheck.errors import EnvcheckError, ExitCode
 
 TYPE_CHECKING = False  # typing itself is not imported: `envcheck --version` stays cheap
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from envcheck.report import Report
 
 # imported only once a verb runs: --version and --help stay as cheap as Python's own start
@@ -63,6 +65,13 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ),
 }
 
+
+# verbs whose work starts before their flags are parsed: verb path -> (module, start, discard),
+# both functions called without arguments; `install` forks its linker child (see
+# envcheck/provision/linker.py) while argparse and the verb's imports run
+EARLY: dict[tuple[str, ...], tuple[str, str, str]] = {
+    ("install",): ("envcheck.provision.linker", "prestart", "discard_prestarted"),
+}
 
 # Verbs whose modules live here need the `build` extra (envcheck.extras)
 BUILD_PACKAGE = "envcheck.resolve"
@@ -206,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
 
     debug = "--debug" in argv
     restore = interrupts.install()
+    discard = _start_early(argv)
     try:
         return _main(argv)
     except KeyboardInterrupt as e:  # also Terminated (SIGTERM): every finally has run
@@ -216,9 +226,21 @@ def main(argv: list[str] | None = None) -> int:
         return interrupts.exit_for(e, quiet=program and not debug)
     finally:
         interrupts.commit()  # the outcome is decided: a late Ctrl-C changes nothing
+        discard()
         restore()
         if program:
             _leave_objects_to_exit()
+
+
+def _start_early(argv: list[str]) -> Callable[[], None]:
+    """Start the EARLY work of the verb ``argv`` names; what ends it when the verb did not."""
+    words = tuple(a for a in argv if not a.startswith("-"))
+    for path, (module, start, discard) in EARLY.items():
+        if words[: len(path)] == path:
+            loaded = importlib.import_module(module)
+            getattr(loaded, start)()
+            return getattr(loaded, discard)
+    return lambda: None
 
 
 def _leave_objects_to_exit() -> None:

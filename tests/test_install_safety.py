@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from envcheck.errors import EnvcheckError
 from envcheck.provision.pip_part import Escapes, check_interpreter
 from tests.condapkg import serve
 from tests.install_world import Installed, World, envcheck
@@ -760,28 +761,47 @@ with linker.Linker(plan, cache) as child:
     assert message == f"unpacking failed: {lock} changed while envcheck read it", message
 
 
-def test_the_linker_childs_lock_reader_agrees_with_envchecks(tmp_path: Path) -> None:
-    # the child reads the lock with py-rattler alone (no envcheck lock model in the child):
-    # the same sha256 and the same records, in the same order, as envcheck's read_plan
+def test_the_plan_made_of_the_linker_childs_reading_is_read_plans(tmp_path: Path) -> None:
+    # `envcheck install` takes its plan from what the linker child read (py-rattler imported
+    # there only): the same sha256, records, packages and archive paths as read_plan's
     from envcheck.provision import _link_child
-    from envcheck.provision.plan import read_plan
-
-    lock = _tiny_lock(tmp_path)
-    plan = read_plan(lock, "linux-64")
-    sha256, mine = _link_child._read_lock(str(lock), "linux-64")
-    assert sha256 == plan.lock_sha256
-    assert mine.platform == "linux-64"
-    assert [r.url for r in mine.records] == [r.url for r in plan.records] == [
-        p.url for p in plan.conda
-    ]
-    cache = tmp_path / "cache"
     from envcheck.provision.fetch import cache_path
+    from envcheck.provision.plan import plan_of, read_plan
 
-    assert _link_child._archives(mine, str(cache)) == {
-        p.url: str(cache_path(cache, p)) for p in plan.conda
-    }
-    with pytest.raises(RuntimeError, match="no packages for platform osx-arm64"):
+    data = Path(__file__).parent / "data"
+    real = ["holoviz_holoviews_fb85eeb_pixi.lock",  # pixi.lock, 478 linux-64 packages
+            "pangeo_ml-notebook_2023-10-03_2e817e6.conda-lock.yml"]  # conda-lock, 682  # fmt: skip
+    for lock in (_tiny_lock(tmp_path), *(data / name for name in real)):
+        plan = read_plan(lock, "linux-64")  # the in-process reading, as the API makes it
+        sha256, mine, rows = _link_child._read_lock(str(lock), "linux-64")
+        reading = json.loads(json.dumps({"sha256": sha256, "platform": "linux-64", "rows": rows}))
+        made = plan_of(lock, reading)
+        assert (made.lock_sha256, made.platform) == (plan.lock_sha256, plan.platform)
+        assert (made.conda, made.pip) == (plan.conda, plan.pip) and made.conda
+        assert [r.url for r in mine.records] == [r.url for r in plan.records]
+        assert [r.url for r in plan.records] == [p.url for p in plan.conda]
+        cache = tmp_path / "cache"
+        assert _link_child._archives(mine, str(cache)) == {
+            p.url: str(cache_path(cache, p)) for p in plan.conda
+        }
+    with pytest.raises(EnvcheckError, match="no packages for platform osx-arm64"):
         _link_child._read_lock(str(lock), "osx-arm64")
+
+
+def test_the_cli_imports_py_rattler_only_in_its_linker_child(tmp_path: Path) -> None:
+    # `envcheck install` forks its linker child before its flags are parsed and takes its plan
+    # from the child's reading of the lock: envcheck's own process never imports py-rattler
+    lock = _tiny_lock(tmp_path)
+    code = f"""
+import sys
+sys.argv = ["envcheck", "install", {str(lock)!r}, "--prefix", {str(tmp_path / "env")!r},
+            "--cache-dir", {str(tmp_path / "cache")!r}, "--platform", "linux-64"]
+from envcheck.cli import main
+rc = main()
+print(rc, "rattler" in sys.modules)
+"""
+    assert _run_code(code)[1] == "0 False"  # after the install's own line
+    assert (tmp_path / "env" / "share" / "tiny" / "a.txt").read_text() == "tiny\n"
 
 
 def test_a_prestarted_linker_child_no_install_takes_is_ended(tmp_path: Path) -> None:

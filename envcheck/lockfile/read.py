@@ -7,8 +7,8 @@
 * ``read_packages``: the packages, for verify (Python 3.8, standard library and PyYAML).
 * ``read_lock`` / ``read_lockfile_model``: envcheck's metadata too, validated by conda-lock's
   models (build extra, imported when called).
-* ``read_platform``: one platform of a conda-lock file or a pixi.lock through py-rattler, with
-  the records install links (install extra, imported when called).
+* ``packages_from_rows``: the packages of one platform of a conda-lock file or a pixi.lock as
+  py-rattler read it (``rattler_read``: install extra).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from envcheck.errors import BadInput
-from envcheck.inputs import MAX_LOCK_BYTES, check_regular, read_text
+from envcheck.inputs import MAX_LOCK_BYTES, read_text
 from envcheck.lockfile.model import (
     META,
     Exclusion,
@@ -448,61 +448,13 @@ def read_lock(path: Path) -> Lock:
     )
 
 
-# --- install: one platform through py-rattler (conda-lock files and pixi.lock) -------------
+# --- install: one platform as py-rattler read it (rattler_read.py) -------------------------
 
 
-def _hex(value: bytes | None) -> str | None:
-    return value.hex() if value else None
-
-
-def read_platform(
-    lock: Path, platform: str | None
-) -> tuple[str, tuple[Any, ...], tuple[LockedPackage, ...]]:
-    """(platform, rattler's RepoDataRecords, the packages) of one platform of ``lock``.
-
-    ``platform`` defaults to this machine's. BadInput when the lock is missing, unreadable
-    or lacks the platform (naming the ones it has).
-    """
-    import rattler
-
-    check_regular(lock, "lock", MAX_LOCK_BYTES)  # rattler reads it itself: no FIFO, no /dev/zero
-    try:
-        lf = rattler.LockFile.from_path(lock)
-    except Exception as e:  # rattler raises its own exception types for parse errors
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise BadInput(f"{lock} is not a readable conda-lock or pixi lock: {first}") from None
-    env = lf.default_environment()
-    try:  # `environments: {}` gives an Environment object that wraps nothing
-        platforms = env.platforms() if env is not None else None
-    except AttributeError:
-        platforms = None
-    if platforms is None:
-        names = ", ".join(n for n, _ in lf.environments()) or "none"
-        raise BadInput(f"{lock} has no default environment (it has: {names})")
-    have = {p.name: p for p in platforms}
-    want = platform or str(rattler.Platform.current())
-    if want not in have:
-        has = ", ".join(sorted(have)) or "none"
-        raise BadInput(f"{lock} has no packages for platform {want}; it has: {has}")
-    records = tuple(env.conda_repodata_records_for_platform(have[want]) or ())
-    packages = [
-        locked_package(
-            str(r.name.normalized),
-            str(r.version),
-            "conda",
-            want,
-            r.url,
-            r.build,
-            dict(d.split(" ", 1) if " " in d else (d, "") for d in r.depends),
-            _hex(r.md5),
-            _hex(r.sha256),
-        )  # fmt: skip
-        for r in records
-    ]
-    for p in env.pypi_packages_for_platform(have[want]) or ():
-        h = p.hashes
-        sha, md5 = (_hex(h.sha256), _hex(h.md5)) if h else (None, None)
-        packages.append(
-            locked_package(p.name, p.version, "pip", want, p.location, "", {}, md5, sha)
-        )
-    return want, records, tuple(packages)
+def packages_from_rows(rows: list[list[Any]], platform: str) -> tuple[LockedPackage, ...]:
+    """The packages of ``rattler_read``'s rows, for ``platform``."""
+    out = []
+    for manager, name, version, url, build, depends, md5, sha256 in rows:
+        deps = dict(d.split(" ", 1) if " " in d else (d, "") for d in depends)
+        out.append(locked_package(name, version, manager, platform, url, build, deps, md5, sha256))
+    return tuple(out)

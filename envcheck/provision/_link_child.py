@@ -1,18 +1,23 @@
-"""The linker child's side: unpack checked archives, link a plan's records into a staging dir.
+"""The linker child's side: read the lock, unpack checked archives, link a plan's records
+into a staging dir.
 
 Runs apart from envcheck (linker.Linker) because py-rattler's linker can abort the whole
 process (a Rust panic on hostile package metadata ends in SIGABRT): whatever happens here,
 envcheck is still there to remove what this process wrote. Forked with the plan (py-rattler's
-records) in hand, or without it: one ``linker.prestart`` forked before envcheck read the lock
-reads it itself (``_read_lock``: py-rattler alone, none of envcheck's lock code), as does one
-started as ``python -m envcheck.provision._link_child``, whose first job names the lock; the
-plan job's sha256 must be that of the bytes read here (``_adopt``), or every job is refused.
-It never returns into envcheck's code: it leaves through ``os._exit``. Before its first job
-it gets py-rattler ready (``_warm``) while envcheck fetches and checks.
+records) in hand, or without it. One ``linker.prestart`` forked before envcheck read the lock
+gets an ``ahead`` job and reads the lock first thing (``_read_lock``: py-rattler, none of
+envcheck's lock model), sending envcheck the rows it makes its plan of: py-rattler is
+imported here, not in envcheck. One started as ``python -m envcheck.provision._link_child``
+reads the lock when the plan job names it. Either way, the plan job's sha256 must be that of
+the bytes read here (``_adopt``), or every later job is refused. It never returns into
+envcheck's code: it leaves through ``os._exit``. Before its first job it imports asyncio and
+py-rattler (``_warm``) while envcheck checks the cache.
 
 Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package unpacked,
-"+N" per package linked (N its index in the plan's records), then the job's JSON outcome line:
+"+N" per package linked (N its index in the plan's records), then the job's JSON outcome line
+(an ``ahead`` job's answer is its "=" line):
 
+    {"op": "ahead", "lock": ..., "platform": ..., "cache": ...}  (prestarted, no plan yet)
     {"op": "plan", "lock": ..., "platform": ..., "sha256": ..., "cache": ...}  (no plan yet)
     {"op": "extract", "items": [[archive, dest, sha256 or md5], ...]}
     {"op": "link", "staging": ..., "final": ..., "pkgs": ..., "archives": {url: path}}
@@ -20,6 +25,7 @@ Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per packag
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -94,36 +100,13 @@ class _Plan:
         self.platform, self.records = platform, records
 
 
-def _read_lock(lock: str, platform: str | None) -> tuple[str, _Plan]:
-    """(sha256, plan) of ``lock``: the bytes hashed are the bytes py-rattler parses (a private
-    copy of them), so a change to the file between the two cannot go unseen. ``platform``
-    None: this machine's."""
-    import hashlib
+def _read_lock(lock: str, platform: str | None) -> tuple[str, _Plan, list[list[Any]]]:
+    """(sha256, plan, rows) of ``lock`` for ``platform`` (None: this machine's), read by
+    envcheck.lockfile.rattler_read: the bytes hashed are the bytes py-rattler parses."""
+    from envcheck.lockfile import rattler_read
 
-    import rattler
-
-    from envcheck.inputs import MAX_LOCK_BYTES, read_bytes
-
-    data = read_bytes(lock, "lock", MAX_LOCK_BYTES)  # no FIFO, device, or endless file
-    memfd = getattr(os, "memfd_create", None)
-    if memfd is None:  # no private copy to parse: the file itself
-        lf = rattler.LockFile.from_path(lock)
-    else:
-        fd = memfd("envcheck-lock", os.MFD_CLOEXEC)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            lf = rattler.LockFile.from_path(f"/proc/self/fd/{fd}")
-        finally:
-            os.close(fd)
-    want = platform or str(rattler.Platform.current())
-    env = lf.default_environment()
-    have = {p.name: p for p in env.platforms()} if env is not None else {}
-    if want not in have:
-        raise RuntimeError(f"{lock} has no packages for platform {want}")
-    records = tuple(env.conda_repodata_records_for_platform(have[want]) or ())
-    return hashlib.sha256(data).hexdigest(), _Plan(want, records)
+    sha256, want, records, rows = rattler_read.read(lock, platform)
+    return sha256, _Plan(want, records), rows
 
 
 def _archives(plan: Any, cache: str) -> dict[str, str]:
@@ -135,33 +118,59 @@ def _archives(plan: Any, cache: str) -> dict[str, str]:
     return out
 
 
-def _warm(plan: Any, cache: str | None, lock: tuple[str, str | None] | None) -> dict[str, Any]:
+def _warm(plan: Any, cache: str | None) -> dict[str, Any]:
     """What the link needs that does not depend on envcheck's checks, made while it runs them:
-    py-rattler imported and its async runtime started (an index of the package cache: it
-    writes nothing), an HTTP client (the link reads only the cache: nothing is downloaded),
-    the lock read (``lock``: its path and platform, for a child forked before envcheck read
-    it; ``_adopt`` requires envcheck's sha256) and the records naming the archives the cache
-    holds. Best effort: the link makes whatever is missing."""
+    asyncio and py-rattler imported; with a plan, also ``_ready``'s part. Best effort: the link
+    makes whatever is missing."""
     warm: dict[str, Any] = {}
-    try:
-        import asyncio
+    with contextlib.suppress(Exception):
+        import asyncio  # noqa: F401
 
-        import rattler
-        from rattler import PackageCache, ValidationMode
+        import rattler  # noqa: F401
 
-        warm["client"] = rattler.Client()
-        if cache is not None:
-            layered = PackageCache.new_layered([f"{cache}/pkgs"], False, ValidationMode.skip())
-            asyncio.run(layered.index())
-        if plan is None and lock is not None:
-            sha256, plan = _read_lock(*lock)
-            warm["read"] = (lock[0], plan.platform, sha256, plan)
-        if plan is not None and cache is not None:
-            archives = _archives(plan, cache)
-            warm["records"] = (archives, _records(plan, archives))
-    except Exception:  # noqa: BLE001, S110 - a warm-up only
-        pass
+        if plan is not None:
+            warm.update(_ready(plan, cache))
     return warm
+
+
+def _ready(plan: Any, cache: str | None) -> dict[str, Any]:
+    """py-rattler's async runtime started (an index of the package cache: it writes nothing),
+    an HTTP client (the link reads only the cache: nothing is downloaded) and the records
+    naming the archives the cache holds."""
+    import asyncio
+
+    import rattler
+    from rattler import PackageCache, ValidationMode
+
+    ready: dict[str, Any] = {"client": rattler.Client()}
+    if cache is not None:
+        layered = PackageCache.new_layered([f"{cache}/pkgs"], False, ValidationMode.skip())
+        asyncio.run(layered.index())
+        archives = _archives(plan, cache)
+        ready["records"] = (archives, _records(plan, archives))
+    return ready
+
+
+def _read_ahead(job: dict[str, Any], warm: dict[str, Any], out: _Out) -> None:
+    """``{"op": "ahead", "lock", "platform", "cache"}``: read the lock envcheck is about to
+    install and send what was read, one line, ``=`` + ``{"sha256", "platform", "rows"}``,
+    which envcheck makes its plan of (linker.prestarted_reading); ``{"error"}`` when the lock
+    is refused (BadInput's line); ``{"unread"}`` when the read failed otherwise (envcheck
+    reads the lock itself). Then the rest of the warm-up (``_ready``). No outcome line."""
+    from envcheck.errors import BadInput
+
+    try:
+        sha256, plan, rows = _read_lock(job["lock"], job["platform"])
+        line = json.dumps({"sha256": sha256, "platform": plan.platform, "rows": rows})
+        warm["read"] = (job["lock"], plan.platform, sha256, plan)
+    except BadInput as e:
+        plan, line = None, json.dumps({"error": e.message})
+    except Exception as e:  # noqa: BLE001 - envcheck reads the lock itself
+        plan, line = None, json.dumps({"unread": str(e) or type(e).__name__})
+    out.line("=" + line)
+    if plan is not None:
+        with contextlib.suppress(Exception):  # a warm-up only
+            warm.update(_ready(plan, job["cache"]))
 
 
 def _adopt(job: dict[str, Any], warm: dict[str, Any]) -> Any:
@@ -171,13 +180,13 @@ def _adopt(job: dict[str, Any], warm: dict[str, Any]) -> Any:
     read = warm.pop("read", None)
     if read is None or read[:2] != (job["lock"], job["platform"]):
         warm.pop("records", None)
-        read = (job["lock"], job["platform"], *_read_lock(job["lock"], job["platform"]))
+        read = (job["lock"], job["platform"], *_read_lock(job["lock"], job["platform"])[:2])
     if read[2] != job["sha256"]:
         raise RuntimeError(f"{job['lock']} changed while envcheck read it")
     plan = read[3]
-    if "records" not in warm and job.get("cache") is not None:
-        archives = _archives(plan, job["cache"])
-        warm["records"] = (archives, _records(plan, archives))
+    if "records" not in warm:
+        with contextlib.suppress(Exception):  # a warm-up only
+            warm.update(_ready(plan, job.get("cache")))
     return plan
 
 
@@ -280,21 +289,22 @@ def serve(
     stderr_fd: int,
     parent: int,
     cache: str | None = None,
-    lock: tuple[str, str | None] | None = None,
 ) -> None:
-    """The child's whole life: jobs until EOF, then ``os._exit``. ``cache`` (the install's
-    cache directory) and ``lock`` (path, platform) are for the warm-up (``_warm``) done
-    before the first job is read."""
+    """The child's whole life: jobs until EOF, then ``os._exit``. ``cache``: the install's
+    cache directory, for the warm-up (``_warm``) done before the first job is read."""
     try:
         _detach(parent, stderr_fd)
         out = _Out(out_fd)
-        warm = _warm(plan, cache, lock)
+        warm = _warm(plan, cache)
         with os.fdopen(jobs_fd, "rb", buffering=0) as jobs:
             refused: dict[str, Any] | None = None  # a refused plan: every later job's answer
             for raw in iter(jobs.readline, b""):
                 job = json.loads(raw)
                 if refused is not None:
                     out.line(json.dumps(refused))
+                    continue
+                if job["op"] == "ahead":  # answered by its "=" line
+                    _read_ahead(job, warm, out)
                     continue
                 try:
                     if job["op"] == "plan":

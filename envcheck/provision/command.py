@@ -193,12 +193,34 @@ def install_lock(opts: InstallOptions) -> Report:
         linker.discard_prestarted()
 
 
+def _archive_names(lock: Path) -> list[str]:
+    """The conda archives' file names the lock's text seems to name (conda-lock's ``url:``,
+    pixi's ``conda:`` lines): a guess, for the walk ahead only; the plan comes from py-rattler's
+    reading. Nothing for a file that is not one to read (the reading says why)."""
+    import re
+
+    from envcheck.inputs import MAX_LOCK_BYTES, read_bytes
+
+    try:
+        text = read_bytes(lock, "lock", MAX_LOCK_BYTES).decode(errors="replace")
+    except BadInput:
+        return []
+    urls = re.findall(r"^\s*-?\s*(?:url|conda): (\S+?\.(?:conda|tar\.bz2))\s*$", text, re.M)
+    return [u.rsplit("/", 1)[-1] for u in urls]
+
+
 def _install(opts: InstallOptions, cache: Path) -> Report:
+    from envcheck.provision import linker, unpacked
     from envcheck.provision.install import install
-    from envcheck.provision.plan import read_plan
+    from envcheck.provision.plan import plan_of, read_plan
     from envcheck.report import Report, Result, Status
 
-    plan = read_plan(opts.lock, opts.platform)
+    walked = None
+    if linker.reading_pending():  # meanwhile, the cache's folders the lock seems to name
+        walked = unpacked.walk_ahead(cache, _archive_names(opts.lock))
+    # the lock as the linker child read it (py-rattler is imported there, not here), else here
+    reading = linker.prestarted_reading()
+    plan = read_plan(opts.lock, opts.platform) if reading is None else plan_of(opts.lock, reading)
     bars = _Bars(len(plan.conda) + len(plan.pip), len(plan.conda), opts.progress)
     with bars.shown():
         outcome = install(
@@ -211,6 +233,7 @@ def _install(opts: InstallOptions, cache: Path) -> Report:
             before_link=bars.before_link,
             lock_timeout=opts.lock_timeout,
             fetch_timeout=opts.fetch_timeout,
+            walked=walked,
         )
     lock = f"lock sha256 {plan.lock_sha256[:12]}, {plan.platform}"
     if outcome.noop:

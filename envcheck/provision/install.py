@@ -133,8 +133,10 @@ def install(
     lock_timeout: float = LOCK_TIMEOUT_S,
     fetch_timeout: float = FETCH_DEADLINE_S,
     say: Callable[[str], None] = _say,
+    walked: dict[Path, unpacked.Walk] | None = None,
 ) -> Outcome:
-    """Steps 1-6 of the module docstring; raises EnvcheckError subclasses."""
+    """Steps 1-6 of the module docstring; raises EnvcheckError subclasses. ``walked``: walks
+    of unpacked folders taken ahead (unpacked.walk_ahead)."""
     start = time.perf_counter()
     prefix = _target(prefix)
     check_writable(prefix)
@@ -156,7 +158,7 @@ def install(
                 clear_partials(cache)
             lock = prefix_lock.cache_lock_path(cache)
             with prefix_lock.hold(lock, f"cache {cache}", lock_timeout, say):
-                _build(plan, fetched, prefix, cache, child, reporter, before_link)
+                _build(plan, fetched, prefix, cache, child, reporter, before_link, walked)
     return Outcome(
         prefix,
         plan,
@@ -177,6 +179,7 @@ def _build(
     child: linker.Linker,
     reporter,  # noqa: ANN001
     before_link: Callable[[], None],
+    walked: dict[Path, unpacked.Walk] | None = None,
 ) -> None:
     """Steps 4-6: verified unpacked packages, a staged env, the swap."""
     conda = [f for f in fetched if f.artifact.manager == "conda"]
@@ -185,6 +188,7 @@ def _build(
             [(f.artifact, f.path) for f in conda],
             cache,
             lambda items: child.run({"op": "extract", "items": items}, f"unpacking into {cache}"),
+            walked,
         )
         for u in ready:
             if u.validated:  # validated before, not changed since (the stat marker)
@@ -206,8 +210,8 @@ def _build(
     renewal = unpacked.Renewal(ready)
 
     def tick(index: int) -> None:
-        if 0 <= index < len(plan.records):
-            renewal.linked(plan.records[index].url)
+        if 0 <= index < len(plan.conda):  # one conda package per record, in the same order
+            renewal.linked(plan.conda[index].url)
         if reporter is not None:
             reporter.on_link_complete(0)
 

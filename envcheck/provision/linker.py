@@ -1,10 +1,12 @@
 """Run py-rattler's unpacking and linking in a child process (envcheck/provision/_link_child.py).
 
 The child may abort (a Rust panic), fill the disk or be interrupted: envcheck stays alive to
-end it and remove what it wrote. The install verb forks it as soon as its flags are parsed
-(``prestart``: this module imports little, so that the fork comes early and the child does
-its own imports), and the install's ``Linker`` adopts it and sends it the plan, the first
-job queued behind it; else it is forked when ``Linker`` is
+end it and remove what it wrote. `envcheck install` forks it before its flags are parsed
+(``prestart``, from envcheck.cli's EARLY: this module imports little, and the child does its
+own imports), then has it read the lock (``prestart`` with the lock) and makes its plan of
+what the child read (``prestarted_reading``): py-rattler is imported in the child only. The
+install's ``Linker`` adopts the child and sends it the plan, the first job queued behind
+it; else it is forked when ``Linker`` is
 entered, before the downloads start their threads, with the plan in hand (no interpreter
 start-up, no imports). A process that already has other threads than envcheck's signal
 resender (a progress bar, py-rattler's async runtime after a solve in the same process)
@@ -61,13 +63,10 @@ def _capture() -> Any:
     return tempfile.TemporaryFile()  # noqa: SIM115
 
 
-def _fork_child(
-    plan: Any, cache: str | None, lock: tuple[str, str | None] | None = None
-) -> tuple[int, int, int, Any]:
+def _fork_child(plan: Any, cache: str | None) -> tuple[int, int, int, Any]:
     """(pid, jobs pipe, answers pipe, stderr capture) of a linker child forked now; ``plan``
-    None: it gets the plan from its first job (``{"op": "plan"}``), and reads ``lock`` (path,
-    platform) ahead of it when given. The child imports what it needs itself (nothing, when
-    this process has imported _link_child)."""
+    None: it gets the plan from a job (``{"op": "plan"}``). The child imports what it needs
+    itself (nothing, when this process has imported _link_child)."""
     err = _capture()
     jobs_r, jobs_w = os.pipe()
     out_r, out_w = os.pipe()
@@ -83,7 +82,7 @@ def _fork_child(
             os.close(out_r)
             from envcheck.provision import _link_child
 
-            _link_child.serve(plan, jobs_r, out_w, err.fileno(), parent, cache, lock)
+            _link_child.serve(plan, jobs_r, out_w, err.fileno(), parent, cache)
         finally:
             os._exit(1)  # serve leaves through os._exit(0): this only if the import failed
     os.close(jobs_r)
@@ -91,27 +90,75 @@ def _fork_child(
     return pid, jobs_w, out_r, err
 
 
-_EARLY: list[tuple[int, int, int, Any]] = []  # a child prestart() forked, not yet adopted
+# a child prestart() forked, not yet adopted: pid, jobs pipe, answers pipe, stderr capture,
+# whether it reads a lock ahead (and sends what it read: prestarted_reading)
+_EARLY: list[tuple[int, int, int, Any, bool]] = []
 
 
 def prestart(
     lock: Path | None = None, platform: str | None = None, cache: Path | None = None
 ) -> None:
-    """Fork the linker child now, before py-rattler is imported and the lock read here: the
-    child imports py-rattler, starts its runtime, indexes ``cache`` and reads ``lock`` for
-    ``platform`` (None: this machine's) while this process does the same work and checks
-    the cache. The install's Linker adopts it and sends it the plan, whose sha256 the lock
-    the child read must have. Nothing happens in a process that may not fork (see
-    _fork_safe). ``discard_prestarted`` ends a child no install took."""
-    if not _EARLY and _fork_safe():
-        read = None if lock is None else (str(lock.absolute()), platform)
-        _EARLY.append(_fork_child(None, None if cache is None else str(cache), read))
+    """Fork the linker child now, unless one is forked already: it imports asyncio and
+    py-rattler while this process does its own work (`envcheck install` calls this before it
+    parses its flags: envcheck.cli's EARLY). With ``lock``, the child reads it for
+    ``platform`` (None: this machine's) as soon as py-rattler is in, sends what it read
+    (``prestarted_reading``) and indexes ``cache``. The install's Linker adopts the child and
+    sends it the plan, whose sha256 must be that of the lock the child read. Nothing happens
+    in a process that may not fork (see _fork_safe). ``discard_prestarted`` ends a child no
+    install took."""
+    if not _EARLY:
+        if not _fork_safe():
+            return
+        _EARLY.append((*_fork_child(None, None), False))
+    pid, jobs_w, out_r, err, pending = _EARLY[0]
+    if lock is not None and not pending:
+        job = {"op": "ahead", "lock": str(lock.absolute()), "platform": platform,
+               "cache": None if cache is None else str(cache)}  # fmt: skip
+        with contextlib.suppress(OSError):  # a child gone: the Linker finds out
+            _write_line(jobs_w, job)
+            _EARLY[0] = (pid, jobs_w, out_r, err, True)
+
+
+READ_AHEAD_WAIT_S = 60.0  # then envcheck reads the lock itself
+
+
+def reading_pending() -> bool:
+    """A prestarted child reads the lock ahead, and its reading has not been taken."""
+    return bool(_EARLY and _EARLY[0][4])
+
+
+def prestarted_reading() -> dict[str, Any] | None:
+    """What the prestarted child read of the lock prestart named: ``{"sha256", "platform",
+    "rows"}`` (lockfile.rattler_read's rows), or None when there is no such child, or it could
+    not read the lock or died, or did not answer within READ_AHEAD_WAIT_S (the caller reads
+    the lock itself). BadInput when the child refused the lock (its one line)."""
+    import json
+
+    from envcheck.errors import BadInput
+
+    if not reading_pending():
+        return None
+    out_r, data = _EARLY[0][2], b""
+    _EARLY[0] = (*_EARLY[0][:4], False)  # one reading: taken now, whatever it holds
+    deadline = time.monotonic() + READ_AHEAD_WAIT_S
+    while not data.endswith(b"\n"):  # the child writes nothing else before its first job
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([out_r], [], [], left)[0]:
+            return None
+        chunk = os.read(out_r, 1 << 16)
+        if not chunk:
+            return None
+        data += chunk
+    reading = json.loads(data[1:])
+    if "error" in reading:
+        raise BadInput(reading["error"])
+    return None if "unread" in reading else reading
 
 
 def discard_prestarted() -> None:
     """Kill and reap a prestarted child no Linker adopted (a no-op install, a bad lock)."""
     while _EARLY:
-        pid, jobs_w, out_r, err = _EARLY.pop()
+        pid, jobs_w, out_r, err, _ = _EARLY.pop()
         os.close(jobs_w)
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
@@ -121,6 +168,14 @@ def discard_prestarted() -> None:
             os.waitpid(pid, 0)
         os.close(out_r)
         err.close()
+
+
+def _write_line(fd: int, job: dict[str, Any]) -> None:
+    import json
+
+    data = (json.dumps(job) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data) :]
 
 
 class Linker:
@@ -138,7 +193,7 @@ class Linker:
         self._buf = b""
         self._plan_sent = False  # the plan job sent to a child without a plan: answer unread
         if _EARLY:
-            self.pid, self.jobs_w, self.out_r, self.err = _EARLY.pop()
+            self.pid, self.jobs_w, self.out_r, self.err, _ = _EARLY.pop()
         elif _fork_safe():
             # imported here, once per process: every later install's child has it
             from envcheck.provision import _link_child  # noqa: F401
@@ -264,12 +319,8 @@ class Linker:
 
     def _send(self, job: dict[str, Any]) -> bool:
         """Write one job line; False when the child is gone."""
-        import json
-
         try:
-            data = (json.dumps(job) + "\n").encode()
-            while data:
-                data = data[os.write(self.jobs_w, data) :]
+            _write_line(self.jobs_w, job)
         except BrokenPipeError:
             return False
         return True
@@ -283,6 +334,8 @@ class Linker:
                 line, _, self._buf = self._buf.partition(b"\n")
                 if line[:1] == b"+":
                     on_tick(int(line[1:] or -1))
+                elif line[:1] == b"=":
+                    continue  # a reading of the lock ahead that prestarted_reading did not take
                 elif line:
                     return json.loads(line)
             select.select([self.out_r], [], [])  # a signal's exception leaves from here

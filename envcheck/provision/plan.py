@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from envcheck.errors import BadInput
-from envcheck.inputs import check_regular
 from envcheck.lockfile.model import LockedPackage
-from envcheck.lockfile.read import MAX_LOCK_BYTES, read_platform
+from envcheck.lockfile.read import packages_from_rows
 from envcheck.record import frozen
 
 
@@ -18,17 +16,9 @@ class Plan:
     lock: Path
     lock_sha256: str  # of the lock file's bytes: the stamp and the image label carry it
     platform: str
-    records: tuple[Any, ...]  # rattler RepoDataRecords, in the lock's order
+    records: tuple[Any, ...]  # rattler RepoDataRecords, in the lock's order (or none: plan_of)
     conda: tuple[LockedPackage, ...]  # the files to fetch and check, one per record
     pip: tuple[LockedPackage, ...]
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def read_plan(lock: Path, platform: str | None) -> Plan:
@@ -37,9 +27,18 @@ def read_plan(lock: Path, platform: str | None) -> Plan:
     ``platform`` defaults to this machine's. BadInput when the lock is missing, unreadable,
     lacks the platform (naming the ones it has), or has a package without a hash.
     """
-    check_regular(lock, "lock", MAX_LOCK_BYTES)  # a FIFO or /dev/zero would never hash
-    lock_sha256 = file_sha256(lock)
-    want, records, packages = read_platform(lock, platform)
+    from envcheck.lockfile import rattler_read
+
+    sha256, want, records, rows = rattler_read.read(str(lock), platform)
+    return plan_of(lock, {"sha256": sha256, "platform": want, "rows": rows}, records)
+
+
+def plan_of(lock: Path, reading: dict[str, Any], records: tuple[Any, ...] = ()) -> Plan:
+    """The plan of what ``rattler_read.read`` made of ``lock`` (here, or in the linker child,
+    which sends ``{"sha256", "platform", "rows"}``); ``records`` empty when they stayed there.
+    BadInput for a package without a hash to check."""
+    want = reading["platform"]
+    packages = packages_from_rows(reading["rows"], want)
     for p in packages:
         if not p.sha256 and not p.md5:
             raise BadInput(f"{lock}: {p.manager} package {p.name} {p.version} has no hash to check")
@@ -47,4 +46,4 @@ def read_plan(lock: Path, platform: str | None) -> Plan:
             raise BadInput(f"{lock}: pip package {p.name} {p.version} has no sha256")
     conda = tuple(p for p in packages if p.manager == "conda")
     pip = tuple(p for p in packages if p.manager == "pip")
-    return Plan(lock, lock_sha256, want, records, conda, pip)
+    return Plan(lock, reading["sha256"], want, records, conda, pip)

@@ -1,0 +1,86 @@
+"""One platform of a lock as py-rattler reads it (a conda-lock file or a pixi.lock): the records
+install links, and each package as a plain row.
+
+The bytes hashed are the bytes parsed: py-rattler reads a private copy of them (a memfd), so a
+change to the file between the hash and the parse cannot go unseen. Nothing of envcheck's lock
+model is imported: the linker child (provision/_link_child.py) reads the lock with this module
+and sends the rows to envcheck, which makes its packages of them (plan.py).
+
+A row: ``[manager, name, version, url, build, depends, md5, sha256]``; ``depends`` a list of
+match specs, the hashes hex or None.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from envcheck.errors import BadInput
+from envcheck.inputs import MAX_LOCK_BYTES, read_bytes
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def read(lock: str, platform: str | None) -> tuple[str, str, tuple[Any, ...], list[list[Any]]]:
+    """(sha256, platform, rattler's RepoDataRecords, rows) of ``lock`` for ``platform`` (None:
+    this machine's). BadInput when the lock is not a regular file, is too large, does not
+    parse, or lacks the platform (naming the ones it has)."""
+    import rattler
+
+    data = read_bytes(lock, "lock", MAX_LOCK_BYTES)  # no FIFO, device or endless file
+    try:
+        lf = _parse(rattler, lock, data)
+    except Exception as e:  # rattler raises its own exception types for parse errors
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise BadInput(f"{lock} is not a readable conda-lock or pixi lock: {first}") from None
+    want, records, rows = _platform(rattler, lf, lock, platform)
+    return hashlib.sha256(data).hexdigest(), want, records, rows
+
+
+def _parse(rattler: Any, lock: str, data: bytes) -> Any:
+    memfd = getattr(os, "memfd_create", None)
+    if memfd is None:  # no private copy to parse: the file itself
+        return rattler.LockFile.from_path(lock)
+    fd = memfd("envcheck-lock", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        return rattler.LockFile.from_path(f"/proc/self/fd/{fd}")
+    finally:
+        os.close(fd)
+
+
+def _platform(
+    rattler: Any, lf: Any, lock: str, platform: str | None
+) -> tuple[str, tuple[Any, ...], list[list[Any]]]:
+    env = lf.default_environment()
+    try:  # `environments: {}` gives an Environment object that wraps nothing
+        platforms = env.platforms() if env is not None else None
+    except AttributeError:
+        platforms = None
+    if platforms is None:
+        names = ", ".join(n for n, _ in lf.environments()) or "none"
+        raise BadInput(f"{lock} has no default environment (it has: {names})")
+    have = {p.name: p for p in platforms}
+    want = platform or str(rattler.Platform.current())
+    if want not in have:
+        has = ", ".join(sorted(have)) or "none"
+        raise BadInput(f"{lock} has no packages for platform {want}; it has: {has}")
+    records = tuple(env.conda_repodata_records_for_platform(have[want]) or ())
+    rows: list[list[Any]] = [
+        ["conda", str(r.name.normalized), str(r.version), str(r.url), str(r.build),
+         [str(d) for d in r.depends], _hex(r.md5), _hex(r.sha256)]
+        for r in records
+    ]  # fmt: skip
+    for p in env.pypi_packages_for_platform(have[want]) or ():
+        h = p.hashes
+        md5, sha = (_hex(h.md5), _hex(h.sha256)) if h else (None, None)
+        rows.append(["pip", str(p.name), str(p.version), str(p.location), "", [], md5, sha])
+    return want, records, rows
+
+
+def _hex(value: bytes | None) -> str | None:
+    return value.hex() if value else None
