@@ -1,6 +1,6 @@
 """Benchmark `envcheck install` against py-rattler's bare `install` of the same records.
 
-    python bench/install.py [--repeat 5] [--json FILE]
+    python bench/install.py [--repeat 5] [--process-rounds 31] [--json FILE]
 
 The test channel (tests/install_world.py: CPython 3.9 from pyenv, dask + distributed 2024.8.0
 and their dependencies, 22 packages, ~19 MB) is built, served over loopback HTTP and locked
@@ -163,6 +163,10 @@ def timed(fn) -> float:  # noqa: ANN001
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument(
+        "--process-rounds", type=int, default=31,
+        help="rounds of the whole-process comparison (each a fraction of a second)",
+    )  # fmt: skip
     ap.add_argument("--json", type=Path)
     ap.add_argument("--worker", nargs=2, metavar=("SIDE", "LOCK"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -239,7 +243,7 @@ def main() -> None:
             theirs.close()
             fork.close()
             procs = processes(
-                lock, work, {"envcheck": warm_ours, "bare": warm_bare}, args.repeat, kept
+                lock, work, {"envcheck": warm_ours, "bare": warm_bare}, args.process_rounds, kept
             )
             for prefix in kept:
                 shutil.rmtree(prefix)
@@ -302,9 +306,12 @@ def main() -> None:
                     f"{min(sides['envcheck']) / min(sides['bare-forked']):.2f}x"
                 )
         pe, pb = statistics.median(procs["envcheck"]), statistics.median(procs["bare"])
+        me, mb = _middle_mean(procs["envcheck"]), _middle_mean(procs["bare"])
+        summary["process_ratio"], summary["process_ratio_middle"] = pe / pb, me / mb
         print(
-            f"warm, whole processes: envcheck install {pe:.3f} s, a bare script installing the "
-            f"same lock {pb:.3f} s, ratio {pe / pb:.2f}x, of the fastest runs "
+            f"warm, whole processes ({len(procs['bare'])} rounds): envcheck install {pe:.3f} s, "
+            f"a bare script installing the same lock {pb:.3f} s, ratio {pe / pb:.2f}x; mean of "
+            f"the middle half {me:.3f} / {mb:.3f} s, {me / mb:.2f}x; of the fastest runs "
             f"{min(procs['envcheck']) / min(procs['bare']):.2f}x (spread envcheck "
             f"{min(procs['envcheck']):.3f}-{max(procs['envcheck']):.3f}, bare "
             f"{min(procs['bare']):.3f}-{max(procs['bare']):.3f})"
@@ -322,6 +329,14 @@ def main() -> None:
             args.json.write_text(json.dumps(summary, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _middle_mean(xs: list[float]) -> float:
+    """The mean of the middle half (the interquartile mean): a shared machine's slow outliers
+    and lucky runs both left out."""
+    xs = sorted(xs)
+    mid = xs[len(xs) // 4 : len(xs) - len(xs) // 4] or xs
+    return statistics.mean(mid)
 
 
 def _mk(p: Path) -> Path:

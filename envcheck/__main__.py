@@ -1,3 +1,3 @@
-from envcheck.cli import main
+from envcheck.early import main
 
 raise SystemExit(main())

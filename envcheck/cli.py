@@ -11,13 +11,11 @@ import os
 import sys
 from pathlib import Path
 
-from envcheck import __version__
+from envcheck import __version__, early
 from envcheck.errors import EnvcheckError, ExitCode
 
 TYPE_CHECKING = False  # typing itself is not imported: `envcheck --version` stays cheap
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from envcheck.report import Report
 
 # imported only once a verb runs: --version and --help stay as cheap as Python's own start
@@ -65,13 +63,6 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ),
 }
 
-
-# verbs whose work starts before their flags are parsed: verb path -> (module, start, discard),
-# both functions called without arguments; `install` forks its linker child (see
-# envcheck/provision/linker.py) while argparse and the verb's imports run
-EARLY: dict[tuple[str, ...], tuple[str, str, str]] = {
-    ("install",): ("envcheck.provision.linker", "prestart", "discard_prestarted"),
-}
 
 # Verbs whose modules live here need the `build` extra (envcheck.extras)
 BUILD_PACKAGE = "envcheck.resolve"
@@ -215,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
 
     debug = "--debug" in argv
     restore = interrupts.install()
-    discard = _start_early(argv)
+    discard = early.start(argv)  # started already by envcheck.early.main: taken over
     try:
         return _main(argv)
     except KeyboardInterrupt as e:  # also Terminated (SIGTERM): every finally has run
@@ -230,17 +221,6 @@ def main(argv: list[str] | None = None) -> int:
         restore()
         if program:
             _leave_objects_to_exit()
-
-
-def _start_early(argv: list[str]) -> Callable[[], None]:
-    """Start the EARLY work of the verb ``argv`` names; what ends it when the verb did not."""
-    words = tuple(a for a in argv if not a.startswith("-"))
-    for path, (module, start, discard) in EARLY.items():
-        if words[: len(path)] == path:
-            loaded = importlib.import_module(module)
-            getattr(loaded, start)()
-            return getattr(loaded, discard)
-    return lambda: None
 
 
 def _leave_objects_to_exit() -> None:

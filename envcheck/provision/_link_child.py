@@ -29,11 +29,13 @@ import contextlib
 import ctypes
 import json
 import os
-import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported: asyncio imports it in its own time
+if TYPE_CHECKING:
+    from typing import Any
 
 ENOSPC_TEXT = ("No space left on device", "os error 28", "Disk quota exceeded", "os error 122")
 
@@ -69,6 +71,8 @@ class _Reporter:
 
 
 def _extract(job: dict[str, Any], out: _Out) -> None:
+    import shutil  # here: a prestarted child imports only what its first jobs need
+
     from rattler.package_streaming import extract
 
     for archive, dest, key in job["items"]:  # key: the locked sha256, else md5

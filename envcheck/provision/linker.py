@@ -10,7 +10,9 @@ it; else it is forked when ``Linker`` is
 entered, before the downloads start their threads, with the plan in hand (no interpreter
 start-up, no imports). A process that already has other threads than envcheck's signal
 resender (a progress bar, py-rattler's async runtime after a solve in the same process)
-starts a fresh interpreter instead. On any way out of the block the child is dead.
+starts a fresh interpreter instead. On a way out of the block by an exception the child is
+killed and reaped first; on the normal way out it has answered its last job and leaves on
+EOF, reaped later (``reap_left``: the next install or prestart) and not waited for.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ def prestart(
     sends it the plan, whose sha256 must be that of the lock the child read. Nothing happens
     in a process that may not fork (see _fork_safe). ``discard_prestarted`` ends a child no
     install took."""
+    reap_left()
     if not _EARLY:
         if not _fork_safe():
             return
@@ -155,8 +158,25 @@ def prestarted_reading() -> dict[str, Any] | None:
     return None if "unread" in reading else reading
 
 
+_LEFT: list[int] = []  # children that answered their last job and are leaving: not reaped yet
+
+
+def reap_left() -> None:
+    """Reap the children that have left since a Linker let them go (none is waited for: a
+    CLI install ends while its child is still tearing down, and init reaps it)."""
+    for pid in list(_LEFT):
+        try:
+            done = os.waitpid(pid, os.WNOHANG)[0]
+        except ChildProcessError:
+            done = pid
+        if done:
+            _LEFT.remove(pid)
+
+
 def discard_prestarted() -> None:
-    """Kill and reap a prestarted child no Linker adopted (a no-op install, a bad lock)."""
+    """Kill and reap a prestarted child no Linker adopted (a no-op install, a bad lock);
+    reap the children that have left (reap_left)."""
+    reap_left()
     while _EARLY:
         pid, jobs_w, out_r, err, _ = _EARLY.pop()
         os.close(jobs_w)
@@ -192,6 +212,7 @@ class Linker:
         self.jobs_w_closed = False
         self._buf = b""
         self._plan_sent = False  # the plan job sent to a child without a plan: answer unread
+        reap_left()
         if _EARLY:
             self.pid, self.jobs_w, self.out_r, self.err, _ = _EARLY.pop()
         elif _fork_safe():
@@ -237,33 +258,17 @@ class Linker:
                 self.code = os.waitstatus_to_exitcode(status)
         return self.code
 
-    def _wait_exit(self, timeout: float) -> None:
-        """Wait up to ``timeout`` s for the child to leave (a pidfd wakes this process the
-        moment it does; polled where the kernel has none); reaped if it did."""
-        if self._reap(False) is not None:
-            return
-        try:
-            pidfd = os.pidfd_open(self.pid)
-        except (AttributeError, OSError):
-            deadline = time.monotonic() + timeout
-            while self._reap(False) is None and time.monotonic() < deadline:
-                time.sleep(0.002)
-            return
-        try:
-            select.select([pidfd], [], [], timeout)
-        finally:
-            os.close(pidfd)
-        self._reap(False)
-
     def __exit__(
         self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            if kind is None:
+            if kind is None:  # every job answered: told there are no more, the child leaves
                 self.finish()
-                self._wait_exit(5.0)
-        finally:
+                if self._reap(False) is None:
+                    _LEFT.append(self.pid)  # reaped by reap_left, not waited for
+                    return
             self.stop()
+        finally:
             os.close(self.out_r)
             self.err.close()
 
