@@ -10,7 +10,7 @@ import pytest
 
 from envcheck.atomic import check_writable, write_files_atomically
 from envcheck.errors import BadInput
-from envcheck.lockfile.model import PipPackage
+from envcheck.lockfile.pip_package import PipPackage
 from envcheck.lockfile.read import read_lock, read_lockfile_model
 from envcheck.lockfile.write import conda_lock_text, explicit_text, write_lock
 from envcheck.resolve.lockdoc import build_lockfile

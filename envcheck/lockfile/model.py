@@ -1,14 +1,13 @@
 """What envcheck knows of a lock: frozen values every reader returns, whatever parsed the file.
 
 Standard library only (verify builds these on Python 3.8 inside the environments it checks).
-@frozen (envcheck/record.py) where a field needs no dataclasses option: a tenth of the import
-time; PipPackage keeps @dataclass for its ``hash=False`` field.
+@frozen (envcheck/record.py): a tenth of dataclasses' import time. PipPackage, which needs a
+dataclasses option, lives in pip_package.py, imported by the build side only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from envcheck.record import frozen
@@ -63,17 +62,6 @@ def virtual_constraints(dependencies: Mapping[Any, Any]) -> tuple[tuple[str, str
     return tuple(
         sorted((str(k), str(v)) for k, v in dependencies.items() if str(k).startswith("__"))
     )
-
-
-@dataclass(frozen=True)
-class PipPackage:
-    """A wheel or sdist chosen by the pip resolution, pinned by url and sha256."""
-
-    name: str
-    version: str
-    url: str
-    sha256: str
-    dependencies: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 @frozen

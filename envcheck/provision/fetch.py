@@ -19,9 +19,7 @@ import errno
 import hashlib
 import os
 import shutil
-import socket
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +29,10 @@ from urllib.parse import unquote, urlparse
 from envcheck.errors import BadInput, Unreachable
 from envcheck.lockfile.model import LockedPackage
 from envcheck.record import frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import socket
 
 TRIES = 3  # attempts per URL (network errors, 5xx, short reads); 4xx fails at once
 BACKOFF_S = 0.5  # first wait between attempts, doubled each time
@@ -120,6 +122,8 @@ class _Watch:
         sock = self.sock
         if sock is not None:
             with contextlib.suppress(OSError):
+                import socket
+
                 sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
 
 
@@ -278,6 +282,8 @@ def fetch_one(
             final.unlink()  # a damaged cache entry: fetch it again, the source decides
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile
+
         fd, tmp_name = tempfile.mkstemp(dir=final.parent, prefix=".part-")
     except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):

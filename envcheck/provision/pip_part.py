@@ -11,12 +11,9 @@ lines are pointed at the final prefix (and the wheel's RECORD updated to match).
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
-import subprocess
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -47,6 +44,8 @@ def check_interpreter(env: Path, final: Path) -> Path:
         raise EnvcheckError(f"the lock has pip packages but {shown} does not exist")
     root = os.path.realpath(env)
     real = os.path.realpath(python)
+    import subprocess  # here: a lock without pip packages never gets this far
+
     if not _inside(real, root):
         raise Escapes(
             f"{shown} resolves to {real}, outside the prefix: refusing to install the lock's "
@@ -74,6 +73,9 @@ def install(plan: Plan, fetched: Sequence[Fetched], env: Path, final: Path) -> N
     """Install the checked wheels into ``env`` (to be renamed to ``final``)."""
     if not plan.pip:
         return
+    import subprocess  # here: imported only for a lock with pip packages
+    import tempfile
+
     from envcheck.resolve.pip import _uv
 
     python = check_interpreter(env, final)
@@ -116,6 +118,8 @@ def install(plan: Plan, fetched: Sequence[Fetched], env: Path, final: Path) -> N
 
 
 def _record_hash(data: bytes) -> str:
+    import base64
+
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return f"sha256={digest}"
 

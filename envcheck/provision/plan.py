@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from envcheck.errors import BadInput
 from envcheck.lockfile.model import LockedPackage
 from envcheck.lockfile.read import packages_from_rows
 from envcheck.record import frozen
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @frozen

@@ -10,7 +10,6 @@ the prefix lock, so leftovers it finds belong to installs that are gone.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import glob
 import os
@@ -73,6 +72,8 @@ def recover(prefix: Path) -> list[str]:
 
 def _exchange(a: Path, b: Path) -> bool:
     """Atomically swap two paths; False where the kernel or file system cannot."""
+    import ctypes  # here: only the swap needs it
+
     libc = ctypes.CDLL(None, use_errno=True)
     fn = getattr(libc, "renameat2", None)
     if fn is None:

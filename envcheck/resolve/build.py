@@ -18,7 +18,8 @@ from envcheck.atomic import check_writable, write_files_atomically
 from envcheck.destinations import check_destination
 from envcheck.errors import BadInput, EnvcheckError, StaleLock, Unsolvable
 from envcheck.lockfile.condalock import preload_conda_lock
-from envcheck.lockfile.model import Lock, PipPackage
+from envcheck.lockfile.model import Lock
+from envcheck.lockfile.pip_package import PipPackage
 from envcheck.lockfile.read import read_lock, read_lockfile_model
 from envcheck.lockfile.write import lock_paths, render_lock_texts
 from envcheck.report import Report, Result, Status, Table

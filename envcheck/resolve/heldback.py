@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envcheck.errors import Unreachable
-from envcheck.lockfile.model import PipPackage
+from envcheck.lockfile.pip_package import PipPackage
 from envcheck.resolve.pip import PYPI, Resolution, explain_clash, resolve, uv_compile
 from envcheck.resolve.pypi_index import newest_installable
 from envcheck.resolve.solve import SolvedPackage

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envcheck.lockfile.condalock import conda_lock_ready
-from envcheck.lockfile.model import META, PipPackage
+from envcheck.lockfile.model import META
+from envcheck.lockfile.pip_package import PipPackage
 from envcheck.resolve.recipe import Recipe
 from envcheck.resolve.solve import SolvedPackage, resolve_channel
 

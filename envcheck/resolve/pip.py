@@ -14,8 +14,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envcheck.errors import BadInput, EnvcheckError, Unreachable, Unsolvable
-from envcheck.lockfile.model import PipPackage
 from envcheck.lockfile.names import PLATFORM_ARCH, pypi_name
+from envcheck.lockfile.pip_package import PipPackage
 from envcheck.resolve.pypi_index import Page, best_file, index_pages
 from envcheck.resolve.solve import SolvedPackage
 
