@@ -269,6 +269,9 @@ def _rewrite(path: Path, wrote: str, url: str) -> None:
 def main() -> None:
     """``python -m envcheck.provision._link_child``: the started (not forked) child; jobs on
     stdin, the plan first (``_adopt``), answers on stdout, stderr as given."""
+    import gc
+
+    gc.disable()  # as a forked child: a short life that ends in os._exit
     serve(None, 0, 1, 2, int(os.environ.get("ENVCHECK_LINK_PARENT", "0")))
 
 
