@@ -1,3 +1,3 @@
-from envcheck.early import main
+from envcheck.entry import main
 
 raise SystemExit(main())

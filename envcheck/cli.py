@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
 
     debug = "--debug" in argv
     restore = interrupts.install()
-    discard = early.start(argv)  # started already by envcheck.early.main: taken over
+    discard = early.start(argv)  # started already by envcheck.entry.main: taken over
     try:
         return _main(argv)
     except KeyboardInterrupt as e:  # also Terminated (SIGTERM): every finally has run

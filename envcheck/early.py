@@ -1,15 +1,11 @@
-"""The process entry (the `envcheck` command, `python -m envcheck`): a verb's early work, then
-the CLI.
+"""A verb's early work: started by the process entry (envcheck/entry.py) before its flags are
+parsed and before the CLI's own imports (argparse and the rest), taken over by envcheck.cli.
 
-A verb may start work before its flags are parsed and before the CLI's own imports (argparse
-and the rest): `envcheck install` forks its linker child here, which imports py-rattler while
-the parent parses and checks (envcheck/provision/linker.py). Python 3.8: the verify side runs
-the CLI too.
+`envcheck install` forks its linker child here, which imports py-rattler while the parent
+parses and checks (envcheck/provision/linker.py). Python 3.8: the verify side runs the CLI too.
 """
 
 from __future__ import annotations
-
-import sys
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -33,11 +29,3 @@ def start(argv: list[str]) -> Callable[[], None]:
             getattr(loaded, begin)()
             return getattr(loaded, discard)
     return lambda: None
-
-
-def main() -> int:
-    """The console script: ``start``, then envcheck.cli.main (which ends the early work)."""
-    start(sys.argv[1:])
-    from envcheck.cli import main as cli_main
-
-    return cli_main()

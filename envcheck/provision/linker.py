@@ -2,7 +2,7 @@
 
 The child may abort (a Rust panic), fill the disk or be interrupted: envcheck stays alive to
 end it and remove what it wrote. `envcheck install` forks it before its flags are parsed
-(``prestart``, from envcheck.cli's EARLY: this module imports little, and the child does its
+(``prestart``, from envcheck.early's EARLY: this module imports little, and the child does its
 own imports), then has it read the lock (``prestart`` with the lock) and makes its plan of
 what the child read (``prestarted_reading``): py-rattler is imported in the child only. The
 install's ``Linker`` adopts the child and sends it the plan, the first job queued behind
@@ -106,7 +106,7 @@ def prestart(
 ) -> None:
     """Fork the linker child now, unless one is forked already: it imports asyncio and
     py-rattler while this process does its own work (`envcheck install` calls this before it
-    parses its flags: envcheck.cli's EARLY). With ``lock``, the child reads it for
+    parses its flags: envcheck.early's EARLY). With ``lock``, the child reads it for
     ``platform`` (None: this machine's) as soon as py-rattler is in, sends what it read
     (``prestarted_reading``) and indexes ``cache``. The install's Linker adopts the child and
     sends it the plan, whose sha256 must be that of the lock the child read. Nothing happens
