@@ -804,6 +804,44 @@ print(rc, "rattler" in sys.modules)
     assert (tmp_path / "env" / "share" / "tiny" / "a.txt").read_text() == "tiny\n"
 
 
+def test_a_prestarted_child_that_died_is_replaced_or_the_lock_read_by_envcheck(
+    tmp_path: Path,
+) -> None:
+    # found dead when the lock is named: a new child is forked and reads it; dead before it
+    # answered with its reading: envcheck discards it (and would read the lock in its own
+    # process); the next install forks a child of its own and completes, none left
+    lock = _tiny_lock(tmp_path)
+    code = f"""
+import os, signal, sys, time
+from pathlib import Path
+from envcheck.provision import linker
+from envcheck.provision.command import InstallOptions, install_lock
+lock, cache = Path({str(lock)!r}), Path({str(tmp_path / "cache")!r})
+
+def kill_early():
+    pid = linker._EARLY[0][0]
+    os.kill(pid, signal.SIGKILL)
+    while Path(f"/proc/{{pid}}/stat").read_text().split(")")[1].split()[0] != "Z":
+        time.sleep(0.005)
+    return pid
+
+linker.prestart()
+dead = kill_early()
+linker.prestart(lock, "linux-64", cache)
+print(linker._EARLY[0][0] != dead, linker.reading_pending())
+print(linker.prestarted_reading()["sha256"] and "rattler" not in sys.modules)
+linker.discard_prestarted()
+linker.prestart(lock, "linux-64", cache)
+kill_early()  # it had not answered: its imports take far longer than this
+print(linker.prestarted_reading(), linker._EARLY)
+out = install_lock(InstallOptions(lock, Path({str(tmp_path / "env")!r}), platform="linux-64",
+                                  cache_dir=cache)).output
+print(out.startswith("installed 1 conda"), linker._EARLY)
+"""
+    assert _run_code(code)[:4] == ["True True", "True", "None []", "True []"]
+    assert (tmp_path / "env" / "share" / "tiny" / "a.txt").read_text() == "tiny\n"
+
+
 def test_a_prestarted_linker_child_no_install_takes_is_ended(tmp_path: Path) -> None:
     # an install's child answers its last job and leaves (not waited for: reaped by the next
     # install); a no-op install (the stamp matches) never enters a Linker: its prestarted

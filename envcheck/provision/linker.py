@@ -113,17 +113,23 @@ def prestart(
     in a process that may not fork (see _fork_safe). ``discard_prestarted`` ends a child no
     install took."""
     reap_left()
-    if not _EARLY:
-        if not _fork_safe():
+    for _ in range(2):  # a prestarted child found dead is replaced, once
+        if not _EARLY:
+            if not _fork_safe():
+                return
+            _EARLY.append((*_fork_child(None, None), False))
+        pid, jobs_w, out_r, err, pending = _EARLY[0]
+        if lock is None or pending:
             return
-        _EARLY.append((*_fork_child(None, None), False))
-    pid, jobs_w, out_r, err, pending = _EARLY[0]
-    if lock is not None and not pending:
         job = {"op": "ahead", "lock": str(lock.absolute()), "platform": platform,
                "cache": None if cache is None else str(cache)}  # fmt: skip
-        with contextlib.suppress(OSError):  # a child gone: the Linker finds out
+        try:
             _write_line(jobs_w, job)
-            _EARLY[0] = (pid, jobs_w, out_r, err, True)
+        except OSError:  # the child is gone
+            discard_prestarted()
+            continue
+        _EARLY[0] = (pid, jobs_w, out_r, err, True)
+        return
 
 
 READ_AHEAD_WAIT_S = 60.0  # then envcheck reads the lock itself
@@ -137,8 +143,9 @@ def reading_pending() -> bool:
 def prestarted_reading() -> dict[str, Any] | None:
     """What the prestarted child read of the lock prestart named: ``{"sha256", "platform",
     "rows"}`` (lockfile.rattler_read's rows), or None when there is no such child, or it could
-    not read the lock or died, or did not answer within READ_AHEAD_WAIT_S (the caller reads
-    the lock itself). BadInput when the child refused the lock (its one line)."""
+    not read the lock (the caller reads the lock itself). A child that died or did not answer
+    within READ_AHEAD_WAIT_S is discarded (the install's Linker starts another). BadInput when
+    the child refused the lock (its one line)."""
     import json
 
     from envcheck.errors import BadInput
@@ -150,10 +157,10 @@ def prestarted_reading() -> dict[str, Any] | None:
     deadline = time.monotonic() + READ_AHEAD_WAIT_S
     while not data.endswith(b"\n"):  # the child writes nothing else before its first job
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([out_r], [], [], left)[0]:
-            return None
-        chunk = os.read(out_r, 1 << 16)
-        if not chunk:
+        ready = select.select([out_r], [], [], max(left, 0.0))[0]
+        chunk = os.read(out_r, 1 << 16) if ready else b""
+        if not chunk:  # gone, or silent past the deadline: a half-read line cannot be resumed
+            discard_prestarted()
             return None
         data += chunk
     reading = json.loads(data[1:])
