@@ -114,12 +114,14 @@ def _read_lock(lock: str, platform: str | None) -> tuple[str, _Plan, list[list[A
 
 
 def _archives(plan: Any, cache: str) -> dict[str, str]:
-    """URL -> where envcheck's cache keeps the checked archive (fetch.cache_path's layout)."""
-    out = {}
-    for r in plan.records:
-        key = r.sha256.hex() if r.sha256 else f"md5-{r.md5.hex()}"
-        out[r.url] = str(Path(cache, "archives", key, r.file_name))
-    return out
+    """URL -> where envcheck's cache keeps the checked archive (cache_layout, as fetch.py)."""
+    from envcheck.provision.cache_layout import archive_path
+
+    return {
+        r.url: str(archive_path(Path(cache), r.sha256 and r.sha256.hex(), r.md5 and r.md5.hex(),
+                                r.file_name))
+        for r in plan.records
+    }  # fmt: skip
 
 
 def _warm(plan: Any, cache: str | None) -> dict[str, Any]:
@@ -290,12 +292,7 @@ def _detach(parent: int, stderr_fd: int) -> None:
 
 
 def serve(
-    plan: Any,
-    jobs_fd: int,
-    out_fd: int,
-    stderr_fd: int,
-    parent: int,
-    cache: str | None = None,
+    plan: Any, jobs_fd: int, out_fd: int, stderr_fd: int, parent: int, cache: str | None = None
 ) -> None:
     """The child's whole life: jobs until EOF, then ``os._exit``. ``cache``: the install's
     cache directory, for the warm-up (``_warm``) done before the first job is read."""

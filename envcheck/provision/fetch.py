@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlparse
 
 from envcheck.errors import BadInput, Unreachable
 from envcheck.lockfile.model import LockedPackage
+from envcheck.provision.cache_layout import archive_path
 from envcheck.record import frozen
 
 TYPE_CHECKING = False
@@ -78,8 +79,7 @@ def check(artifact: LockedPackage, sha256: str, md5: str) -> None:
 
 
 def cache_path(cache: Path, artifact: LockedPackage) -> Path:
-    key = artifact.sha256 or f"md5-{artifact.md5}"
-    return cache / "archives" / key / artifact.file_name
+    return archive_path(cache, artifact.sha256, artifact.md5, artifact.file_name)
 
 
 def _open(url: str, timeout: float):  # noqa: ANN202 - a urllib response or a file

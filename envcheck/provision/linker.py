@@ -6,13 +6,13 @@ end it and remove what it wrote. `envcheck install` forks it before its flags ar
 own imports), then has it read the lock (``prestart`` with the lock) and makes its plan of
 what the child read (``prestarted_reading``): py-rattler is imported in the child only. The
 install's ``Linker`` adopts the child and sends it the plan, the first job queued behind
-it; else it is forked when ``Linker`` is
-entered, before the downloads start their threads, with the plan in hand (no interpreter
-start-up, no imports). A process that already has other threads than envcheck's signal
-resender (a progress bar, py-rattler's async runtime after a solve in the same process)
-starts a fresh interpreter instead. On a way out of the block by an exception the child is
-killed and reaped first; on the normal way out it has answered its last job and leaves on
-EOF, reaped later (``reap_left``: the next install or prestart) and not waited for.
+it; else it is forked when ``Linker`` is entered, before the downloads start their threads,
+with the plan in hand (no interpreter start-up, no imports). A process that already has
+other threads than envcheck's signal resender (a progress bar, py-rattler's async runtime
+after a solve in the same process) starts a fresh interpreter instead. On a way out of the
+block by an exception the child is killed and reaped first; on the normal way out it has
+answered its last job and leaves on EOF, reaped later (``reap_left``: the next install or
+prestart) and not waited for.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.lockfile.model import LockedPackage
+from envcheck.provision.cache_layout import unpacked_folder
 from envcheck.provision.validate import VALIDATION_RULES
 from envcheck.record import frozen
 
@@ -49,8 +50,7 @@ class Unpacked:
 
 
 def folder_for(cache: Path, artifact: LockedPackage) -> Path:
-    stem = artifact.file_name.removesuffix(".conda").removesuffix(".tar.bz2")
-    return cache / "pkgs" / stem
+    return unpacked_folder(cache, artifact.file_name)
 
 
 def _marks(folder: Path) -> tuple[Path, Path]:
@@ -215,7 +215,7 @@ def walk_ahead(cache: Path, file_names: Sequence[str]) -> dict[Path, Walk]:
     folder costs time only."""
     out = {}
     for name in file_names:
-        folder = cache / "pkgs" / name.removesuffix(".conda").removesuffix(".tar.bz2")
+        folder = unpacked_folder(cache, name)
         if _marks(folder)[1].is_file():
             with contextlib.suppress(OSError):
                 out[folder] = walk(folder)
