@@ -51,16 +51,19 @@ class RayCluster:
     hosts: Hosts
     temp: Path
     groups: list[subprocess.Popen] = field(default_factory=list)
+    # each host's `ray start`, its command and log: a node is started again if Ray gave up on it
+    started: dict[str, tuple[subprocess.Popen, list[str], str]] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
         return f"{self.hosts.ip('head')}:{PORT}"
 
     def _start(self, host: str, argv: list[str], log: str) -> None:
-        out = open(self.temp / log, "w")  # noqa: SIM115 - closed when the process is reaped
+        out = open(self.temp / log, "a")  # noqa: SIM115 - closed when the process is reaped
         self.groups.append(subprocess.Popen(
             self.hosts.command(host, argv), stdout=out, stderr=subprocess.STDOUT,
             env={**os.environ, **RAY_ENV}, start_new_session=True))
+        self.started[host] = (self.groups[-1], argv, log)
 
     def start_head(self) -> None:
         ray = str(Path(sys.executable).parent / "ray")
@@ -75,16 +78,34 @@ class RayCluster:
         self._start(host, [ray, "start", "--address", self.address, "--block", "--num-cpus",
                            "1", "--node-ip-address", self.hosts.ip(host), *extra], f"{host}.log")
 
+    def _restart_exited(self) -> list[str]:
+        """`ray start` gives up on a node whose raylet has not registered within 30 s (Ray's own
+        constant), which a loaded 2-core machine can exceed: such a node is started again."""
+        again = [host for host, (p, _, _) in self.started.items()
+                 if host != "head" and p.poll() is not None]
+        for host in again:
+            p, argv, log = self.started[host]
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGKILL)  # what the failed start left of its node
+            self._start(host, argv, log)
+        return again
+
     def wait_nodes(self, count: int, timeout: float = 90) -> None:
+        for _ in range(2):
+            p = self._probe(count, timeout)
+            if p.returncode == 0 or not self._restart_exited():
+                break
+        logs = "".join((self.temp / f).read_text()[-600:] for f in os.listdir(self.temp)
+                       if f.endswith(".log"))
+        assert p.returncode == 0, p.stderr[-1500:] + logs
+
+    def _probe(self, count: int, timeout: float) -> subprocess.CompletedProcess:
         probe = ("import ray, sys, time; ray.init(address=sys.argv[1], log_to_driver=False)\n"
                  "end = time.time() + float(sys.argv[3])\n"
                  "while sum(n['Alive'] for n in ray.nodes()) < int(sys.argv[2]):\n"
                  "    assert time.time() < end, ray.nodes(); time.sleep(0.3)\n")
-        p = self.hosts.run("head", [sys.executable, "-c", probe, self.address, str(count),
-                                    str(timeout)], timeout=timeout + 30, env=RAY_ENV)
-        logs = "".join((self.temp / f).read_text()[-600:] for f in os.listdir(self.temp)
-                       if f.endswith(".log"))
-        assert p.returncode == 0, p.stderr[-1500:] + logs
+        return self.hosts.run("head", [sys.executable, "-c", probe, self.address, str(count),
+                                       str(timeout)], timeout=timeout + 30, env=RAY_ENV)
 
     def verify(self, *flags: str, timeout: float = 150) -> subprocess.CompletedProcess:
         return self.hosts.run("head", [sys.executable, "-m", "envcheck", "verify", "ray",
@@ -97,6 +118,7 @@ class RayCluster:
         for p in self.groups:
             p.wait()
         self.groups.clear()
+        self.started.clear()
         # the raylets' own `ray::` workers leave by themselves once the raylet is gone
         time.sleep(0.5)
 
