@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from envcheck.errors import BadInput
+from envcheck.fds import write_all
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -106,9 +107,7 @@ def write_file(path: Path, data: bytes, what: str | None = None) -> None:
             raise BadInput(f"{what} is {_kind(st.st_mode)}: envcheck writes only regular files")
         os.set_blocking(fd, True)
         os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
     except OSError as e:
         raise BadInput(f"{what}: {e.strerror or e}") from None
     finally:

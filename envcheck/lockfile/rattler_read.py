@@ -16,6 +16,7 @@ import hashlib
 import os
 
 from envcheck.errors import BadInput
+from envcheck.fds import write_all
 from envcheck.inputs import MAX_LOCK_BYTES, read_bytes
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -45,9 +46,7 @@ def _parse(rattler: Any, lock: str, data: bytes) -> Any:
         return rattler.LockFile.from_path(lock)
     fd = memfd("envcheck-lock", os.MFD_CLOEXEC)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         return rattler.LockFile.from_path(f"/proc/self/fd/{fd}")
     finally:
         os.close(fd)

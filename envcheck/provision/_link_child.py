@@ -33,6 +33,8 @@ import signal
 import sys
 from pathlib import Path
 
+from envcheck.fds import write_all
+
 TYPE_CHECKING = False  # typing is not imported: asyncio imports it in its own time
 if TYPE_CHECKING:
     from typing import Any
@@ -45,9 +47,7 @@ class _Out:
         self.fd = fd
 
     def line(self, text: str) -> None:
-        data = (text + "\n").encode()
-        while data:
-            data = data[os.write(self.fd, data) :]
+        write_all(self.fd, (text + "\n").encode())
 
 
 class _Reporter:

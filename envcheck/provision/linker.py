@@ -31,6 +31,7 @@ from pathlib import Path
 
 from envcheck import interrupts
 from envcheck.errors import EnvcheckError
+from envcheck.fds import write_all
 
 TYPE_CHECKING = False  # typing is not imported: the CLI forks the child before the imports
 if TYPE_CHECKING:
@@ -204,9 +205,7 @@ def discard_prestarted() -> None:
 def _write_line(fd: int, job: dict[str, Any]) -> None:
     import json
 
-    data = (json.dumps(job) + "\n").encode()
-    while data:
-        data = data[os.write(fd, data) :]
+    write_all(fd, (json.dumps(job) + "\n").encode())
 
 
 class Linker:
