@@ -181,15 +181,17 @@ def _read_ahead(job: dict[str, Any], warm: dict[str, Any], out: _Out) -> None:
 
 def _adopt(job: dict[str, Any], warm: dict[str, Any]) -> Any:
     """A plan for a child forked or started without one: the lock as read here (ahead, by
-    ``_warm``, or now), and only when its sha256 is the one envcheck read (``{"op": "plan",
-    "lock", "platform", "sha256", "cache"}``)."""
+    ``_read_ahead``, or now), and only when its sha256 is the one envcheck read (``{"op":
+    "plan", "lock", "platform", "sha256", "cache"}``)."""
+    lock, platform = job["lock"], job["platform"]
     read = warm.pop("read", None)
-    if read is None or read[:2] != (job["lock"], job["platform"]):
+    if read is not None and read[:2] == (lock, platform):
+        _, _, sha256, plan = read
+    else:  # not read ahead, or another lock or platform: what was made of it does not serve
         warm.pop("records", None)
-        read = (job["lock"], job["platform"], *_read_lock(job["lock"], job["platform"])[:2])
-    if read[2] != job["sha256"]:
-        raise RuntimeError(f"{job['lock']} changed while envcheck read it")
-    plan = read[3]
+        sha256, plan, _ = _read_lock(lock, platform)
+    if sha256 != job["sha256"]:
+        raise RuntimeError(f"{lock} changed while envcheck read it")
     if "records" not in warm:
         with contextlib.suppress(Exception):  # a warm-up only
             warm.update(_ready(plan, job.get("cache")))
