@@ -90,22 +90,36 @@ class RayCluster:
             self._start(host, argv, log)
         return again
 
-    def wait_nodes(self, count: int, timeout: float = 90) -> None:
-        for _ in range(2):
-            p = self._probe(count, timeout)
-            if p.returncode == 0 or not self._restart_exited():
-                break
-        logs = "".join((self.temp / f).read_text()[-600:] for f in os.listdir(self.temp)
-                       if f.endswith(".log"))
-        assert p.returncode == 0, p.stderr[-1500:] + logs
-
-    def _probe(self, count: int, timeout: float) -> subprocess.CompletedProcess:
+    def wait_nodes(self, count: int, timeout: float = 150, restarts: int = 2) -> None:
+        """Wait until `count` nodes are alive. A node whose `ray start` exits meanwhile is
+        started again at once, up to `restarts` times in all; the head never is."""
         probe = ("import ray, sys, time; ray.init(address=sys.argv[1], log_to_driver=False)\n"
                  "end = time.time() + float(sys.argv[3])\n"
                  "while sum(n['Alive'] for n in ray.nodes()) < int(sys.argv[2]):\n"
                  "    assert time.time() < end, ray.nodes(); time.sleep(0.3)\n")
-        return self.hosts.run("head", [sys.executable, "-c", probe, self.address, str(count),
-                                       str(timeout)], timeout=timeout + 30, env=RAY_ENV)
+        argv = [sys.executable, "-c", probe, self.address, str(count), str(timeout)]
+        with tempfile.TemporaryFile("w+") as err:
+            p = subprocess.Popen(self.hosts.command("head", argv), stdout=subprocess.DEVNULL,
+                                 stderr=err, env={**os.environ, **RAY_ENV})
+            restarts = self._watch(p, timeout + 30, restarts)
+            err.seek(0)
+            failed = err.read()[-1500:]
+        logs = "".join((self.temp / f).read_text()[-600:] for f in os.listdir(self.temp)
+                       if f.endswith(".log"))
+        assert p.returncode == 0, f"{failed}\n{restarts} restart(s) left\n{logs}"
+
+    def _watch(self, probe: subprocess.Popen, timeout: float, restarts: int) -> int:
+        """Restart exited nodes while `probe` runs; kill it after `timeout` seconds."""
+        end = time.monotonic() + timeout
+        while probe.poll() is None:
+            if time.monotonic() > end:
+                probe.kill()
+                probe.wait()
+                break
+            if restarts > 0:
+                restarts -= len(self._restart_exited())
+            time.sleep(0.5)
+        return restarts
 
     def verify(self, *flags: str, timeout: float = 150) -> subprocess.CompletedProcess:
         return self.hosts.run("head", [sys.executable, "-m", "envcheck", "verify", "ray",
