@@ -16,21 +16,7 @@ from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.fds import write_all
-
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def _kind(mode: int) -> str:
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return "not a regular file"
+from envcheck.inputs import kind
 
 
 def check_destination(path: Path, what: str, *, replace: bool = False) -> None:
@@ -53,7 +39,7 @@ def check_destination(path: Path, what: str, *, replace: bool = False) -> None:
         raise BadInput(f"{what}: {e.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
         link = f" (through a symbolic link to {os.readlink(path)})" if os.path.islink(path) else ""
-        raise BadInput(f"{what} is {_kind(st.st_mode)}{link}: envcheck writes only regular files")
+        raise BadInput(f"{what} is {kind(st.st_mode)}{link}: envcheck writes only regular files")
     if not replace and not os.access(path, os.W_OK):
         raise BadInput(f"{what} is not writable")
 
@@ -104,7 +90,7 @@ def write_file(path: Path, data: bytes, what: str | None = None) -> None:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise BadInput(f"{what} is {_kind(st.st_mode)}: envcheck writes only regular files")
+            raise BadInput(f"{what} is {kind(st.st_mode)}: envcheck writes only regular files")
         os.set_blocking(fd, True)
         os.ftruncate(fd, 0)
         write_all(fd, data)

@@ -37,8 +37,9 @@ _KINDS = (
 
 
 def kind(mode: int) -> str:
-    """'a directory', 'a FIFO', ... for a st_mode; 'a regular file' otherwise."""
-    return next((name for test, name in _KINDS if test(mode)), "a regular file")
+    """'a directory', 'a FIFO', ... for a st_mode that is not a regular file's (the readers here
+    and the writers in destinations.py name what they refuse with it)."""
+    return next((name for test, name in _KINDS if test(mode)), "a file of another kind")
 
 
 def describe_oserror(e: OSError) -> str:
