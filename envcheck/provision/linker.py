@@ -18,7 +18,6 @@ prestart) and not waited for.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import select
 import signal
@@ -82,9 +81,6 @@ def _fork_child(plan: Any, cache: str | None) -> tuple[int, int, int, Any]:
         pid = os.fork()
     if pid == 0:
         try:
-            # a short life that ends in os._exit: the cycle collector would only walk the
-            # parent's heap (touching its pages) and the imports' objects, a tenth of their time
-            gc.disable()
             os.close(jobs_w)
             os.close(out_r)
             from envcheck.provision import _link_child
