@@ -81,11 +81,12 @@ class RayCluster:
         self._start(host, [ray, "start", "--address", self.address, "--block", "--num-cpus",
                            "1", "--node-ip-address", self.hosts.ip(host), *extra], f"{host}.log")
 
-    def _restart_exited(self) -> list[str]:
+    def _restart_exited(self, most: int) -> list[str]:
         """`ray start` gives up on a node whose raylet has not registered within 30 s (Ray's own
-        constant), which a loaded 2-core machine can exceed: such a node is started again."""
+        constant), which a loaded 2-core machine can exceed: such a node is started again (at
+        most `most` of them)."""
         again = [host for host, (p, _, _) in self.started.items()
-                 if host != "head" and p.poll() is not None]
+                 if host != "head" and p.poll() is not None][:most]
         for host in again:
             p, argv, log = self.started[host]
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -119,8 +120,7 @@ class RayCluster:
                 probe.kill()
                 probe.wait()
                 break
-            if restarts > 0:
-                restarts -= len(self._restart_exited())
+            restarts -= len(self._restart_exited(restarts))
             time.sleep(0.5)
         return restarts
 
