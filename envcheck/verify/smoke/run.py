@@ -21,13 +21,6 @@ def result(test: str, status: Status, message: str, node: str = "", fix: str = "
     return Result(f"smoke.{test}", status, message, node=node, fix=fix, group=GROUP)
 
 
-def first_line(exc: BaseException, limit: int = 300) -> str:
-    text = str(exc).strip().splitlines()
-    line = text[0] if text else ""
-    line = f"{type(exc).__name__}: {line}" if line else type(exc).__name__
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
 POLL = 0.5  # how often a wait looks for workers that left the cluster
 
 

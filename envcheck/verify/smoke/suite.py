@@ -17,6 +17,7 @@ from typing import Any
 
 from envcheck.errors import BadInput
 from envcheck.report import Result, Status
+from envcheck.text import first_line
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.needs import lacks
 from envcheck.verify.smoke import ddp, frameworks
@@ -28,7 +29,6 @@ from envcheck.verify.smoke.run import (
     SmokeRun,
     SmokeTimeout,
     WorkerLost,
-    first_line,
     lost_workers,
     result,
 )
