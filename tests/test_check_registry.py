@@ -14,7 +14,7 @@ from envcheck.cli import main
 from envcheck.errors import BadInput, ExitCode
 from envcheck.report import Result, Status
 from envcheck.verify import catalog
-from envcheck.verify.cluster.gather import ClusterFacts
+from envcheck.verify.across.processes import ClusterFacts
 from envcheck.verify.cluster.pipeline import judge
 from envcheck.verify.cluster.registry import CLUSTER_CHECKS, run_cluster_checks
 from envcheck.verify.expectations import Expectations
@@ -96,7 +96,7 @@ def test_a_cluster_check_that_raises_is_an_error_naming_it_and_the_rest_still_ru
 
 
 def test_judge_skips_cluster_and_node_checks_once_each_and_drops_their_tables():
-    from envcheck.verify.cluster.checks import node_checks
+    from envcheck.verify.across.workers import node_checks
 
     base = no_driver_node()
     c = _cluster({"tcp://gpu1:1": _worker(base, "gpu1", 1),

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from envcheck.report import Status
-from envcheck.verify.cluster.checks import check_stack_agreement
+from envcheck.verify.across.workers import check_stack_agreement
 from envcheck.verify.facts import IbPort, NvLink, XidEvent
 from envcheck.verify.node.checks import BUILTIN_CHECKS, run_node_checks
 from tests.factories import (

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 from envcheck.report import Result, Status
-from envcheck.verify.cluster.checks import (
+from envcheck.verify.across.pinning import check_pinning
+from envcheck.verify.across.workers import (
     cluster_pids_by_host,
     fold_per_host,
     node_checks_per_worker,
 )
-from envcheck.verify.cluster.pinning import check_pinning
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.node.checks import run_node_checks
 from tests.factories import expect, h200x2, healthy_a100x8, no_driver_node, with_env, with_process

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Callable
 
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.report import Measurement, Report, Result, Status, Table, skipped
-from envcheck.verify.cluster.checks import (
+from envcheck.verify.across.processes import ClusterFacts
+from envcheck.verify.across.skew import skew_report
+from envcheck.verify.across.workers import (
     NodeChecks,
     cluster_pids_by_host,
     kept_node_checks,
@@ -36,7 +38,7 @@ from envcheck.verify.cluster.connect import (
     gpu_count,
     security_from_files,
 )
-from envcheck.verify.cluster.gather import ClusterFacts, CollectOptions, gather_facts
+from envcheck.verify.cluster.gather import CollectOptions, gather_facts
 from envcheck.verify.cluster.options import ClusterOptions
 from envcheck.verify.cluster.probe import (
     PeerVersions,
@@ -52,7 +54,6 @@ from envcheck.verify.cluster.registry import (
     run_cluster_checks,
 )
 from envcheck.verify.cluster.scheduler_loss import quiet_dask_logs, scheduler_lost
-from envcheck.verify.cluster.skew import skew_report
 from envcheck.verify.expect_options import expectations_from_options
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts

@@ -18,7 +18,7 @@ from typing import Any, Dict
 
 from envcheck.errors import Unreachable
 from envcheck.text import first_line
-from envcheck.verify.cluster.skew import TRACKED
+from envcheck.verify.across.skew import TRACKED
 from envcheck.verify.facts import NodeFacts
 
 # Beyond what get_versions always reports: the rest of the skew table's rows (an absent one

@@ -3,7 +3,7 @@
 Each judges what one facts round gathered (ClusterFacts), across processes: membership,
 version skew, hosts, stack agreement, GPU pinning, Slurm. None talks to the cluster: what
 submits tasks is a smoke test (verify/smoke/suite.py). verify node's checks also run on every
-worker; that is verify/cluster/checks.py's node_checks_per_worker, not a check here.
+worker; that is verify/across/workers.py's node_checks_per_worker, not a check here.
 
 The id of each entry is what `--skip` and `--list-checks` name; the first docstring line of
 its function is the description `--list-checks` prints.
@@ -16,12 +16,12 @@ import threading
 from typing import Callable, List
 
 from envcheck.report import Result, Status, Table, skipped
-from envcheck.verify.cluster.checks import check_stack_agreement
-from envcheck.verify.cluster.gather import ClusterFacts
-from envcheck.verify.cluster.hosts import hosts_view, spans_hosts
-from envcheck.verify.cluster.pinning import by_host, check_pinning
-from envcheck.verify.cluster.skew import skew_report
-from envcheck.verify.cluster.slurm import check_slurm
+from envcheck.verify.across.hosts import hosts_view, spans_hosts
+from envcheck.verify.across.pinning import by_host, check_pinning
+from envcheck.verify.across.processes import ClusterFacts
+from envcheck.verify.across.skew import skew_report
+from envcheck.verify.across.slurm import check_slurm
+from envcheck.verify.across.workers import check_stack_agreement
 from envcheck.verify.expectations import Expectations
 
 GROUP = "cluster"

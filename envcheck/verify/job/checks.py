@@ -1,9 +1,9 @@
 """Judgements over every rank's facts: pure functions (JobFacts, Expectations) -> list[Result],
 in a registry run in order. Each rank is labelled by its number ("3"); results name "rank 3".
 
-Reused from verify cluster: the per-process skew table (cluster/skew.py, with torch, numpy and
-Python critical for ranks), verify node's checks folded per host (cluster/checks.py), Slurm's
-GPU binding (cluster/slurm.py). Added for ranks: local ranks per host, the GPU each rank got,
+Judged with verify/across/, as verify cluster is: the per-process skew table (skew.py, with
+torch, numpy and Python critical for ranks), verify node's checks folded per host (workers.py),
+Slurm's GPU binding (slurm.py). Added for ranks: local ranks per host, the GPU each rank got,
 torch's CUDA runtime and NCCL, a kernel on each rank's device, and the known-answer all-reduce.
 """
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Callable, List
 
 from envcheck.report import Result, Status, Table
-from envcheck.verify.cluster.checks import cluster_pids_by_host, node_checks_per_worker
-from envcheck.verify.cluster.skew import skew_report
-from envcheck.verify.cluster.slurm import Words, check_slurm
+from envcheck.verify.across.skew import skew_report
+from envcheck.verify.across.slurm import Words, check_slurm
+from envcheck.verify.across.workers import cluster_pids_by_host, node_checks_per_worker
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.job.bench import Timing, judge_bench
@@ -151,7 +151,7 @@ def _stack(job: JobFacts, name: str, read: Callable[[RankFacts], str], why: str)
 
 def check_node(job: JobFacts, exp: Expectations) -> list[Result]:
     """verify node's checks on every rank's facts, identical results folded per host."""
-    from envcheck.verify.cluster.checks import node_checks
+    from envcheck.verify.across.workers import node_checks
 
     labelled = job.labelled()
     results = node_checks_per_worker(labelled, exp, node_checks(False),
