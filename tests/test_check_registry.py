@@ -1,5 +1,5 @@
-"""The check registries: cluster checks are pure functions of ClusterFacts built here; --skip
-and --list-checks over node checks, cluster checks and smoke tests."""
+"""The check registries: cluster checks are pure functions of ClusterFacts built here; the
+catalog (a static table) held equal to every registry; --skip and --list-checks by one id."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def _by(results: list[Result], check: str) -> list[Result]:
 def test_every_cluster_check_takes_cluster_facts_and_expectations_and_has_a_description():
     for check_id, fn in CLUSTER_CHECKS.items():
         assert list(inspect.signature(fn).parameters) == ["cluster", "exp"], check_id
-        assert catalog._first_line(fn), f"{check_id} has no docstring"
+        assert (fn.__doc__ or "").strip(), f"{check_id} has no docstring"
 
 
 def test_pinning_is_a_pure_function_of_described_workers():
@@ -122,35 +122,76 @@ def test_judge_skips_cluster_and_node_checks_once_each_and_drops_their_tables():
 # --- the catalog: ids, --list-checks, --skip -------------------------------------------------
 
 
-def test_ids_are_unique_across_node_cluster_and_smoke():
-    ids = [*BUILTIN_CHECKS, *CLUSTER_CHECKS, *SMOKE_TESTS]
+def _doc(fn) -> str:
+    doc = (fn.__doc__ or "").strip()
+    return " ".join(line.strip() for line in doc.split("\n\n")[0].splitlines())
+
+
+def _registries() -> list[tuple[str, str, str]]:
+    from envcheck.verify.job.checks import JOB_CHECKS
+    from envcheck.verify.ray.checks import RAY_CHECKS
+
+    return [
+        *((i, "node", _doc(fn)) for i, fn in BUILTIN_CHECKS.items()),
+        *((i, "cluster", _doc(fn)) for i, fn in CLUSTER_CHECKS.items()),
+        *((f"smoke.{t.id}", "smoke", t.summary) for t in SMOKE_TESTS.values()),
+        *((i, "job", _doc(fn)) for i, fn in JOB_CHECKS.items()),
+        *((i, "ray", _doc(fn)) for i, fn in RAY_CHECKS.items()),
+    ]
+
+
+def test_the_catalog_table_is_every_registry_in_order_with_its_descriptions():
+    # a check added to a registry and not to the table (or the other way) fails here
+    table = [(c.id, c.kind, c.summary) for c in catalog.CATALOG]
+    assert table == _registries()
+    ids = [c.id for c in catalog.CATALOG]
     assert len(ids) == len(set(ids))
-    assert "resources" in SMOKE_TESTS and "resources" not in CLUSTER_CHECKS
 
 
-@pytest.mark.parametrize("verb", ["node", "cluster"])
-def test_list_checks_names_every_check_with_its_kind_and_description(verb, capsys):
+def test_the_id_a_smoke_test_reports_is_its_catalog_id():
+    from envcheck.verify.smoke.run import result
+
+    for test in SMOKE_TESTS.values():
+        assert result(test.id, Status.PASS, "").check in {c.id for c in catalog.CATALOG}
+
+
+@pytest.mark.parametrize("verb", ["node", "cluster", "job", "ray"])
+def test_list_checks_names_the_checks_of_the_verb_with_kind_and_description(verb, capsys):
     assert main(["verify", verb, "--list-checks"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["ID", "KIND", "DESCRIPTION"]
     rows = {line.split()[0]: line.split(None, 2) for line in lines[1:]}
-    for ids, kind in ((BUILTIN_CHECKS, "node"), (CLUSTER_CHECKS, "cluster"),
-                      (SMOKE_TESTS, "smoke")):
-        for check_id in ids:
-            assert rows[check_id][1] == kind, check_id
-            assert len(rows[check_id]) == 3 and rows[check_id][2].strip(), check_id
+    want = {c.id: c for c in catalog.CATALOG if verb in c.verbs}
+    assert set(want) <= set(rows)
+    for check_id, info in want.items():
+        assert rows[check_id][1] == info.kind and rows[check_id][2] == info.summary, check_id
     assert rows["driver"][2].startswith("NVIDIA driver present")
-    assert rows["resources"][2].startswith("tasks annotated with a worker resource")
+    if verb == "cluster":
+        assert rows["smoke.resources"][2].startswith("tasks annotated with a worker resource")
+    else:
+        assert "smoke.submit" not in rows and "pinning" not in rows
+
+
+def test_list_checks_is_a_report_its_json_carries_the_table(tmp_path, capsys):
+    out = tmp_path / "checks.json"
+    assert main(["verify", "ray", "--list-checks", "--json", str(out)]) == 0
+    (table,) = json.loads(out.read_text())["tables"]
+    assert table["columns"] == ["ID", "KIND", "DESCRIPTION"]
+    assert ["ray.nodes", "ray", catalog.CATALOG[[c.id for c in catalog.CATALOG].index(
+        "ray.nodes")].summary] in table["rows"]
+    assert "ray.nodes" in capsys.readouterr().out
 
 
 def test_validate_skip_accepts_every_kind_and_refuses_unknown_ids_listing_the_valid_ones():
-    assert catalog.validate_skip(["driver", "pinning", "submit"]) == {"driver", "pinning",
-                                                                    "submit"}
+    assert catalog.validate_skip(["driver", "pinning", "smoke.submit", "job.kernel"]) == {
+        "driver", "pinning", "smoke.submit", "job.kernel"}
     with pytest.raises(BadInput) as e:
         catalog.validate_skip(["driver", "no-such-check"])
     assert "unknown check id no-such-check" in e.value.message
     assert "driver" in e.value.message and "pinning" in e.value.message
-    assert "torch-ddp" in e.value.message
+    assert "smoke.torch-ddp" in e.value.message
+    with pytest.raises(BadInput, match="unknown check id submit"):  # one id: the report's
+        catalog.validate_skip(["submit"])
     assert catalog.parse_skip(["a,b", " c ", "a,,"]) == ("a", "b", "c")
 
 
@@ -166,7 +207,7 @@ def test_unknown_skip_id_is_bad_input_before_anything_runs(verb, capsys):
 def test_verify_node_skip_reports_each_skipped_check_once_and_runs_the_rest(tmp_path):
     out = tmp_path / "r.json"
     rc = main(["verify", "node", "--quiet", "--json", str(out),
-               "--skip", "glibc,host-limits", "--skip", "pinning,submit"])
+               "--skip", "glibc,host-limits", "--skip", "pinning,smoke.submit"])
     report = json.loads(out.read_text())
     by = {}
     for r in report["results"]:

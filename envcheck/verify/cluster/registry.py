@@ -15,7 +15,7 @@ import dataclasses
 import threading
 from typing import Callable, List
 
-from envcheck.report import Result, Status, Table, skipped
+from envcheck.report import Result, Status, Table
 from envcheck.verify.across.hosts import hosts_view, spans_hosts
 from envcheck.verify.across.pinning import by_host, check_pinning
 from envcheck.verify.across.processes import ClusterFacts
@@ -23,6 +23,7 @@ from envcheck.verify.across.skew import skew_report
 from envcheck.verify.across.slurm import check_slurm
 from envcheck.verify.across.workers import check_stack_agreement
 from envcheck.verify.expectations import Expectations
+from envcheck.verify.runner import run_checks
 
 GROUP = "cluster"
 
@@ -163,14 +164,8 @@ def run_cluster_checks(
     skip: frozenset = frozenset(),
     checks: dict[str, ClusterCheck] | None = None,
 ) -> list[Result]:
-    """Every cluster check not skipped, in order; one that raises becomes an error naming it."""
-    from envcheck.verify.node.checks import run_check
-
-    out: list[Result] = []
-    for check_id, fn in (CLUSTER_CHECKS if checks is None else checks).items():
-        if check_id in skip:
-            out.append(skipped(check_id, GROUP))
-            continue
-        out.extend(run_check(check_id, fn, cluster, exp, None, GROUP))
-    return out
+    """Every cluster check in order, through the runner: one in `skip` is said skipped, one
+    that raises becomes an error naming it."""
+    return run_checks(CLUSTER_CHECKS if checks is None else checks, cluster, exp, skip,
+                      group=GROUP)
 

@@ -24,7 +24,7 @@ from envcheck.verify.job.bench import Timing, judge_bench
 from envcheck.verify.job.horovod_job import HorovodRank, judge_horovod
 from envcheck.verify.job.launch import LaunchInfo, views_disagree
 from envcheck.verify.job.rank import RankFacts
-from envcheck.verify.judge import run_judgements
+from envcheck.verify.runner import run_checks
 
 GROUP = "job"
 # What ranks exchange pickled (all_gather_object, broadcast_object_list, DataLoader state)
@@ -331,4 +331,4 @@ JOB_CHECKS: Mapping[str, Check] = {
 
 def run_job_checks(job: JobFacts, exp: Expectations) -> list[Result]:
     """Every judgement; one that raises becomes an error naming it, and the rest still run."""
-    return run_judgements(JOB_CHECKS, job, exp, exp.skip, GROUP)
+    return run_checks(JOB_CHECKS, job, exp, exp.skip, group=GROUP)

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from envcheck.report import Result, Status, Table
 from envcheck.verify.across.skew import TRACKED, skew_report
 from envcheck.verify.across.workers import cluster_pids_by_host, node_checks_per_worker
-from envcheck.verify.judge import run_judgements
 from envcheck.verify.ray.model import RayExpect, RayFacts
+from envcheck.verify.runner import run_checks
 
 GROUP = "ray"
 # What Ray pickles between nodes (task arguments, results, objects) and what Ray Train needs
@@ -175,4 +175,4 @@ RAY_CHECKS: dict[str, Callable[[RayFacts, RayExpect], list[Result]]] = {
 
 def run_ray_checks(ray: RayFacts, exp: RayExpect) -> list[Result]:
     """Every judgement; one that raises becomes an error naming it, and the rest still run."""
-    return run_judgements(RAY_CHECKS, ray, exp, exp.skip, GROUP)
+    return run_checks(RAY_CHECKS, ray, exp, exp.skip, group=GROUP)
