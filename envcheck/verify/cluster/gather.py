@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from envcheck.report import Result, Status
 from envcheck.verify.across.processes import ClusterFacts
 from envcheck.verify.facts import NodeFacts, collect_node_facts, facts_from_dict
+from envcheck.verify.scheduler_info import all_workers_info
 from envcheck.verify.shipping import Payload, facts_payload, load_facts
 
 if TYPE_CHECKING:
@@ -337,15 +338,6 @@ def _direct(
     }
     resources = {a: dict(w.get("resources") or {}) for a, w in info.items()}
     return {"workers": answers, "resources": resources}
-
-
-def all_workers_info(client: Client) -> dict:
-    """address -> info of every worker. distributed >= 2025 lists only the first few unless
-    asked with n_workers=-1, which older versions do not take."""
-    try:
-        return client.scheduler_info(n_workers=-1)["workers"]
-    except TypeError:
-        return client.scheduler_info()["workers"]
 
 
 def _kind(e: BaseException) -> str:

@@ -1,12 +1,13 @@
 """The cluster checks: pure functions (cluster facts, expectations) -> list[Result].
 
-Each judges what one facts round gathered (ClusterFacts), across processes: membership,
-version skew, hosts, stack agreement, GPU pinning, Slurm. None talks to the cluster: what
-submits tasks is a smoke test (verify/smoke/suite.py). verify node's checks also run on every
-worker; that is verify/across/workers.py's node_checks_per_worker, not a check here.
+Each judges what one facts round gathered (ClusterFacts), across processes, with the judges of
+verify/across/: membership, version skew, hosts, stack agreement, GPU pinning, Slurm. None
+talks to the cluster: what submits tasks is a smoke test (verify/smoke/suite.py). verify node's
+checks also run on every worker; that is verify/across/workers.py's node_checks_per_worker, not
+a check here.
 
-The id of each entry is what `--skip` and `--list-checks` name; the first docstring line of
-its function is the description `--list-checks` prints.
+The id of each entry is what `--skip` and `--list-checks` name (verify/catalog.py's table, held
+equal to this registry by a test, with the first paragraph of each function's docstring).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ class WorkerLost(Exception):
 def lost_workers(client: Any, expected: Iterable[str]) -> list[str]:
     """Those of `expected` the scheduler no longer lists ([] when it cannot be asked: a dead
     scheduler is reported elsewhere)."""
-    from envcheck.verify.cluster.gather import all_workers_info
+    from envcheck.verify.scheduler_info import all_workers_info
 
     try:
         now = all_workers_info(client)

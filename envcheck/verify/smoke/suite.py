@@ -462,8 +462,7 @@ def run_smoke(
 ) -> list[Result]:
     """Run the selected (default: all) smoke tests in order; never raises for a broken cluster.
 
-    A test whose id (smoke.NAME) `skip` names does not run: one skip result says so (it wins
-    over `selected`)."""
+    A test `skip` names (smoke.NAME) does not run: one skip says so (it wins over `selected`)."""
     tests = SMOKE_TESTS if tests is None else tests
     if selected is not None:
         unknown = sorted(set(selected) - set(tests))
