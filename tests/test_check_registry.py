@@ -69,6 +69,21 @@ def test_pinning_is_a_pure_function_of_described_workers():
     assert CLUSTER_CHECKS["pinning"](shared, Expectations()) == results
 
 
+def test_a_cluster_check_reports_under_its_own_id_or_an_aspect_of_it():
+    a100 = healthy_a100x8()
+    clusters = [
+        _cluster({"tcp://gpu1:1": _worker(a100, "gpu1", 1, cvd="0"),
+                  "tcp://gpu1:2": _worker(a100, "gpu1", 2, cvd="0"),
+                  "tcp://gpu2:1": _worker(no_driver_node(), "gpu2", 1, msgpack="0.9.0")},
+                 expected=("tcp://gpu1:1", "tcp://gpu1:2", "tcp://gpu2:1", "tcp://gpu3:1")),
+        _cluster({"tcp://cpu:1": _worker(no_driver_node(), "cpu", 1)}),
+    ]
+    for c in clusters:
+        for check_id, fn in CLUSTER_CHECKS.items():
+            for r in fn(c, Expectations()):
+                assert r.check == check_id or r.check.startswith(f"{check_id}."), (check_id, r)
+
+
 def test_membership_counts_silent_workers_and_skew_names_the_odd_one():
     base = no_driver_node()
     c = _cluster(
@@ -108,14 +123,14 @@ def test_judge_skips_cluster_and_node_checks_once_each_and_drops_their_tables():
         (only,) = _by(results, check)
         assert only.status is Status.SKIP and only.message == "skipped by --skip"
     assert not [r for r in results if r.check.startswith("skew.")]
-    assert not [r for r in results if r.check == "gpu.pinning"]
+    assert not [r for r in results if r.check.startswith("pinning.")]
     assert not any(t.title.startswith("version skew") for t in tables)
     # what is not skipped still runs: membership, and the node checks on every worker
     assert _by(results, "workers")[0].status is Status.PASS
     assert _by(results, "host-limits")
     unskipped, tables = judge(c, Expectations(), node_checks(False))
     assert any(t.title.startswith("version skew") for t in tables)
-    assert _by(unskipped, "gpu.pinning") and not _by(unskipped, "glibc")[0].message.startswith(
+    assert _by(unskipped, "pinning") and not _by(unskipped, "glibc")[0].message.startswith(
         "skipped")
 
 

@@ -141,4 +141,4 @@ def test_gpu_resource_claim_without_nvml_defers_to_slurms_grant():
     assert [r for r in check_pinning({"tcp://a:1": granted}) if r.status is Status.FAIL] == []
     bare = dataclasses.replace(granted, slurm={})
     (r,) = [r for r in check_pinning({"tcp://a:1": bare}) if r.status is Status.FAIL]
-    assert r.check == "gpu.visible"
+    assert r.check == "pinning.visible"

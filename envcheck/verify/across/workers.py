@@ -156,7 +156,7 @@ _CUDART_PACKAGES = ("cuda-cudart", "cudatoolkit", "nvidia-cuda-runtime-cu12",
                     "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu13")
 
 # What every worker of a cluster must agree on beyond the Python packages of the skew table
-# (the driver is pinning's gpu.driver-agreement, per host): name -> (read it, why it matters).
+# (the driver is pinning's pinning.driver-agreement, per host): name -> (read it, why it matters).
 STACK: dict[str, tuple[Callable[[NodeFacts], str], str]] = {
     "nccl": (lambda f: f.nccl_version, "NCCL ranks of different versions hang or fail to "
              "connect in collectives"),
@@ -200,7 +200,7 @@ def check_stack_agreement(workers: Mapping[str, NodeFacts]) -> list[Result]:
                 for address, v in values.items():
                     if v:
                         where.setdefault(v, []).append(address)
-        check = f"stack.{name}"
+        check = f"stack-agreement.{name}"
         if not where:
             continue
         if len(where) == 1:
