@@ -155,11 +155,12 @@ def check_train(ray: RayFacts, exp: RayExpect) -> list[Result]:
 
 def check_node(ray: RayFacts, exp: RayExpect) -> list[Result]:
     """verify node's checks on every node's facts, identical results folded per host."""
-    from envcheck.verify.across.workers import node_checks
+    from envcheck.verify.across.workers import node_checks, skipped_node_checks
 
     labelled = {ray.label(nid): f for nid, f in ray.facts.items()}
-    return node_checks_per_worker(labelled, exp.node, node_checks(False, exp.skip),
-                                  cluster_pids_by_host(labelled), noun="node")
+    return skipped_node_checks(exp.skip) + node_checks_per_worker(
+        labelled, exp.node, node_checks(False, exp.skip), cluster_pids_by_host(labelled),
+        noun="node")
 
 
 RAY_CHECKS: dict[str, Callable[[RayFacts, RayExpect], list[Result]]] = {
