@@ -95,9 +95,9 @@ def timed(fn: Callable[[], Any]) -> float:
 def bench_one(n: int, repeat: int) -> dict[str, Any]:
     from distributed import Client, LocalCluster
 
-    from envcheck.verify import gather
+    from envcheck.verify import shipping
 
-    gather.facts_payload.cache_clear()  # cold means cold on both sides
+    shipping.facts_payload.cache_clear()  # cold means cold on both sides
     t0 = time.perf_counter()
     with (
         LocalCluster(
