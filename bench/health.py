@@ -105,15 +105,15 @@ def host_reads(repeat: int) -> dict[str, float]:
 
 
 def cluster_round(client: Any, health: bool | None) -> int:
-    from envcheck.verify.cluster.checks import (
+    from envcheck.verify.across.pinning import check_pinning
+    from envcheck.verify.across.skew import skew_report
+    from envcheck.verify.across.workers import (
         check_stack_agreement,
         cluster_pids_by_host,
         node_checks,
         node_checks_per_worker,
     )
     from envcheck.verify.cluster.gather import CollectOptions, gather_facts
-    from envcheck.verify.cluster.pinning import check_pinning
-    from envcheck.verify.cluster.skew import skew_report
     from envcheck.verify.expectations import Expectations
 
     run_checks = node_checks(False)

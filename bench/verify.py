@@ -57,15 +57,15 @@ def minimal_runner(digest, source, role, kwargs, dask_worker=None, dask_schedule
 
 def envcheck_round(client: Any, runner: Callable[..., Any] | None = None) -> int:
     """Facts + checks, as verify cluster runs them; returns the number of results."""
-    from envcheck.verify.cluster.checks import (
+    from envcheck.verify.across.pinning import check_pinning
+    from envcheck.verify.across.skew import skew_report
+    from envcheck.verify.across.workers import (
         cluster_pids_by_host,
         kept_node_checks,
         node_checks,
         node_checks_per_worker,
     )
     from envcheck.verify.cluster.gather import gather_facts
-    from envcheck.verify.cluster.pinning import check_pinning
-    from envcheck.verify.cluster.skew import skew_report
     from envcheck.verify.expectations import Expectations
 
     run_checks = kept_node_checks(True)  # as cluster_command.verify does
@@ -95,9 +95,9 @@ def timed(fn: Callable[[], Any]) -> float:
 def bench_one(n: int, repeat: int) -> dict[str, Any]:
     from distributed import Client, LocalCluster
 
-    from envcheck.verify import gather
+    from envcheck.verify import shipping
 
-    gather.facts_payload.cache_clear()  # cold means cold on both sides
+    shipping.facts_payload.cache_clear()  # cold means cold on both sides
     t0 = time.perf_counter()
     with (
         LocalCluster(

@@ -182,9 +182,11 @@ class _ReportNotWritten(Exception):
 
 
 def _print(report: Report, args: argparse.Namespace) -> None:
-    from envcheck.report import Status, render_table
+    from envcheck.report import Status, nagios_text, render_table
 
-    if report.output:  # a recipe, a script: the product itself, never mixed with a table
+    if report.form == "nagios":  # one line, the whole verdict: nothing beside it
+        sys.stdout.write(nagios_text(report))
+    elif report.output:  # a recipe, a script: the product itself, never mixed with a table
         sys.stdout.write(report.output)
         for r in report.results:  # what went wrong goes beside it, one line each
             if r.status not in (Status.PASS, Status.SKIP):

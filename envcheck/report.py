@@ -1,4 +1,5 @@
-"""Results, measurements and the one place that renders them: table, JSON, JUnit XML, exit code."""
+"""Results, measurements and the one place that renders them: table, JSON, JUnit XML, plain
+columns (--list-checks), a Nagios line (verify node --nagios), exit code."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from enum import Enum
 from pathlib import Path
 
 from envcheck.errors import ExitCode
-from envcheck.record import field, field_names, frozen
+from envcheck.record import field, field_names, frozen, replace
 from envcheck.text import printable
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -79,6 +80,8 @@ class Report:
     code: ExitCode | None = None
     # the verb's product printed as is in place of the table (a recipe, a script, markdown)
     output: str = ""
+    # how it prints: "" the table (or ``output``); "nagios" one Nagios line (nagios_text)
+    form: str = ""
 
     @property
     def status(self) -> Status:
@@ -308,6 +311,67 @@ def _measurement_table(report: Report) -> Any:
     return t
 
 
-def skipped(check_id: str, group: str, node: str = "") -> Result:
-    """What a report says of a check it did not run: one skip, so nothing is silently absent."""
-    return Result(check_id, Status.SKIP, "skipped by --skip", node=node, group=group)
+def columns_text(table: Table) -> str:
+    """A Table as plain aligned columns, its header first (``--list-checks``); the last column
+    runs on unpadded."""
+    rows = [table.columns, *table.rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(table.columns) - 1)]
+    return "".join(
+        "  ".join([*(f"{c:<{w}}" for c, w in zip(r, widths)), r[-1]]).rstrip() + "\n"
+        for r in rows
+    )
+
+
+# --- Nagios: one line per node and Nagios's exit codes, for Slurm prologs, NHC and monitoring.
+#     ENVCHECK CRITICAL - gpu-node-1: 2 fail, 1 warn: gpus: expected 8 GPUs, NVML sees 7; ...
+#         | pass=11 warn=1 fail=2 error=0 skip=3     (one line in fact; wrapped here)
+# 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN: the codes NHC, gcm and Nagios plugins use, and the
+# same numbers as envcheck's own OK/WARN/FAIL/ERROR. Anything that stops the check itself (bad
+# flags, unreadable lock) is UNKNOWN (3), never a traceback or another code.
+
+NAGIOS_STATES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
+_NAGIOS_CODE = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2, Status.ERROR: 3}
+NAGIOS_LIMIT = 400  # characters of detail: prolog logs and NHC keep one short line
+
+
+def nagios_line(report: Report, node: str) -> tuple[str, int]:
+    """(the line, its exit code) for one node's report."""
+    code = _NAGIOS_CODE[report.status]
+    counts = report.counts()
+    worst = [r for r in report.results if r.status in (Status.ERROR, Status.FAIL)] or [
+        r for r in report.results if r.status is Status.WARN
+    ]
+    summary = ", ".join(f"{counts[s]} {s}" for s in ("error", "fail", "warn") if counts[s])
+    detail = "; ".join(f"{r.check}: {r.message}" for r in worst)
+    if len(detail) > NAGIOS_LIMIT:
+        detail = detail[: NAGIOS_LIMIT - 3] + "..."
+    passed = f"{counts['pass']} passed, {counts['skip']} skipped"
+    body = f"{node}: {summary}: {detail}" if worst else f"{node}: {passed}"
+    perf = " ".join(f"{s}={counts[s]}" for s in ("pass", "warn", "fail", "error", "skip"))
+    return f"ENVCHECK {NAGIOS_STATES[code]} - {_one_line(body)} | {perf}", code
+
+
+def nagios_report(report: Report, node: str) -> Report:
+    """``report`` to be printed as its Nagios line (for the node its environment names, else
+    ``node``); the JSON and JUnit files still carry every result."""
+    return replace(report, form="nagios", environment={"host": node, **report.environment})
+
+
+def nagios_unknown(title: str, node: str, why: str) -> Report:
+    """The Nagios report of a check that could not run: UNKNOWN (3), saying why."""
+    return Report(title, (Result("", Status.ERROR, why, node=node),),
+                  environment={"host": node}, code=ExitCode.ERROR, form="nagios")
+
+
+def nagios_text(report: Report) -> str:
+    """The one line a Nagios report prints; a report that carries its own code is UNKNOWN."""
+    node = report.environment.get("host", "")
+    if report.code is not None:
+        why = "; ".join(r.message for r in report.results if r.status is Status.ERROR)
+        return f"ENVCHECK {NAGIOS_STATES[3]} - {_one_line(f'{node}: {why}')}\n"
+    return nagios_line(report, node)[0] + "\n"
+
+
+def _one_line(text: str) -> str:
+    # '|' starts Nagios performance data; newlines end the plugin's output
+    return " ".join(text.replace("|", "/").split())

@@ -25,3 +25,11 @@ def printable(text: str) -> str:
     if not _UNSAFE.search(text):
         return text
     return _UNSAFE.sub(_escape, text)
+
+
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """``exc`` on one line: its type name and the first non-empty line of its text ("KeyError:
+    'x'"), the type name alone when it has no text; at most ``limit`` characters."""
+    lines = str(exc).strip().splitlines()
+    line = f"{type(exc).__name__}: {lines[0].strip()}" if lines else type(exc).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from envcheck.report import Status
-from envcheck.verify.cluster.checks import check_stack_agreement
+from envcheck.verify.across.workers import check_stack_agreement
 from envcheck.verify.facts import IbPort, NvLink, XidEvent
 from envcheck.verify.node.checks import BUILTIN_CHECKS, run_node_checks
 from tests.factories import (
@@ -356,7 +356,8 @@ def _worker(host: str, pid: int, **kw):
 def test_stack_agreement_passes_folded_per_host():
     workers = {f"tcp://{h}:{p}": _worker(h, p) for h in ("a", "b") for p in (1, 2)}
     results = check_stack_agreement(workers)
-    assert [r.check for r in results] == ["stack.nccl", "stack.ucx", "stack.cuda-runtime"]
+    assert [r.check for r in results] == [
+        "stack-agreement.nccl", "stack-agreement.ucx", "stack-agreement.cuda-runtime"]
     assert all(r.status == Status.PASS for r in results)
     assert "a (2 workers), b (2 workers)" in results[0].message
     assert "11.7.0" in results[2].message  # cudatoolkit's version
@@ -365,7 +366,7 @@ def test_stack_agreement_passes_folded_per_host():
 def test_a_worker_with_another_nccl_fails_and_is_named():
     workers = {f"tcp://{h}:{p}": _worker(h, p) for h in ("a", "b") for p in (1, 2)}
     workers["tcp://b:2"] = _worker("b", 2, nccl_version="2.18.1")
-    [nccl] = [r for r in check_stack_agreement(workers) if r.check == "stack.nccl"]
+    [nccl] = [r for r in check_stack_agreement(workers) if r.check == "stack-agreement.nccl"]
     assert nccl.status == Status.FAIL
     assert "2.18.1 on tcp://b:2" in nccl.message and "a (2 workers), tcp://b:1" in nccl.message
     assert nccl.fix
@@ -375,7 +376,7 @@ def test_workers_without_a_value_do_not_disagree():
     workers = {"tcp://a:1": _worker("a", 1), "tcp://c:1": _worker("c", 1, nccl_version="",
                packages={}, python_packages={})}
     results = {r.check: r for r in check_stack_agreement(workers)}
-    assert results["stack.nccl"].status == Status.PASS
+    assert results["stack-agreement.nccl"].status == Status.PASS
 
 
 def test_a_worker_reading_only_its_gpu_still_sees_a_link_its_peers_have():

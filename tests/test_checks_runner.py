@@ -1,9 +1,11 @@
-"""run_node_checks: every check runs, results carry the node, a raising check is an error."""
+"""The runner (verify/runner.py) and run_node_checks through it: every check runs, results carry
+the node, a skipped check is said once where it stands, a raising check is an error."""
 
 from __future__ import annotations
 
 from envcheck.report import Result, Status
-from envcheck.verify.node.checks import BUILTIN_CHECKS, run_check, run_node_checks
+from envcheck.verify.node.checks import BUILTIN_CHECKS, run_node_checks
+from envcheck.verify.runner import run_check, run_checks
 from tests.factories import expect, healthy_a100x8, no_driver_node, with_process
 
 
@@ -43,3 +45,31 @@ def test_results_keep_their_own_check_id():
         "x", lambda f, e: [Result("sub", Status.PASS, "m")], healthy_a100x8(), expect(), "n", "g"
     )
     assert (r.check, r.node, r.group) == ("sub", "n", "g")
+
+
+def test_a_skipped_check_does_not_run_and_is_said_once_where_it_stands():
+    ran = []
+
+    def check(name):
+        return lambda f, e: ran.append(name) or [Result(name, Status.PASS, "ok")]
+
+    registry = {"a": check("a"), "b": check("b"), "c": check("c")}
+    out = run_checks(registry, None, None, {"b"}, group="g", node="n1")
+    assert ran == ["a", "c"]
+    assert [(r.check, r.status, r.message, r.node, r.group) for r in out] == [
+        ("a", Status.PASS, "ok", "n1", "g"),
+        ("b", Status.SKIP, "skipped by --skip", "n1", "g"),
+        ("c", Status.PASS, "ok", "n1", "g"),
+    ]
+    quiet = run_checks(registry, None, None, {"b"}, group="g", say_skipped=False)
+    assert [r.check for r in quiet] == ["a", "c"]
+
+
+def test_verify_node_says_each_skipped_node_check_once_on_its_node():
+    results = run_node_checks(healthy_a100x8(), expect(), node="n1", plugins=False,
+                              skip={"glibc"})
+    [glibc] = [r for r in results if r.check == "glibc"]
+    assert (glibc.status, glibc.node, glibc.group) == (Status.SKIP, "n1", "node")
+    per_worker = run_node_checks(healthy_a100x8(), expect(), node="n1", plugins=False,
+                                 skip={"glibc"}, say_skipped=False)
+    assert not [r for r in per_worker if r.check == "glibc"]

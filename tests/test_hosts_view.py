@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from envcheck.report import Result, Status
-from envcheck.verify.cluster.gather import ClusterFacts
-from envcheck.verify.cluster.hosts import address_host, hosts_view, spans_hosts
+from envcheck.verify.across.hosts import address_host, hosts_view, spans_hosts
+from envcheck.verify.across.processes import ClusterFacts
 from tests.factories import no_driver_node
 
 

@@ -193,6 +193,16 @@ def test_skip_names_a_job_check_that_then_reports_skipped_and_runs_nothing():
     ]
 
 
+def test_skip_names_a_node_check_that_is_said_skipped_once_not_once_per_rank():
+    exp = dataclasses.replace(expect(), skip=frozenset({"glibc"}))
+    results = run_job_checks(job([rank(0), rank(1, "b", 0)]), exp)
+    glibc = [r for r in results if r.check == "glibc"]
+    assert [(r.status, r.message, r.node, r.group) for r in glibc] == [
+        (Status.SKIP, "skipped by --skip", "", "node")
+    ]
+    assert [r for r in results if r.check == "driver"]  # the other node checks ran
+
+
 def test_launcher_views_are_read_from_every_launcher_and_nested_launches_are_not_compared():
     env = {"SLURM_PROCID": "1", "SLURM_LOCALID": "1", "SLURM_NTASKS": "2",
            "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "x"}

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 from envcheck.report import Result, Status
-from envcheck.verify.cluster.checks import (
+from envcheck.verify.across.pinning import check_pinning
+from envcheck.verify.across.workers import (
     cluster_pids_by_host,
     fold_per_host,
     node_checks_per_worker,
 )
-from envcheck.verify.cluster.pinning import check_pinning
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.node.checks import run_node_checks
 from tests.factories import expect, h200x2, healthy_a100x8, no_driver_node, with_env, with_process
@@ -46,19 +46,19 @@ def test_one_worker_per_gpu_passes_everything() -> None:
     results = check_pinning(dask_cuda_workers(h200x2(), 2))
     assert {r.status for r in results} == {Status.PASS}
     assert {r.check for r in results} == {
-        "gpu.visible", "gpu.shared", "gpu.unused", "gpu.driver-agreement"
+        "pinning.visible", "pinning.shared", "pinning.unused", "pinning.driver-agreement"
     }
 
 
 def test_two_workers_on_one_gpu_fail_naming_both() -> None:
     a, b = worker(h200x2(), 5000, "0"), worker(h200x2(), 5001, "0,1")
     results = check_pinning({a.address: a, b.address: b})
-    (shared,) = by_check(results, "gpu.shared")
+    (shared,) = by_check(results, "pinning.shared")
     assert shared.status is Status.FAIL
     assert a.address in shared.message and b.address in shared.message
     assert "GPU 0" in shared.message and h200x2().gpus[0].uuid in shared.message
     # GPU 1 is nobody's first device: idle
-    (unused,) = by_check(results, "gpu.unused")
+    (unused,) = by_check(results, "pinning.unused")
     assert unused.status is Status.WARN and "(GPU 1)" in unused.message
 
 
@@ -66,7 +66,7 @@ def test_duplicate_index_hides_every_gpu_and_fails_visibility() -> None:
     # CUDA_VISIBLE_DEVICES=0,0 makes CUDA expose no GPU at all
     a = worker(h200x2(), 5000, "0,0")
     b = worker(h200x2(), 5001, "1")
-    (vis,) = by_check(check_pinning({a.address: a, b.address: b}), "gpu.visible")
+    (vis,) = by_check(check_pinning({a.address: a, b.address: b}), "pinning.visible")
     assert vis.status is Status.FAIL and vis.node == a.address
     assert "'0,0'" in vis.message and "no GPU" in vis.message
 
@@ -76,14 +76,14 @@ def test_deliberately_hidden_gpus_only_warn() -> None:
     b = worker(h200x2(), 5001, "0")
     c = worker(h200x2(), 5002, "1")
     results = check_pinning({w.address: w for w in (a, b, c)})
-    (vis,) = by_check(results, "gpu.visible")
+    (vis,) = by_check(results, "pinning.visible")
     assert vis.status is Status.WARN and "CPU-only worker" in vis.message
 
 
 def test_unused_gpus_on_a_host_warn_with_their_indices() -> None:
     workers = dask_cuda_workers(healthy_a100x8(), 8)
     four = dict(list(workers.items())[:4])
-    (unused,) = by_check(check_pinning(four), "gpu.unused")
+    (unused,) = by_check(check_pinning(four), "pinning.unused")
     assert unused.status is Status.WARN
     assert "4 of 8 GPUs" in unused.message and "GPU 4, 5, 6, 7" in unused.message
 
@@ -91,7 +91,7 @@ def test_unused_gpus_on_a_host_warn_with_their_indices() -> None:
 def test_drivers_disagreeing_across_hosts_warn_naming_hosts() -> None:
     a = dask_cuda_workers(h200x2(), 2, host="node-a")
     b = dask_cuda_workers(h200x2(driver_version="570.86.10"), 2, host="node-b")
-    (drv,) = by_check(check_pinning({**a, **b}), "gpu.driver-agreement")
+    (drv,) = by_check(check_pinning({**a, **b}), "pinning.driver-agreement")
     assert drv.status is Status.WARN
     assert "580.95.05 on node-a" in drv.message and "570.86.10 on node-b" in drv.message
 
@@ -100,7 +100,7 @@ def test_same_first_gpu_on_different_hosts_is_fine() -> None:
     a = dask_cuda_workers(h200x2(), 2, host="node-a")
     b = dask_cuda_workers(h200x2(), 2, host="node-b")  # same UUIDs in the description
     results = check_pinning({**a, **b})
-    assert all(r.status is Status.PASS for r in by_check(results, "gpu.shared"))
+    assert all(r.status is Status.PASS for r in by_check(results, "pinning.shared"))
 
 
 def test_no_gpu_anywhere_skips_saying_why() -> None:
@@ -113,7 +113,7 @@ def test_no_gpu_anywhere_skips_saying_why() -> None:
 def test_gpu_resource_without_a_gpu_fails() -> None:
     w = dataclasses.replace(worker(no_driver_node(), 5000, None), resources={"GPU": 1.0})
     results = check_pinning({w.address: w})
-    (bad,) = by_check(results, "gpu.visible")
+    (bad,) = by_check(results, "pinning.visible")
     assert bad.status is Status.FAIL and bad.node == w.address
 
 

@@ -97,3 +97,5 @@ def test_skip_reports_the_check_once_and_runs_the_rest():
     seen = {r.check for r in results}
     assert {c for c in RAY_CHECKS if c not in ("ray.gpus", "ray.node", "ray.skew")} <= seen
     assert any(c.startswith("ray.skew") for c in seen) and "driver" in seen  # verify node's
+    node_skip = run_ray_checks(_cluster(), RayExpect(skip=frozenset({"glibc"})))
+    assert [(r.status, r.node) for r in node_skip if r.check == "glibc"] == [(Status.SKIP, "")]

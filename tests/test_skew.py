@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from envcheck.report import Status
-from envcheck.verify.cluster.skew import TRACKED, canonical_name, compare_package, skew_report
+from envcheck.verify.across.skew import TRACKED, canonical_name, compare_package, skew_report
 from envcheck.verify.facts import NodeFacts
 from tests.factories import no_driver_node
 

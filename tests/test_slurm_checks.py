@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from envcheck.report import Status
-from envcheck.verify.cluster.hostlist import expand_hostlist
-from envcheck.verify.cluster.slurm import check_slurm
+from envcheck.verify.across.hostlist import expand_hostlist
+from envcheck.verify.across.slurm import check_slurm
 from tests.factories import h200x2, no_driver_node, with_env
 
 
@@ -135,10 +135,10 @@ def test_bad_hostlist_raises():
 
 
 def test_gpu_resource_claim_without_nvml_defers_to_slurms_grant():
-    from envcheck.verify.cluster.pinning import check_pinning
+    from envcheck.verify.across.pinning import check_pinning
 
     granted = dataclasses.replace(worker(cvd="0", step="0", job="0"), resources={"GPU": 1.0})
     assert [r for r in check_pinning({"tcp://a:1": granted}) if r.status is Status.FAIL] == []
     bare = dataclasses.replace(granted, slurm={})
     (r,) = [r for r in check_pinning({"tcp://a:1": bare}) if r.status is Status.FAIL]
-    assert r.check == "gpu.visible"
+    assert r.check == "pinning.visible"

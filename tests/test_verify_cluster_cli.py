@@ -60,7 +60,7 @@ def test_embedded_default_passes_with_gpu_checks_skipped_saying_why(tmp_path: Pa
     assert workers["status"] == "pass" and " of " in workers["message"]
     (skew,) = _results(report, "skew")
     assert skew["status"] == "pass"
-    (pinning,) = _results(report, "gpu.pinning")
+    (pinning,) = _results(report, "pinning")
     assert pinning["status"] == "skip" and "no GPU on any worker host" in pinning["message"]
     gpu_smoke = _results(report, "smoke.gpu-kernel") + _results(report, "smoke.dask-cudf")
     assert gpu_smoke and all(r["status"] == "skip" and "GPU" in r["message"] for r in gpu_smoke)

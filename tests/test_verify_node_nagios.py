@@ -6,9 +6,8 @@ import json
 import subprocess
 import sys
 
-from envcheck.report import Report, Result, Status
+from envcheck.report import Report, Result, Status, nagios_line
 from envcheck.verify.facts import facts_to_dict
-from envcheck.verify.node.nagios import nagios_line
 from tests.factories import healthy_a100x8, with_process
 
 

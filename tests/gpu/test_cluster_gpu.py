@@ -29,7 +29,7 @@ def test_embedded_default_is_a_local_cuda_cluster_with_one_worker_per_gpu(tmp_pa
     proc, _ = run_envcheck("verify", "cluster", "--smoke", "none", "--json", str(out), timeout=300)
     report = json.loads(out.read_text())
     assert report["environment"]["cluster"].startswith("embedded LocalCUDACluster")
-    for check in ("gpu.visible", "gpu.shared", "gpu.unused"):
+    for check in ("pinning.visible", "pinning.shared", "pinning.unused"):
         assert {r["status"] for r in _results(report, check)} == {"pass"}, report["results"]
     # the cluster's own CUDA contexts are not "other people's" processes
     assert not [r for r in _results(report, "busy-gpus") if r["status"] == "fail"]
@@ -48,7 +48,7 @@ def test_two_workers_forced_onto_one_gpu_fail_pinning(tmp_path: Path) -> None:
         )
         assert proc.returncode == ExitCode.FAIL, proc.stderr[-2000:]
         report = json.loads(out.read_text())
-        (shared,) = [r for r in _results(report, "gpu.shared") if r["status"] == "fail"]
+        (shared,) = [r for r in _results(report, "pinning.shared") if r["status"] == "fail"]
         assert names["a"] in shared["message"] and names["b"] in shared["message"]
         assert "GPU 0" in shared["message"]
     finally:

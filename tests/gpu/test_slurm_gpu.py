@@ -35,5 +35,5 @@ def test_generated_job_on_real_gpus_binds_each_worker_to_the_gpu_nvml_names(tmp_
     report = json.loads((tmp_path / "r.json").read_text())
     slurm_results = [r for r in report["results"] if r["group"] == "slurm"]
     assert all(r["status"] == "pass" for r in slurm_results), slurm_results  # NVML agrees too
-    pinning = [r for r in report["results"] if r["check"] in ("gpu.shared", "gpu.unused")]
+    pinning = [r for r in report["results"] if r["check"] in ("pinning.shared", "pinning.unused")]
     assert pinning and all(r["status"] == "pass" for r in pinning)

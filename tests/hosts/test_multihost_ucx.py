@@ -49,7 +49,7 @@ def test_cluster_over_ucx_across_hosts_passes_with_ucx_transports_reported(
     assert "eth0 up" in next(r for r in report["results"] if r["check"] == "net-devices")[
         "message"
     ]
-    (stack,) = [r for r in report["results"] if r["check"] == "stack.ucx"]
+    (stack,) = [r for r in report["results"] if r["check"] == "stack-agreement.ucx"]
     assert stack["status"] == "pass" and "(hostA, hostB)" in stack["message"]
 
     # check_address: the UCX env took the ucx:// address above; the test env, which lacks

@@ -1,1 +1,2 @@
-"""verify cluster: reach a cluster, gather every process's facts, skew, pinning, hosts, Slurm."""
+"""verify cluster: reach a Dask cluster, gather every process's facts, judge them with
+verify/across/, run the smoke tests."""

@@ -101,7 +101,7 @@ def options_from_args(args: argparse.Namespace) -> ClusterOptions:
 
 def run(args: argparse.Namespace) -> Report | int:
     if args.list_checks:
-        from envcheck.verify.catalog import print_list
+        from envcheck.verify.catalog import list_report
 
-        return print_list()
+        return list_report("cluster")
     return verify_cluster(options_from_args(args))

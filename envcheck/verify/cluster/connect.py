@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from envcheck.errors import BadInput, Unreachable
 from envcheck.inputs import check_regular, load_json_file
 from envcheck.report import Result, Status
-from envcheck.verify.cluster.probe import PeerVersions, first_line, probe_scheduler, with_workers
+from envcheck.text import first_line
+from envcheck.verify.cluster.probe import PeerVersions, probe_scheduler, with_workers
 
 if TYPE_CHECKING:
     from distributed import Client

@@ -19,43 +19,19 @@ import functools
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from envcheck.report import Result, Status
+from envcheck.verify.across.processes import ClusterFacts
 from envcheck.verify.facts import NodeFacts, collect_node_facts, facts_from_dict
+from envcheck.verify.scheduler_info import all_workers_info
 from envcheck.verify.shipping import Payload, facts_payload, load_facts
 
 if TYPE_CHECKING:
     from distributed import Client
 
 GROUP = "cluster"
-
-
-@dataclass(frozen=True)
-class ClusterFacts:
-    """What each process reported, and a Result for each that did not."""
-
-    client: NodeFacts
-    scheduler: NodeFacts | None
-    workers: dict[str, NodeFacts] = field(default_factory=dict)  # address -> facts
-    errors: tuple[Result, ...] = ()
-    expected_workers: tuple[str, ...] = ()  # what the scheduler listed when the round began
-    # worker address -> why it sent no facts: "timeout", "lost" or "raised"
-    unreported: dict[str, str] = field(default_factory=dict)
-    scheduler_address: str = ""
-    seconds: float = 0.0
-    # workers that sent no facts but answered distributed's plain `versions` op (the pipeline
-    # asks those whose collector raised): label -> facts holding only their versions
-    versions_only: dict[str, NodeFacts] = field(default_factory=dict)
-
-    def by_process(self) -> dict[str, NodeFacts]:
-        """label -> facts: "client", "scheduler" (when it answered), then worker addresses."""
-        out = {"client": self.client}
-        if self.scheduler is not None:
-            out["scheduler"] = self.scheduler
-        out.update(self.workers)
-        return out
 
 
 @dataclass(frozen=True)
@@ -362,15 +338,6 @@ def _direct(
     }
     resources = {a: dict(w.get("resources") or {}) for a, w in info.items()}
     return {"workers": answers, "resources": resources}
-
-
-def all_workers_info(client: Client) -> dict:
-    """address -> info of every worker. distributed >= 2025 lists only the first few unless
-    asked with n_workers=-1, which older versions do not take."""
-    try:
-        return client.scheduler_info(n_workers=-1)["workers"]
-    except TypeError:
-        return client.scheduler_info()["workers"]
 
 
 def _kind(e: BaseException) -> str:

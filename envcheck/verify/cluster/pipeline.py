@@ -15,13 +15,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable
 
 from envcheck.errors import BadInput, EnvcheckError
-from envcheck.report import Measurement, Report, Result, Status, Table, skipped
-from envcheck.verify.cluster.checks import (
+from envcheck.report import Measurement, Report, Result, Status, Table
+from envcheck.verify.across.processes import ClusterFacts
+from envcheck.verify.across.skew import skew_report
+from envcheck.verify.across.workers import (
     NodeChecks,
     cluster_pids_by_host,
     kept_node_checks,
     node_checks,
     node_checks_per_worker,
+    skipped_node_checks,
 )
 from envcheck.verify.cluster.child_output import children_stderr_to_log
 from envcheck.verify.cluster.connect import (
@@ -36,7 +39,7 @@ from envcheck.verify.cluster.connect import (
     gpu_count,
     security_from_files,
 )
-from envcheck.verify.cluster.gather import ClusterFacts, CollectOptions, gather_facts
+from envcheck.verify.cluster.gather import CollectOptions, gather_facts
 from envcheck.verify.cluster.options import ClusterOptions
 from envcheck.verify.cluster.probe import (
     PeerVersions,
@@ -46,17 +49,15 @@ from envcheck.verify.cluster.probe import (
     versions_msg,
 )
 from envcheck.verify.cluster.registry import (
-    CLUSTER_CHECKS,
     cluster_tables,
     facts_errors,
     run_cluster_checks,
 )
 from envcheck.verify.cluster.scheduler_loss import quiet_dask_logs, scheduler_lost
-from envcheck.verify.cluster.skew import skew_report
 from envcheck.verify.expect_options import expectations_from_options
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
-from envcheck.verify.node.pipeline import skipped_node_checks
+from envcheck.verify.runner import skips
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -205,14 +206,9 @@ def _smoke(
             skip=exp.skip,
         ))
     # no smoke test runs: those --skip names are still said to be skipped
-    from envcheck.verify.node.checks import BUILTIN_CHECKS
+    from envcheck.verify.catalog import CATALOG
 
-    others = exp.skip - set(BUILTIN_CHECKS) - set(CLUSTER_CHECKS)
-    if not others:
-        return []
-    from envcheck.verify.smoke.suite import SMOKE_TESTS
-
-    return [skipped(f"smoke.{t}", "smoke") for t in SMOKE_TESTS if t in others]
+    return skips((c.id for c in CATALOG if c.kind == "smoke"), exp.skip, "smoke")
 
 
 def _versions_of_unreported(

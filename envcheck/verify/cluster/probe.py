@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict
 
 from envcheck.errors import Unreachable
-from envcheck.verify.cluster.skew import TRACKED
+from envcheck.text import first_line
+from envcheck.verify.across.skew import TRACKED
 from envcheck.verify.facts import NodeFacts
 
 # Beyond what get_versions always reports: the rest of the skew table's rows (an absent one
@@ -174,9 +175,3 @@ def answered(replies: Any) -> dict[str, Versions]:
     return {
         str(a): v for a, v in (replies or {}).items() if isinstance(v, dict) and "packages" in v
     }
-
-
-def first_line(e: BaseException) -> str:
-    """The exception's first line (its type when it has no text), at most 300 characters."""
-    text = str(e).strip() or type(e).__name__
-    return text.splitlines()[0][:300]

@@ -1,12 +1,13 @@
 """The cluster checks: pure functions (cluster facts, expectations) -> list[Result].
 
-Each judges what one facts round gathered (ClusterFacts), across processes: membership,
-version skew, hosts, stack agreement, GPU pinning, Slurm. None talks to the cluster: what
-submits tasks is a smoke test (verify/smoke/suite.py). verify node's checks also run on every
-worker; that is verify/cluster/checks.py's node_checks_per_worker, not a check here.
+Each judges what one facts round gathered (ClusterFacts), across processes, with the judges of
+verify/across/: membership, version skew, hosts, stack agreement, GPU pinning, Slurm. None
+talks to the cluster: what submits tasks is a smoke test (verify/smoke/suite.py). verify node's
+checks also run on every worker; that is verify/across/workers.py's node_checks_per_worker, not
+a check here.
 
-The id of each entry is what `--skip` and `--list-checks` name; the first docstring line of
-its function is the description `--list-checks` prints.
+The id of each entry is what `--skip` and `--list-checks` name (verify/catalog.py's table, held
+equal to this registry by a test, with the first paragraph of each function's docstring).
 """
 
 from __future__ import annotations
@@ -15,14 +16,15 @@ import dataclasses
 import threading
 from typing import Callable, List
 
-from envcheck.report import Result, Status, Table, skipped
-from envcheck.verify.cluster.checks import check_stack_agreement
-from envcheck.verify.cluster.gather import ClusterFacts
-from envcheck.verify.cluster.hosts import hosts_view, spans_hosts
-from envcheck.verify.cluster.pinning import by_host, check_pinning
-from envcheck.verify.cluster.skew import skew_report
-from envcheck.verify.cluster.slurm import check_slurm
+from envcheck.report import Result, Status, Table
+from envcheck.verify.across.hosts import hosts_view, spans_hosts
+from envcheck.verify.across.pinning import by_host, check_pinning
+from envcheck.verify.across.processes import ClusterFacts
+from envcheck.verify.across.skew import skew_report
+from envcheck.verify.across.slurm import check_slurm
+from envcheck.verify.across.workers import check_stack_agreement
 from envcheck.verify.expectations import Expectations
+from envcheck.verify.runner import run_checks
 
 GROUP = "cluster"
 
@@ -163,14 +165,8 @@ def run_cluster_checks(
     skip: frozenset = frozenset(),
     checks: dict[str, ClusterCheck] | None = None,
 ) -> list[Result]:
-    """Every cluster check not skipped, in order; one that raises becomes an error naming it."""
-    from envcheck.verify.node.checks import run_check
-
-    out: list[Result] = []
-    for check_id, fn in (CLUSTER_CHECKS if checks is None else checks).items():
-        if check_id in skip:
-            out.append(skipped(check_id, GROUP))
-            continue
-        out.extend(run_check(check_id, fn, cluster, exp, None, GROUP))
-    return out
+    """Every cluster check in order, through the runner: one in `skip` is said skipped, one
+    that raises becomes an error naming it."""
+    return run_checks(CLUSTER_CHECKS if checks is None else checks, cluster, exp, skip,
+                      group=GROUP)
 

@@ -1,9 +1,9 @@
 """Judgements over every rank's facts: pure functions (JobFacts, Expectations) -> list[Result],
 in a registry run in order. Each rank is labelled by its number ("3"); results name "rank 3".
 
-Reused from verify cluster: the per-process skew table (cluster/skew.py, with torch, numpy and
-Python critical for ranks), verify node's checks folded per host (cluster/checks.py), Slurm's
-GPU binding (cluster/slurm.py). Added for ranks: local ranks per host, the GPU each rank got,
+Judged with verify/across/, as verify cluster is: the per-process skew table (skew.py, with
+torch, numpy and Python critical for ranks), verify node's checks folded per host (workers.py),
+Slurm's GPU binding (slurm.py). Added for ranks: local ranks per host, the GPU each rank got,
 torch's CUDA runtime and NCCL, a kernel on each rank's device, and the known-answer all-reduce.
 """
 
@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from typing import Callable, List
 
 from envcheck.report import Result, Status, Table
-from envcheck.verify.cluster.checks import cluster_pids_by_host, node_checks_per_worker
-from envcheck.verify.cluster.skew import skew_report
-from envcheck.verify.cluster.slurm import Words, check_slurm
+from envcheck.verify.across.skew import skew_report
+from envcheck.verify.across.slurm import Words, check_slurm
+from envcheck.verify.across.workers import cluster_pids_by_host, node_checks_per_worker
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.job.bench import Timing, judge_bench
 from envcheck.verify.job.horovod_job import HorovodRank, judge_horovod
 from envcheck.verify.job.launch import LaunchInfo, views_disagree
 from envcheck.verify.job.rank import RankFacts
-from envcheck.verify.judge import run_judgements
+from envcheck.verify.runner import run_checks
 
 GROUP = "job"
 # What ranks exchange pickled (all_gather_object, broadcast_object_list, DataLoader state)
@@ -151,13 +151,14 @@ def _stack(job: JobFacts, name: str, read: Callable[[RankFacts], str], why: str)
 
 def check_node(job: JobFacts, exp: Expectations) -> list[Result]:
     """verify node's checks on every rank's facts, identical results folded per host."""
-    from envcheck.verify.cluster.checks import node_checks
+    from envcheck.verify.across.workers import node_checks, skipped_node_checks
 
     labelled = job.labelled()
-    results = node_checks_per_worker(labelled, exp, node_checks(False),
+    results = node_checks_per_worker(labelled, exp, node_checks(False, exp.skip),
                                      cluster_pids_by_host(labelled), noun="rank")
-    return [r if not r.node.isdigit() else dataclasses.replace(r, node=f"rank {r.node}")
-            for r in results]
+    return skipped_node_checks(exp.skip) + [
+        r if not r.node.isdigit() else dataclasses.replace(r, node=f"rank {r.node}")
+        for r in results]
 
 
 def check_launcher_views(job: JobFacts, exp: Expectations) -> list[Result]:
@@ -331,4 +332,4 @@ JOB_CHECKS: Mapping[str, Check] = {
 
 def run_job_checks(job: JobFacts, exp: Expectations) -> list[Result]:
     """Every judgement; one that raises becomes an error naming it, and the rest still run."""
-    return run_judgements(JOB_CHECKS, job, exp, exp.skip, GROUP)
+    return run_checks(JOB_CHECKS, job, exp, exp.skip, group=GROUP)

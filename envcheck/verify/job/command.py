@@ -60,12 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Report | int:
     if getattr(args, "list_checks", False):
-        from envcheck.verify.job.checks import JOB_CHECKS
+        from envcheck.verify.catalog import list_report
 
-        for name, fn in JOB_CHECKS.items():
-            doc = (fn.__doc__ or "").strip().splitlines()
-            print(f"{name:18} job   {doc[0] if doc else ''}")
-        return ExitCode.OK
+        return list_report("job")
     if args.timeout <= 0:
         raise BadInput(f"--timeout must be positive, not {args.timeout:g}")
     launch = launch_info(os.environ)

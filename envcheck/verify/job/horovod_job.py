@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from envcheck.report import Result, Status
+from envcheck.text import first_line
 from envcheck.verify.job.launch import LaunchInfo
-from envcheck.verify.job.rank import RankFacts, first_line
+from envcheck.verify.job.rank import RankFacts
 
 CHECK = "job.horovod"
 STEP = "Horovod's init and all-reduce"

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from envcheck.errors import BadInput
-from envcheck.verify.cluster.hostlist import expand_hostlist
+from envcheck.verify.across.hostlist import expand_hostlist
 
 DEFAULT_PORT = 29500  # torch.distributed's own default
 _PORT_RANGE = (20000, 30000)  # derived ports (no MASTER_PORT): one per job step

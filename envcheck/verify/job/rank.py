@@ -15,6 +15,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
+from envcheck.text import first_line
 from envcheck.verify.job.launch import LaunchInfo, launcher_views
 
 
@@ -72,11 +73,6 @@ def _uuid_text(raw: Any) -> str:
             f"GPU-{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"
         )
     return ""
-
-
-def first_line(exc: BaseException, limit: int = 300) -> str:
-    lines = str(exc).strip().splitlines()
-    return (f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__)[:limit]
 
 
 def collect_rank_facts(launch: LaunchInfo, ip: str, interface: str) -> RankFacts:

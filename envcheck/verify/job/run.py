@@ -13,6 +13,7 @@ from typing import Any
 
 from envcheck.errors import ExitCode
 from envcheck.report import Measurement, Report, Result, Status
+from envcheck.text import first_line
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import collect_node_facts, facts_from_dict, facts_to_dict
 from envcheck.verify.job import bench, tf_job
@@ -36,7 +37,6 @@ from envcheck.verify.job.launch import LaunchInfo
 from envcheck.verify.job.rank import (
     RankFacts,
     collect_rank_facts,
-    first_line,
     rank_facts_from_dict,
     rank_facts_to_dict,
 )

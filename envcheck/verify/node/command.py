@@ -86,34 +86,25 @@ def options_from_args(args: argparse.Namespace) -> NodeOptions:
 
 def run(args: argparse.Namespace) -> Report | int:
     if args.list_checks:
-        from envcheck.verify.catalog import print_list
+        from envcheck.verify.catalog import list_report
 
-        return print_list()
+        return list_report("node")
     if getattr(args, "nagios", False):
         return _run_nagios(args)
     return verify_node(options_from_args(args))
 
 
-def _run_nagios(args: argparse.Namespace) -> int:
-    """The report as one Nagios line; whatever stops the check is UNKNOWN (3), not 4."""
+def _run_nagios(args: argparse.Namespace) -> Report:
+    """The report, printed as one Nagios line; whatever stops the check is UNKNOWN (3), not 4."""
     import socket
 
     from envcheck.errors import EnvcheckError
-    from envcheck.report import write_json, write_junit
-    from envcheck.verify.node.nagios import nagios_line, unknown_line
+    from envcheck.report import nagios_report, nagios_unknown
 
     node = socket.gethostname().split(".")[0]
     try:
-        report = verify_node(options_from_args(args))
-        node = report.environment.get("host", node)
-        if args.json:
-            write_json(report, args.json)
-        if args.junit:
-            write_junit(report, args.junit)
-        line, code = nagios_line(report, node)
+        return nagios_report(verify_node(options_from_args(args)), node)
     except EnvcheckError as e:
-        line, code = unknown_line(node, e.message)
+        return nagios_unknown("verify node", node, e.message)
     except OSError as e:
-        line, code = unknown_line(node, f"{e.strerror or e}: {e.filename or ''}")
-    print(line)
-    return code
+        return nagios_unknown("verify node", node, f"{e.strerror or e}: {e.filename or ''}")

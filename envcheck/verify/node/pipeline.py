@@ -8,7 +8,7 @@ from pathlib import Path
 from envcheck.errors import BadInput
 from envcheck.inputs import check_regular, load_json_file
 from envcheck.record import replace
-from envcheck.report import Measurement, Report, Result, Status, skipped
+from envcheck.report import Measurement, Report, Result, Status
 from envcheck.verify.expect_options import expectations_from_options
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import (
@@ -44,7 +44,6 @@ def verify_node(options: NodeOptions) -> Report:
     results = run_node_checks(
         facts, exp, node=facts.host, plugins=options.plugins, skip=exp.skip
     )
-    results += skipped_node_checks(exp.skip, facts.host)
     results += [replace(r, node=facts.host, group="node") for r in level_results]
     return Report(
         title="verify node",
@@ -62,23 +61,6 @@ def _prefix_summary(options: NodeOptions, facts: NodeFacts) -> dict[str, str]:
     from envcheck.verify.node.prefix import prefix_summary  # --prefix only
 
     return prefix_summary(options.prefix, facts)
-
-
-def skipped_node_checks(skip: frozenset, node: str = "") -> list[Result]:
-    """One skip result per node check (built in or plugin) that --skip names. Ids of cluster
-    checks and smoke tests are valid there too (one --expect file serves both verbs) but
-    verify node would not run them: nothing to say about them."""
-    from envcheck.verify.node.checks import BUILTIN_CHECKS
-
-    out = [skipped(c, "node", node) for c in BUILTIN_CHECKS if c in skip]
-    others = skip - set(BUILTIN_CHECKS)
-    if others:  # plugins, cluster checks or smoke tests: only then import those registries
-        from envcheck.verify.cluster.registry import CLUSTER_CHECKS
-        from envcheck.verify.smoke.suite import SMOKE_TESTS
-
-        plugins = others - set(CLUSTER_CHECKS) - set(SMOKE_TESTS)
-        out += [skipped(c, "plugins", node) for c in sorted(plugins)]
-    return out
 
 
 def _facts(options: NodeOptions, exp: Expectations, kernel_log: str) -> NodeFacts:

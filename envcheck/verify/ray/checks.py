@@ -1,9 +1,9 @@
 """Judgements over a Ray cluster's facts: pure functions (RayFacts, RayExpect) -> list[Result],
 in a registry run in order (``--skip`` and ``--list-checks`` read it).
 
-Reused from verify cluster: the per-process skew table (cluster/skew.py; Python, Ray, numpy
-and torch critical: Ray pickles objects between nodes) and verify node's checks folded per
-host (cluster/checks.py). Added for Ray: nodes alive and counted, the GPUs each node
+Judged with verify/across/, as verify cluster is: the per-process skew table (skew.py; Python,
+Ray, numpy and torch critical: Ray pickles objects between nodes) and verify node's checks
+folded per host (workers.py). Added for Ray: nodes alive and counted, the GPUs each node
 advertises against the GPUs its driver lists, the GPU each ``num_gpus=1`` task got, and the
 Ray Train all-reduce.
 """
@@ -14,10 +14,10 @@ import dataclasses
 from collections.abc import Callable
 
 from envcheck.report import Result, Status, Table
-from envcheck.verify.cluster.checks import cluster_pids_by_host, node_checks_per_worker
-from envcheck.verify.cluster.skew import TRACKED, skew_report
-from envcheck.verify.judge import run_judgements
+from envcheck.verify.across.skew import TRACKED, skew_report
+from envcheck.verify.across.workers import cluster_pids_by_host, node_checks_per_worker
 from envcheck.verify.ray.model import RayExpect, RayFacts
+from envcheck.verify.runner import run_checks
 
 GROUP = "ray"
 # What Ray pickles between nodes (task arguments, results, objects) and what Ray Train needs
@@ -155,11 +155,12 @@ def check_train(ray: RayFacts, exp: RayExpect) -> list[Result]:
 
 def check_node(ray: RayFacts, exp: RayExpect) -> list[Result]:
     """verify node's checks on every node's facts, identical results folded per host."""
-    from envcheck.verify.cluster.checks import node_checks
+    from envcheck.verify.across.workers import node_checks, skipped_node_checks
 
     labelled = {ray.label(nid): f for nid, f in ray.facts.items()}
-    return node_checks_per_worker(labelled, exp.node, node_checks(False, exp.skip),
-                                  cluster_pids_by_host(labelled), noun="node")
+    return skipped_node_checks(exp.skip) + node_checks_per_worker(
+        labelled, exp.node, node_checks(False, exp.skip), cluster_pids_by_host(labelled),
+        noun="node")
 
 
 RAY_CHECKS: dict[str, Callable[[RayFacts, RayExpect], list[Result]]] = {
@@ -175,4 +176,4 @@ RAY_CHECKS: dict[str, Callable[[RayFacts, RayExpect], list[Result]]] = {
 
 def run_ray_checks(ray: RayFacts, exp: RayExpect) -> list[Result]:
     """Every judgement; one that raises becomes an error naming it, and the rest still run."""
-    return run_judgements(RAY_CHECKS, ray, exp, exp.skip, GROUP)
+    return run_checks(RAY_CHECKS, ray, exp, exp.skip, group=GROUP)

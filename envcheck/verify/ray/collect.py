@@ -17,6 +17,7 @@ import time
 from typing import Any, Callable
 
 from envcheck.errors import BadInput, Unreachable
+from envcheck.text import first_line
 from envcheck.verify.facts import collect_node_facts, facts_from_dict
 from envcheck.verify.ray.model import GpuTask, RayFacts, RayNode, TrainRun
 from envcheck.verify.shipping import facts_payload, load_facts
@@ -64,7 +65,7 @@ def connect(ray: Any, address: str | None, timeout: float) -> None:
         try:
             ray.init(**kwargs)
         except Exception as e:  # noqa: BLE001 - one line, as any other unreachable cluster
-            raise Unreachable(f"a local Ray cluster did not start: {_first_line(e)}") from None
+            raise Unreachable(f"a local Ray cluster did not start: {_told(e)}") from None
         return
     failure: list[BaseException] = []
 
@@ -154,9 +155,11 @@ def _pinned(ray: Any, node_id: str) -> Any:
     return NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return (text[-1] if text else type(e).__name__)[:300]
+def _told(e: BaseException) -> str:
+    """first_line of what a task raised: Ray wraps it (RayTaskError, whose text is a traceback)
+    and keeps it as ``cause``."""
+    cause = getattr(e, "cause", None)
+    return first_line(cause if isinstance(cause, BaseException) else e)
 
 
 def _wait(ray: Any, refs: dict[Any, str], deadline: float) -> dict[str, Any]:
@@ -203,7 +206,7 @@ def gather(ray: Any, address: str, timeout: float, kwargs: dict) -> RayFacts:
     for nid in refs.values():
         value = got[nid]
         if isinstance(value, BaseException):
-            errors[nid] = _first_line(value)
+            errors[nid] = _told(value)
         else:
             facts[nid] = facts_from_dict(json.loads(value))
     return RayFacts(address=address, ray_version=getattr(ray, "__version__", ""),
@@ -216,7 +219,7 @@ def _gpu_results(got: dict[str, Any], keys: Any) -> list[GpuTask]:
     for key in keys:
         value, node_id = got[key], key.split("#")[0]
         if isinstance(value, BaseException):
-            out.append(GpuTask(node_id, (), None, (), 0, error=_first_line(value)))
+            out.append(GpuTask(node_id, (), None, (), 0, error=_told(value)))
             continue
         d = json.loads(value)
         out.append(GpuTask(d["node_id"], tuple(d["gpu_ids"]), d["visible"], tuple(d["uuids"]),
@@ -285,7 +288,7 @@ def train_allreduce(ray: Any, workers: int, gpu: bool, timeout: float) -> TrainR
         return TrainRun(workers, backend, expected, seconds=seconds,
                         error=f"no result within {timeout:g} s")
     if done[0] is not None:
-        return TrainRun(workers, backend, expected, seconds=seconds, error=_first_line(done[0]))
+        return TrainRun(workers, backend, expected, seconds=seconds, error=_told(done[0]))
     got = ray.get(sink.values.remote(), timeout=max(1.0, timeout - seconds))
     values = tuple(v for rank in sorted(got) for v in got[rank])
     return TrainRun(workers, backend, expected, got=values if len(got) == workers else (),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from envcheck.errors import ExitCode
 from envcheck.flags import seconds
 from envcheck.report import Report
 from envcheck.verify.expect_options import add_expectation_arguments, expect_options_from_args
@@ -35,10 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Report | int:
     if getattr(args, "list_checks", False):
-        from envcheck.verify.catalog import print_list
+        from envcheck.verify.catalog import list_report
 
-        print_list("ray")
-        return ExitCode.OK
+        return list_report("ray")
     return verify_ray(RayOptions(
         address=args.address, timeout=args.timeout, expect_nodes=args.expect_nodes,
         train=args.train, train_workers=args.train_workers,

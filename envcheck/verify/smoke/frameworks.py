@@ -12,9 +12,10 @@ import tempfile
 from collections.abc import Iterator
 
 from envcheck.report import Result, Status
+from envcheck.text import first_line
 from envcheck.verify.smoke import ddp
 from envcheck.verify.smoke import tasks as worker_tasks
-from envcheck.verify.smoke.run import SmokeRun, first_line, result
+from envcheck.verify.smoke.run import SmokeRun, result
 
 SKORCH_ACCURACY_FLOOR = 0.90
 # dask_pytorch_ddp.dispatch.run always rendezvous on this port of the first worker's host

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envcheck.report import Measurement, Result, Status
+from envcheck.text import first_line
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.needs import lacks
 from envcheck.verify.smoke import ddp
@@ -196,7 +197,7 @@ def measure_transfers(
                 Result(
                     "bench.transfer",
                     status,
-                    f"{protocol} transfer not measured: {_first_line(exc)}",
+                    f"{protocol} transfer not measured: {first_line(exc)}",
                     node=node,
                     group=GROUP,
                 )
@@ -275,7 +276,7 @@ def _allreduce_round(
             with contextlib.suppress(Exception):
                 client.cancel(futs, force=True)
     except Exception as exc:
-        msg = f"{plan.backend} all-reduce not measured: {_first_line(exc)}"
+        msg = f"{plan.backend} all-reduce not measured: {first_line(exc)}"
         out.problems.append(Result("bench.allreduce", Status.ERROR, msg, node=node, group=GROUP))
         return None
     want = ddp.expected_sum(len(plan.workers))
@@ -323,9 +324,3 @@ def _gather(client: Any, futures: list[Any], timeout: float) -> list[Any]:
     """Results of every future, waiting at most ``timeout`` (TimeoutError after that)."""
     _wait(client, futures, timeout)
     return client.gather(futures, errors="raise")
-
-
-def _first_line(exc: BaseException, limit: int = 300) -> str:
-    lines = str(exc).strip().splitlines()
-    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-    return text[:limit]

@@ -17,15 +17,13 @@ from envcheck.verify.smoke import tasks as worker_tasks
 GROUP = "smoke"
 
 
+def check_id(test: str) -> str:
+    """A smoke test's check id: what --skip takes and the report carries ("smoke.submit")."""
+    return f"{GROUP}.{test}"
+
+
 def result(test: str, status: Status, message: str, node: str = "", fix: str = "") -> Result:
-    return Result(f"smoke.{test}", status, message, node=node, fix=fix, group=GROUP)
-
-
-def first_line(exc: BaseException, limit: int = 300) -> str:
-    text = str(exc).strip().splitlines()
-    line = text[0] if text else ""
-    line = f"{type(exc).__name__}: {line}" if line else type(exc).__name__
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    return Result(check_id(test), status, message, node=node, fix=fix, group=GROUP)
 
 
 POLL = 0.5  # how often a wait looks for workers that left the cluster
@@ -46,7 +44,7 @@ class WorkerLost(Exception):
 def lost_workers(client: Any, expected: Iterable[str]) -> list[str]:
     """Those of `expected` the scheduler no longer lists ([] when it cannot be asked: a dead
     scheduler is reported elsewhere)."""
-    from envcheck.verify.cluster.gather import all_workers_info
+    from envcheck.verify.scheduler_info import all_workers_info
 
     try:
         now = all_workers_info(client)

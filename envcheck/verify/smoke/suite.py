@@ -17,18 +17,21 @@ from typing import Any
 
 from envcheck.errors import BadInput
 from envcheck.report import Result, Status
+from envcheck.text import first_line
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.needs import lacks
+from envcheck.verify.runner import skipped
 from envcheck.verify.smoke import ddp, frameworks
 from envcheck.verify.smoke import tasks as worker_tasks
 from envcheck.verify.smoke.frameworks import SKORCH_ACCURACY_FLOOR
 from envcheck.verify.smoke.resources import smoke_resources
 from envcheck.verify.smoke.run import (
+    GROUP,
     POLL,
     SmokeRun,
     SmokeTimeout,
     WorkerLost,
-    first_line,
+    check_id,
     lost_workers,
     result,
 )
@@ -459,7 +462,7 @@ def run_smoke(
 ) -> list[Result]:
     """Run the selected (default: all) smoke tests in order; never raises for a broken cluster.
 
-    A test in `skip` does not run: one skip result says so (it wins over `selected`)."""
+    A test `skip` names (smoke.NAME) does not run: one skip says so (it wins over `selected`)."""
     tests = SMOKE_TESTS if tests is None else tests
     if selected is not None:
         unknown = sorted(set(selected) - set(tests))
@@ -470,14 +473,14 @@ def run_smoke(
     workers = {a: f for a, f in facts.items() if f.role not in ("client", "scheduler")}
     results: list[Result] = []
     for test in tests.values():
-        if test.id in skip:
-            results.append(result(test.id, Status.SKIP, "skipped by --skip"))
+        if check_id(test.id) in skip:
+            results.append(skipped(check_id(test.id), GROUP))
             continue
         if selected is not None and test.id not in selected:
             continue
-        skipped = applicability(test, workers)
-        if skipped is not None:
-            results.append(skipped)
+        not_applicable = applicability(test, workers)
+        if not_applicable is not None:
+            results.append(not_applicable)
             continue
         results.extend(run_one(test, client, workers, timeout))
         for gone in lost_workers(client, workers):  # reported once: later tests run without it

@@ -1,15 +1,17 @@
 """The node checks: pure functions (facts, expectations) -> list[Result], run in order.
 
 run_node_checks runs the built-in checks, then plugin checks (entry-point group
-`envcheck.checks`). A check that raises becomes an `error` result naming it; the run goes on.
+`envcheck.checks`), through verify/runner.py: a check that raises becomes an `error` result
+naming it; the run goes on.
 """
 
 from __future__ import annotations
 
 from envcheck.record import replace
-from envcheck.report import Result, Status
+from envcheck.report import Result
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
+from envcheck.verify.runner import run_checks
 
 from .env.horovod import check_horovod
 from .env.imports import check_imports
@@ -37,6 +39,7 @@ from .host.ucx import check_ucx
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Callable, Collection, List
+
     Check = Callable[[NodeFacts, Expectations], List[Result]]
 
 # check id -> function; the id is what results carry and what docs/verify-node.md lists
@@ -71,41 +74,6 @@ BUILTIN_CHECKS: dict[str, Check] = {
 }
 
 
-def run_check(
-    check_id: str, fn: Callable, facts: object, exp: Expectations, node: str | None, group: str
-) -> list[Result]:
-    """One check, made safe: its results get node (None: each keeps its own) and group; an
-    exception becomes an error. Node checks and cluster checks both run through here."""
-    try:
-        results = fn(facts, exp)
-        if not isinstance(results, (list, tuple)) or not all(
-            isinstance(r, Result) for r in results
-        ):
-            raise TypeError(f"returned {type(results).__name__}, not a list of Result")
-    except Exception as e:
-        import traceback  # only for a check that raised
-
-        where = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
-        at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
-        return [
-            Result(
-                check_id,
-                Status.ERROR,
-                f"check {check_id} raised {type(e).__name__}: {e}{at}",
-                node=node or "",
-                fix="a bug in the check: report it with this message",
-                group=group,
-            )
-        ]
-    return [
-        replace(
-            r, check=r.check or check_id, node=r.node if node is None else node,
-            group=r.group or group,
-        )
-        for r in results
-    ]
-
-
 def run_node_checks(
     facts: NodeFacts,
     exp: Expectations,
@@ -113,19 +81,18 @@ def run_node_checks(
     *,
     plugins: bool = True,
     skip: Collection[str] = (),
+    say_skipped: bool = True,
 ) -> list[Result]:
-    """Every built-in check, then every plugin check, on one node's facts; those in `skip` do
-    not run (the caller reports them once: skipped_results)."""
-    results: list[Result] = []
-    for check_id, fn in BUILTIN_CHECKS.items():
-        if check_id not in skip:
-            results.extend(run_check(check_id, fn, facts, exp, node, "node"))
+    """Every built-in check, then every plugin check, on one node's facts, through the runner:
+    those in `skip` do not run and are said skipped (say_skipped=False: the caller says so
+    once, as verify cluster does for its workers)."""
+    results = run_checks(BUILTIN_CHECKS, facts, exp, skip, group="node", node=node,
+                         say_skipped=say_skipped)
     if plugins:
         from envcheck.verify.plugins import load_plugins
 
         loaded, errors = load_plugins()
         results.extend(replace(r, node=node) for r in errors)
-        for p in loaded:
-            if p.name not in skip:
-                results.extend(run_check(p.name, p.check, facts, exp, node, "plugins"))
+        results += run_checks({p.name: p.check for p in loaded}, facts, exp, skip,
+                              group="plugins", node=node, say_skipped=say_skipped)
     return results

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from envcheck.report import Result, Status, Table
-from envcheck.verify.cluster.gather import ClusterFacts
-from envcheck.verify.cluster.skew import CRITICAL, process_versions
+from envcheck.verify.across.processes import ClusterFacts
+from envcheck.verify.across.skew import CRITICAL, process_versions
 from envcheck.verify.facts import NodeFacts
 
 GROUP = "hosts"

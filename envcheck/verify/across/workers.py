@@ -24,16 +24,17 @@ def node_checks(plugins: bool = True, skip: Collection[str] = ()) -> NodeChecks:
     """verify node's checks as one function; plugins (entry points) are loaded once here,
     not once per worker: scanning entry points costs milliseconds, a cluster has hundreds.
     Checks in `skip` do not run (the caller reports them once for the cluster)."""
-    from envcheck.verify.node.checks import run_check, run_node_checks
+    from envcheck.verify.node.checks import run_node_checks
+    from envcheck.verify.runner import run_checks
 
     loaded, errors = _plugins() if plugins else ([], [])
-    loaded = [p for p in loaded if p.name not in skip]
+    plugin_checks = {p.name: p.check for p in loaded}
 
     def run(facts: NodeFacts, exp: Expectations, node: str) -> list[Result]:
-        out = run_node_checks(facts, exp, node, plugins=False, skip=skip)
+        out = run_node_checks(facts, exp, node, plugins=False, skip=skip, say_skipped=False)
         out += [dataclasses.replace(r, node=node) for r in errors]
-        for p in loaded:
-            out += run_check(p.name, p.check, facts, exp, node, "plugins")
+        out += run_checks(plugin_checks, facts, exp, skip, group="plugins", node=node,
+                          say_skipped=False)
         return out
 
     return run
@@ -76,6 +77,17 @@ def kept_node_checks(plugins: bool = True, skip: Collection[str] = ()) -> NodeCh
     if plugins and _kept_plugins() is None:
         return None
     return node_checks(plugins, skip)
+
+
+def skipped_node_checks(skip: Collection[str]) -> list[Result]:
+    """One skip result for each node check (built in, or a plugin: an id the catalog does not
+    hold) that --skip names: said once for every worker, not once per worker."""
+    from envcheck.verify.catalog import CATALOG
+    from envcheck.verify.node.checks import BUILTIN_CHECKS
+    from envcheck.verify.runner import skips
+
+    plugins = sorted(set(skip) - {c.id for c in CATALOG})
+    return skips(BUILTIN_CHECKS, skip, "node") + skips(plugins, skip, "plugins")
 
 
 def cluster_pids_by_host(processes: Mapping[str, NodeFacts]) -> dict[str, frozenset[int]]:
@@ -144,7 +156,7 @@ _CUDART_PACKAGES = ("cuda-cudart", "cudatoolkit", "nvidia-cuda-runtime-cu12",
                     "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu13")
 
 # What every worker of a cluster must agree on beyond the Python packages of the skew table
-# (the driver is pinning's gpu.driver-agreement, per host): name -> (read it, why it matters).
+# (the driver is pinning's pinning.driver-agreement, per host): name -> (read it, why it matters).
 STACK: dict[str, tuple[Callable[[NodeFacts], str], str]] = {
     "nccl": (lambda f: f.nccl_version, "NCCL ranks of different versions hang or fail to "
              "connect in collectives"),
@@ -188,7 +200,7 @@ def check_stack_agreement(workers: Mapping[str, NodeFacts]) -> list[Result]:
                 for address, v in values.items():
                     if v:
                         where.setdefault(v, []).append(address)
-        check = f"stack.{name}"
+        check = f"stack-agreement.{name}"
         if not where:
             continue
         if len(where) == 1:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from envcheck.report import Result, Status
-from envcheck.verify.cluster.hostlist import expand_hostlist
+from envcheck.verify.across.hostlist import expand_hostlist
 from envcheck.verify.facts import NodeFacts
 
 GROUP = "slurm"

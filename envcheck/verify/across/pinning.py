@@ -53,7 +53,7 @@ def check_pinning(workers: Mapping[str, NodeFacts]) -> list[Result]:
         reasons = sorted({f.nvml_error for f in workers.values() if f.nvml_error})
         why = f" (NVML: {'; '.join(reasons)})" if reasons else ""
         msg = f"no GPU on any worker host{why}: GPU pinning checks do not apply"
-        out = [Result("gpu.pinning", Status.SKIP, msg, group=GROUP)]
+        out = [Result("pinning", Status.SKIP, msg, group=GROUP)]
         # ...unless a worker claims a GPU it cannot have: that breaks annotated tasks
         # (a claim Slurm backs with a granted GPU is judged by slurm_checks against the grant)
         out += [
@@ -73,7 +73,7 @@ def check_pinning(workers: Mapping[str, NodeFacts]) -> list[Result]:
 
 def _claims_without_gpu(address: str, facts: NodeFacts) -> Result:
     return Result(
-        "gpu.visible",
+        "pinning.visible",
         Status.FAIL,
         f"worker advertises resource GPU={facts.resources.get('GPU', 0):g} but its host "
         f"{facts.host} has no GPU NVML can see",
@@ -95,7 +95,7 @@ def _visible(host: str, members: Mapping[str, NodeFacts]) -> list[Result]:
         if address in gpu_workers:
             out.append(
                 Result(
-                    "gpu.visible",
+                    "pinning.visible",
                     Status.FAIL,
                     f"worker sees none of the {len(f.gpus)} GPUs of {host} "
                     f"(CUDA_VISIBLE_DEVICES={shown}: {why})",
@@ -108,7 +108,7 @@ def _visible(host: str, members: Mapping[str, NodeFacts]) -> list[Result]:
         elif f.gpus:
             out.append(
                 Result(
-                    "gpu.visible",
+                    "pinning.visible",
                     Status.WARN,
                     f"CPU-only worker on GPU host {host} (CUDA_VISIBLE_DEVICES={shown})",
                     node=address,
@@ -119,7 +119,7 @@ def _visible(host: str, members: Mapping[str, NodeFacts]) -> list[Result]:
     if not out and gpu_workers:
         out.append(
             Result(
-                "gpu.visible",
+                "pinning.visible",
                 Status.PASS,
                 f"each of {len(gpu_workers)} GPU workers on {host} sees at least one GPU",
                 node=host,
@@ -142,7 +142,7 @@ def _shared(host: str, members: Mapping[str, NodeFacts]) -> list[Result]:
         names = " and ".join(addresses) if len(addresses) == 2 else ", ".join(addresses)
         out.append(
             Result(
-                "gpu.shared",
+                "pinning.shared",
                 Status.FAIL,
                 f"workers {names} all compute on {_gpu_name(facts, uuid)} of {host}",
                 node=", ".join(addresses),
@@ -154,7 +154,7 @@ def _shared(host: str, members: Mapping[str, NodeFacts]) -> list[Result]:
     if not out and first:
         out.append(
             Result(
-                "gpu.shared",
+                "pinning.shared",
                 Status.PASS,
                 f"{len(first)} workers on {host} each compute on a GPU of their own",
                 node=host,
@@ -173,7 +173,7 @@ def _unused(host: str, members: Mapping[str, NodeFacts]) -> list[Result]:
     if not idle:
         return [
             Result(
-                "gpu.unused",
+                "pinning.unused",
                 Status.PASS,
                 f"all {len(facts.gpus)} GPUs of {host} have a worker",
                 node=host,
@@ -183,7 +183,7 @@ def _unused(host: str, members: Mapping[str, NodeFacts]) -> list[Result]:
     listed = ", ".join(str(g.index) for g in idle)
     return [
         Result(
-            "gpu.unused",
+            "pinning.unused",
             Status.WARN,
             f"{len(idle)} of {len(facts.gpus)} GPUs of {host} have no worker (GPU {listed})",
             node=host,
@@ -206,7 +206,7 @@ def _drivers(hosts: Mapping[str, Mapping[str, NodeFacts]]) -> list[Result]:
         ((driver, names),) = versions.items()
         return [
             Result(
-                "gpu.driver-agreement",
+                "pinning.driver-agreement",
                 Status.PASS,
                 f"NVIDIA driver {driver} on all {len(names)} GPU hosts",
                 group=GROUP,
@@ -215,7 +215,7 @@ def _drivers(hosts: Mapping[str, Mapping[str, NodeFacts]]) -> list[Result]:
     detail = "; ".join(f"{d} on {', '.join(h)}" for d, h in sorted(versions.items()))
     return [
         Result(
-            "gpu.driver-agreement",
+            "pinning.driver-agreement",
             Status.WARN,
             f"GPU hosts run different NVIDIA drivers: {detail}",
             node=", ".join(h for hs in versions.values() for h in hs),
