@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from envcheck.lockfile.model import LockedPackage
 from envcheck.lockfile import read_lock
+from envcheck.lockfile.model import LockedPackage
 from envcheck.report import Status
 from envcheck.verify.expectations import implied_by_lock
 from envcheck.verify.node.checks.env.packages import check_packages

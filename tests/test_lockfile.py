@@ -10,8 +10,8 @@ import pytest
 
 from envcheck.atomic import check_writable, write_files_atomically
 from envcheck.errors import BadInput
-from envcheck.lockfile.pip_package import PipPackage
 from envcheck.lockfile.condalock import read_lockfile_model
+from envcheck.lockfile.pip_package import PipPackage
 from envcheck.lockfile.read import read_lock
 from envcheck.lockfile.write import conda_lock_text, explicit_text, write_lock
 from envcheck.resolve.lockdoc import build_lockfile
