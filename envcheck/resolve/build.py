@@ -164,7 +164,8 @@ def build_one(
 
 def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
     """Lint against the RAPIDS release record; errors raise Unsolvable, the rest is a table."""
-    from envcheck.resolve.record.lint import ERROR, lint, pip_entries
+    from envcheck.resolve.record.entries import pip_entries
+    from envcheck.resolve.record.lint import ERROR, lint
     from envcheck.resolve.record.table import load_record
 
     record = load_record()
