@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from envcheck.errors import BadInput
 from envcheck.lockfile.model import Lock, LockedPackage, file_parts
 from envcheck.lockfile.package import locked_package
 
@@ -38,8 +39,6 @@ def pixi_lock(path: Path, data: dict[Any, Any], sha256: str, environment: str | 
         raise ValueError("'environments' is not a mapping or 'packages' not a list")
     name = environment or "default"
     if name not in environments:
-        from envcheck.errors import BadInput
-
         has = ", ".join(map(str, environments)) or "none"
         raise BadInput(f"{path} has no environment {name!r} (it has {has})")
     env = environments[name] or {}
