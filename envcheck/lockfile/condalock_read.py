@@ -9,7 +9,7 @@ from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.lockfile.model import META, Exclusion, Lock, LockedPackage
-from envcheck.lockfile.package import joined_specs, locked_package
+from envcheck.lockfile.package import locked_package
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -75,9 +75,10 @@ def _locked(index: int, dep: object) -> LockedPackage:
         str(dep["platform"]),
         str(dep["url"]),
         str(dep.get("build") or ""),
-        joined_specs(deps),
+        (),
         str(md5) if md5 else None,
         str(sha256) if sha256 else None,
+        deps,
     )
 
 

@@ -28,12 +28,18 @@ def locked_package(
     depends: Iterable[str],
     md5: str | None = None,
     sha256: str | None = None,
+    dependencies: Mapping[Any, Any] | None = None,
 ) -> LockedPackage:
-    """A LockedPackage; ``depends`` the specs as the lock writes them ("python >=3.8")."""
+    """A LockedPackage; ``depends`` the specs as the lock writes them ("python >=3.8"), or
+    ``dependencies`` its name -> spec mapping (conda-lock's) instead."""
     build = build or ""
     if manager == "conda" and not build:
         build = build_from_url(url)
-    depends = tuple(depends)
+    if dependencies is None:
+        depends = tuple(depends)
+        dependencies = split_specs(depends)
+    else:
+        depends = joined_specs(dependencies)
     return LockedPackage(
         # pip names compare PEP 503-normalised; conda names are canonical as written
         normalize_name(name) if manager == "pip" else name,
@@ -41,7 +47,7 @@ def locked_package(
         build,
         manager,
         platform,
-        virtual_constraints(split_specs(depends)),
+        virtual_constraints(dependencies),
         url,
         md5 or None,
         sha256 or None,
@@ -56,11 +62,10 @@ def split_specs(depends: Iterable[str]) -> dict[str, str]:
 
 def joined_specs(dependencies: Mapping[Any, Any]) -> tuple[str, ...]:
     """conda-lock's ``dependencies`` mapping (name -> spec) as specs: "python >=3.8"."""
-    out = []
-    for name, spec in dependencies.items():
-        spec = "" if spec is None else str(spec).strip()
-        out.append(f"{name} {spec}" if spec and spec != "*" else str(name))
-    return tuple(out)
+    return tuple(
+        f"{name} {spec}" if spec and spec != "*" else str(name)
+        for name, spec in dependencies.items()
+    )
 
 
 def packages_from_rows(rows: list[list[Any]], platform: str) -> tuple[LockedPackage, ...]:
