@@ -108,6 +108,7 @@ class Lock:
     format: str  # "conda-lock", "pixi" or "explicit"
     platforms: tuple[str, ...]  # the platforms the lock has (all of them, even when one is read)
     packages: tuple[LockedPackage, ...]  # those of the platform(s) read, dependencies included
+    platform: str = ""  # the one platform read ("" when every platform was)
     sha256: str = ""  # of the file's bytes, as read
     environment: str = "default"  # pixi.lock's environment; the one environment of the others
     channels: tuple[str, ...] = ()

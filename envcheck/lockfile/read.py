@@ -108,7 +108,7 @@ def _only(lock: Lock, platform: str | None) -> Lock:
     if not packages:
         has = ", ".join(sorted(lock.platforms)) or "none"
         raise BadInput(f"{lock.path} has no packages for platform {platform}; it has: {has}")
-    return replace(lock, packages=packages)
+    return replace(lock, packages=packages, platform=platform)
 
 
 def _rattler_lock(path: Path, platform: str | None, environment: str | None) -> Lock:
@@ -121,6 +121,7 @@ def _rattler_lock(path: Path, platform: str | None, environment: str | None) -> 
         format=read["format"],
         platforms=read["platforms"],
         packages=packages_from_rows(read["rows"], read["platform"]),
+        platform=read["platform"],
         sha256=read["sha256"],
         environment=read["environment"],
         records=read["records"],

@@ -62,6 +62,7 @@ def test_the_reader_gives_every_platform_and_the_edges(path: Path) -> None:
     assert set(_keys(lock.packages)) <= set(lock.platforms)
     for platform in lock.platforms:
         only = read_lock(path, platform)
+        assert only.platform == platform and lock.platform == ""
         assert _keys(only.packages) == {platform: _keys(lock.packages)[platform]}
     if lock.format != "explicit":  # an explicit file records no dependencies
         assert sum(len(p.requires) for p in lock.packages) > len(lock.packages)
@@ -81,6 +82,7 @@ def test_install_reading_agrees(path: Path) -> None:
     for platform in lock.platforms:
         installed = read_lock(path, platform, records=True)
         assert installed.sha256 == lock.sha256 and installed.format == lock.format
+        assert installed.platform == platform
         assert installed.platforms == tuple(sorted(lock.platforms))
         binary = [p for p in lock.packages if p.url and p.platform == platform]
         assert _keys(installed.packages) == _keys(binary)
@@ -164,3 +166,11 @@ def test_verify_node_checks_a_pixi_lock(tmp_path: Path) -> None:
     [packages] = [r for r in json.loads(report.read_text())["results"] if r["check"] == "packages"]
     here = sum(p.manager == "conda" for p in _read(PIXI).packages if p.platform == conda_platform())
     assert f"the lock lists {here} conda packages" in packages["message"]
+
+
+def test_install_reading_takes_this_machines_platform_by_default() -> None:
+    from envcheck.verify.facts import conda_platform
+
+    installed = read_lock(PIXI, records=True)
+    assert installed.platform == conda_platform()
+    assert {p.platform for p in installed.packages} == {conda_platform()}
