@@ -6,7 +6,7 @@ Big conda-lock files are made from a shipped lock's real records, renamed (tests
 writer's layout; no numpy, dask, ... among the names, so the lock implies no import probes
 and the difference is the lock alone). In the same run:
 
-- in process: ``read_packages`` (what verify calls) against the old reader's load, PyYAML's
+- in process: ``read_lock`` (what verify calls) against the old reader's load, PyYAML's
   pure-Python ``yaml.safe_load`` (once per size: it takes seconds);
 - whole processes: ``envcheck verify node --quiet --lock L`` against the same command without
   ``--lock`` (medians of --repeat, interleaved); with ``--before DIR`` (a ``git archive`` of an
@@ -34,7 +34,7 @@ sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != 
 
 import yaml  # noqa: E402
 
-from envcheck.lockfile.read import read_packages  # noqa: E402
+from envcheck.lockfile.read import read_lock  # noqa: E402
 from tests.big_locks import big_lock_text  # noqa: E402
 
 CLI = "import sys; from envcheck.cli import main; sys.exit(main())"
@@ -87,7 +87,7 @@ def main() -> None:
         for n in sizes:
             locks[n] = Path(tmp) / f"big{n}.conda-lock.yml"
             locks[n].write_text(big_lock_text(n, rename_all=True))
-        read = {n: timed(lambda p=p: read_packages(p), a.repeat) for n, p in locks.items()}
+        read = {n: timed(lambda p=p: read_lock(p), a.repeat) for n, p in locks.items()}
         old = {n: timed(lambda p=p: yaml.safe_load(p.read_text()), 1) for n, p in locks.items()}
         bare, cmd = whole_processes(locks, a.repeat)
         before = {n: verify_node(a.before, p) for n, p in locks.items()} if a.before else {}
@@ -109,9 +109,9 @@ def report(
         us = read[n] / n * 1e6
         extra = cmd[n] - bare
         print(f"  {n:>6,} packages:")
-        print(f"    read_packages:          {read[n]:7.3f} s  ({us:5.1f} us/package)")
+        print(f"    read_lock:          {read[n]:7.3f} s  ({us:5.1f} us/package)")
         print(
-            f"    old pure-YAML load:     {old[n]:7.3f} s  ({old[n] / read[n]:5.1f}x read_packages)"
+            f"    old pure-YAML load:     {old[n]:7.3f} s  ({old[n] / read[n]:5.1f}x read_lock)"
         )
         print(
             f"    verify node --lock:     {cmd[n]:7.3f} s  ({cmd[n] / bare:4.2f}x the baseline, ",
@@ -124,7 +124,7 @@ def report(
     lo, hi = min(sizes), max(sizes)
     growth = (cmd[hi] - bare) / (cmd[lo] - bare)
     print(
-        f"  linearity {hi:,} / {lo:,} packages (ideal {hi / lo:.1f}): read_packages "
+        f"  linearity {hi:,} / {lo:,} packages (ideal {hi / lo:.1f}): read_lock "
         f"{read[hi] / read[lo]:.2f}, verify node's lock cost {growth:.2f}"
     )
 

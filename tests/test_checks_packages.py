@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from envcheck.lockfile import read_lock
 from envcheck.lockfile.model import LockedPackage
-from envcheck.lockfile.read import read_packages as read_lock
 from envcheck.report import Status
 from envcheck.verify.expectations import implied_by_lock
 from envcheck.verify.node.checks.env.packages import check_packages
@@ -62,7 +62,7 @@ def test_no_lock_skips():
 
 
 def test_real_lock_excerpt_gives_builds_cuda_glibc_and_key_modules():
-    locked = read_lock(EXCERPT)
+    locked = read_lock(EXCERPT).packages
     by_name = {p.name: p for p in locked}
     assert by_name["pytorch"].build == "cuda112py310he33e0d6_200"  # from the url file name
     implied = implied_by_lock(locked)

@@ -76,7 +76,7 @@ def test_the_rapids_26_04_records_of_a_real_pixi_lock_do_not_load_on_el7():
     nodes = read_graph(DATA / "holoviz_holoviews_fb85eeb_pixi.lock", "test-gpu").platforms[
         "linux-64"
     ]
-    conda = [(n.name, n.version, n.requires) for n in nodes.values() if n.manager == "conda"]
+    conda = [(n.name, n.version, n.depends) for n in nodes.values() if n.manager == "conda"]
     found = {o.name: o for o in el7.offenders("2.17", conda)}
     assert {"cudf", "libcudf", "rmm", "librmm", "pylibcudf", "cupy-core"} <= set(found)
     assert found["cudf"].needs == "2.28" and found["cudf"].why == "__glibc >=2.28"

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envcheck.errors import BadInput
-from envcheck.lockfile.read import read_lock as read_build_lock
-from envcheck.lockfile.read import read_packages as read_verify_lock
+from envcheck.lockfile.read import read_built_lock as read_build_lock
+from envcheck.lockfile.read import read_lock as read_verify_lock
 from envcheck.resolve.recipe import load_recipe
 
 DATA = Path(__file__).parent / "data"
@@ -180,7 +180,7 @@ def test_lock_document_loader_reads_mutated_locks_as_yaml_does(
     data: st.DataObject,
 ) -> None:
     """The line reader for conda-lock's layout answers as PyYAML does, or leaves it to it."""
-    from envcheck.lockfile.read import fast_document, load_document
+    from envcheck.lockfile.document import fast_document, load_document
 
     doc = _mutate(_lock_doc("pangeo-pytorch-excerpt.conda-lock.yml"), data)
     sort_keys = data.draw(st.booleans(), label="sort_keys")  # conda-lock's old and new order

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from envcheck.lockfile import read
-from envcheck.lockfile.read import fast_document, load_document, read_packages
+from envcheck.lockfile import document
+from envcheck.lockfile.document import fast_document, load_document
+from envcheck.lockfile.read import read_lock
 from tests.big_locks import SORTED_LAYOUT, WRITERS_LAYOUT, big_lock_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,9 +58,9 @@ def test_fast_path_reads_big_locks_as_yaml_does(template: Path) -> None:
 def test_verify_reads_the_same_packages_either_way(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fast = read_packages(path)
-    monkeypatch.setattr(read, "fast_document", lambda text: None)
-    assert read_packages(path) == fast
+    fast = read_lock(path)
+    monkeypatch.setattr(document, "fast_document", lambda text: None)
+    assert read_lock(path) == fast
 
 
 HEAD = "version: 1\nmetadata:\n  platforms:\n  - linux-64\npackage:\n"

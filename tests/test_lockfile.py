@@ -10,8 +10,9 @@ import pytest
 
 from envcheck.atomic import check_writable, write_files_atomically
 from envcheck.errors import BadInput
+from envcheck.lockfile.condalock import read_lockfile_model
 from envcheck.lockfile.pip_package import PipPackage
-from envcheck.lockfile.read import read_lock, read_lockfile_model
+from envcheck.lockfile.read import read_lock
 from envcheck.lockfile.write import conda_lock_text, explicit_text, write_lock
 from envcheck.resolve.lockdoc import build_lockfile
 from envcheck.resolve.recipe import load_recipe
@@ -93,7 +94,7 @@ def test_the_written_lock_is_read_line_by_line_as_yaml_reads_it(built) -> None:
     """The writer's own layout (pip records, envcheck metadata) takes the fast path."""
     import yaml
 
-    from envcheck.lockfile.read import fast_document
+    from envcheck.lockfile.document import fast_document
 
     text = (built[2] / "demo.conda-lock.yml").read_text()
     fast = fast_document(text)

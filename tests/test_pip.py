@@ -9,6 +9,7 @@ import pytest
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.lockfile.read import read_lock
+from envcheck.record import replace
 from envcheck.resolve.pip import conda_python_pins, python_version, target_platform
 from envcheck.resolve.solve import SolvedPackage
 from tests.channel import demo_channel, write_recipe
@@ -55,6 +56,12 @@ def test_pip_entry_lands_in_the_lock_with_pypi_url_and_sha256(tmp_path: Path) ->
     assert six.sha256 == "8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254"
     explicit = (tmp_path / "locks" / "demo.linux-64.lock").read_text()
     assert f"# pip six @ {six.url}#sha256={six.sha256}" in explicit
+    # the explicit file reads as the same packages, the wheel included
+    from_explicit = read_lock(tmp_path / "locks" / "demo.linux-64.lock")
+    assert from_explicit.for_platform("linux-64")[("pip", "six")] == replace(six, depends=())
+    assert {k: (p.version, p.build) for k, p in from_explicit.for_platform("linux-64").items()} == {
+        k: (p.version, p.build) for k, p in lock.for_platform("linux-64").items()
+    }
 
 
 def test_the_lint_reads_rapids_wheels_as_their_release_and_cuda_major(

@@ -115,7 +115,7 @@ def test_the_rapids_26_10_pypi_stack_locks_as_the_record_says_and_torch_held_bac
     assert not [n for n in got if n.endswith(("-cu11", "-cu13")) and n.startswith(("cudf", "rmm"))]
     # rapids-dask-dependency -> dask is an edge of the written lock (Requires-Dist, from uv)
     nodes = read_graph(out / "rapids-pypi.conda-lock.yml").platforms["linux-64"]
-    assert {"dask", "distributed"} <= set(nodes["rapids-dask-dependency"].depends)
+    assert {"dask", "distributed"} <= set(nodes["rapids-dask-dependency"].requires)
     # the held-back torch is a warn naming the entry that clashes and the newest that fits
     newest = newest_torch()
     assert Version(got["torch"].version) < Version(newest)

@@ -9,12 +9,13 @@ import pytest
 
 from envcheck.cli import build_parser, main
 from envcheck.errors import ExitCode
-from envcheck.resolve.build import exclusion_constraints
 from envcheck.resolve.recipe import load_recipe
-from envcheck.resolve.record.lint import ERROR, lint, matches
+from envcheck.resolve.record.lint import ERROR, lint
 from envcheck.resolve.record.new import OSES, Options, command_in, compose
+from envcheck.resolve.record.specs import matches
 from envcheck.resolve.record.table import load_record
 from envcheck.resolve.solve import solve_specs, virtual_packages
+from envcheck.resolve.solve_recipe import exclusion_constraints
 from tests.channel import pkg, write_channel
 
 ROOT = Path(__file__).resolve().parents[1]

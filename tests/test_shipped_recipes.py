@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from envcheck.lockfile.read import read_lock
-from envcheck.resolve.build import exclusion_constraints
 from envcheck.resolve.conflicts import SolveOutcome, diagnose
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages
+from envcheck.resolve.solve_recipe import exclusion_constraints
 from tests.channel import write_channel
 from tests.support.snapshot import write_snapshot
 from tests.worlds import (

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from envcheck.lockfile.read import parse_lockfile
+from envcheck.lockfile.condalock import parse_lockfile
 from envcheck.lockfile.toposort import level_order, toposorted
 
 DATA = Path(__file__).parent / "data"

@@ -1,4 +1,5 @@
-"""conda-lock's models, imported on demand: build writes and reads locks with them.
+"""conda-lock's models, imported on demand: build writes locks with them, and reads the records
+of a lock it rewrites.
 
 Needs the build extra (Python >= 3.10); nothing on the verify side imports this module.
 """
@@ -9,6 +10,7 @@ import contextlib
 import importlib.util
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 _preload: threading.Thread | None = None
@@ -77,3 +79,51 @@ def conda_lock_ready() -> None:
         _preload.join()
     import_conda_lock()
     _ready = True
+
+
+def parse_lockfile(path: Path) -> Any:
+    """What conda-lock's ``parse_conda_lock_file`` returns, from ``load_document``'s data.
+
+    The same steps (version check, its models, toposort) without PyYAML's pure-Python
+    parser: a test compares the two models.
+    """
+    from envcheck.lockfile.document import load_document
+    from envcheck.lockfile.toposort import toposorted
+
+    conda_lock_ready()
+    from conda_lock.lockfile import (
+        Lockfile,
+        LockfileV1,
+        MissingLockfileVersion,
+        UnknownLockfileVersion,
+        lockfile_v1_to_v2,
+    )
+
+    content = load_document(path.read_text(), libyaml_errors=True)
+    if not isinstance(content, dict):
+        raise ValueError("not a mapping")
+    version = content.pop("version", None)
+    if version == 1:
+        lockfile = lockfile_v1_to_v2(LockfileV1.model_validate(content))
+    elif version == 2:
+        lockfile = Lockfile.model_validate(content)
+    elif version is None:
+        raise MissingLockfileVersion(f"{path} is missing a version")
+    else:
+        raise UnknownLockfileVersion(f"{path} has unknown version {version}")
+    lockfile.package = toposorted(lockfile.package)  # conda-lock's order, linear
+    return lockfile
+
+
+def read_lockfile_model(path: Path) -> Any:
+    """conda-lock's own model of a lock file (build carries its records over); BadInput if
+    unreadable."""
+    from envcheck.errors import BadInput
+
+    try:
+        return parse_lockfile(path)
+    except FileNotFoundError:
+        raise BadInput(f"lock {path} does not exist") from None
+    except Exception as e:  # yaml errors, pydantic validation, unknown versions
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise BadInput(f"{path} is not a readable conda-lock file: {first}") from None

@@ -28,6 +28,13 @@ def read(lock: str, platform: str | None) -> tuple[str, str, tuple[Any, ...], li
     """(sha256, platform, rattler's RepoDataRecords, rows) of ``lock`` for ``platform`` (None:
     this machine's). BadInput when the lock is not a regular file, is too large, does not
     parse, or lacks the platform (naming the ones it has)."""
+    got = read_platform(lock, platform, None)
+    return got["sha256"], got["platform"], got["records"], got["rows"]
+
+
+def read_platform(lock: str, platform: str | None, environment: str | None) -> dict[str, Any]:
+    """``read``'s values by name, with the lock's "format", "platforms" and "environment":
+    the environment read (None: the default one)."""
     import rattler
 
     data = read_bytes(lock, "lock", MAX_LOCK_BYTES)  # no FIFO, device or endless file
@@ -36,8 +43,18 @@ def read(lock: str, platform: str | None) -> tuple[str, str, tuple[Any, ...], li
     except Exception as e:  # rattler raises its own exception types for parse errors
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BadInput(f"{lock} is not a readable conda-lock or pixi lock: {first}") from None
-    want, records, rows = _platform(rattler, lf, lock, platform)
-    return hashlib.sha256(data).hexdigest(), want, records, rows
+    env = _environment(lf, lock, environment)
+    want, records, rows, have = _platform(rattler, env, lock, platform)
+    pixi = b"\nenvironments:" in data and b"\nmetadata:" not in data
+    return {
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "platform": want,
+        "records": records,
+        "rows": rows,
+        "format": "pixi" if pixi else "conda-lock",
+        "platforms": tuple(sorted(have)),
+        "environment": environment or "default",
+    }
 
 
 def _parse(rattler: Any, lock: str, data: bytes) -> Any:
@@ -52,18 +69,24 @@ def _parse(rattler: Any, lock: str, data: bytes) -> Any:
         os.close(fd)
 
 
-def _platform(
-    rattler: Any, lf: Any, lock: str, platform: str | None
-) -> tuple[str, tuple[Any, ...], list[list[Any]]]:
-    env = lf.default_environment()
+def _environment(lf: Any, lock: str, name: str | None) -> Any:
+    """The environment ``name`` (None: the default one); BadInput naming those it has."""
+    env = lf.default_environment() if name is None else lf.environment(name)
     try:  # `environments: {}` gives an Environment object that wraps nothing
-        platforms = env.platforms() if env is not None else None
+        usable = env is not None and env.platforms() is not None
     except AttributeError:
-        platforms = None
-    if platforms is None:
+        usable = False
+    if not usable:
         names = ", ".join(n for n, _ in lf.environments()) or "none"
-        raise BadInput(f"{lock} has no default environment (it has: {names})")
-    have = {p.name: p for p in platforms}
+        which = "default environment" if name is None else f"environment {name!r}"
+        raise BadInput(f"{lock} has no {which} (it has: {names})")
+    return env
+
+
+def _platform(
+    rattler: Any, env: Any, lock: str, platform: str | None
+) -> tuple[str, tuple[Any, ...], list[list[Any]], dict[str, Any]]:
+    have = {p.name: p for p in env.platforms()}
     want = platform or str(rattler.Platform.current())
     if want not in have:
         has = ", ".join(sorted(have)) or "none"
@@ -77,8 +100,9 @@ def _platform(
     for p in env.pypi_packages_for_platform(have[want]) or ():
         h = p.hashes
         md5, sha = (_hex(h.md5), _hex(h.sha256)) if h else (None, None)
-        rows.append(["pip", str(p.name), str(p.version), str(p.location), "", [], md5, sha])
-    return want, records, rows
+        requires = [str(r) for r in getattr(p, "requires_dist", None) or ()]
+        rows.append(["pip", str(p.name), str(p.version), str(p.location), "", requires, md5, sha])
+    return want, records, rows, have
 
 
 def _hex(value: bytes | None) -> str | None:

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from envcheck import __version__
 from envcheck.errors import BadInput
-from envcheck.inputs import read_bytes
-from envcheck.lockfile.read import MAX_LOCK_BYTES
+from envcheck.lockfile import read_lock
 
 OSES = {"rhel7": "Dockerfile.rhel7", "centos7": "Dockerfile.centos7"}
 ENGINES = ("podman", "docker", "buildah")  # first one found builds
@@ -47,22 +46,11 @@ def source_root() -> Path:
     return root
 
 
-def lock_facts(lock: Path) -> tuple[str, str]:
-    """(recipe name, sha256 of the file) of a lock; the name is '' when the lock has none."""
-    import hashlib
-
-    import yaml
-
-    data = read_bytes(lock, "lock", MAX_LOCK_BYTES)
-    recipe = ""
-    try:
-        doc = yaml.safe_load(data)
-        if isinstance(doc, dict):
-            custom = (doc.get("metadata") or {}).get("custom_metadata") or {}
-            recipe = str(custom.get("envcheck.recipe", ""))
-    except yaml.YAMLError:
-        raise BadInput(f"{lock} is not a YAML lock file") from None
-    return recipe, hashlib.sha256(data).hexdigest()
+def lock_facts(lock: Path, platform: str) -> tuple[str, str]:
+    """(recipe name, sha256 of the file) of a lock that has ``platform``; the name is '' when
+    the lock has none. BadInput when it is not a lock or lacks the platform."""
+    read = read_lock(lock, platform)
+    return read.recipe, read.sha256
 
 
 def plan_image(
@@ -76,7 +64,7 @@ def plan_image(
 ) -> ImageBuild:
     if os_name not in OSES:
         raise BadInput(f"unknown image OS {os_name!r}: one of {', '.join(OSES)}")
-    recipe, sha = lock_facts(lock)
+    recipe, sha = lock_facts(lock, platform)
     name = recipe or lock.name.split(".")[0]
     args = {
         "LOCK": f"{LOCK_DIR}/{lock.name}",

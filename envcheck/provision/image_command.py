@@ -29,7 +29,12 @@ class ImageOptions:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("lock", type=Path, metavar="LOCK", help="conda-lock file the image installs")
+    p.add_argument(
+        "lock",
+        type=Path,
+        metavar="LOCK",
+        help="conda-lock file or pixi.lock the image installs",
+    )
     p.add_argument(
         "--os",
         required=True,

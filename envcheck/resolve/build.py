@@ -3,41 +3,38 @@ current. ``BuildOptions`` in, a Report out; the command line and the API both ca
 
 from __future__ import annotations
 
-import hashlib
-import json
-import socket
 import sys
-from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from envcheck.atomic import check_writable, write_files_atomically
 from envcheck.destinations import check_destination
-from envcheck.errors import BadInput, EnvcheckError, StaleLock, Unsolvable
-from envcheck.lockfile.condalock import preload_conda_lock
+from envcheck.errors import BadInput, EnvcheckError, Unsolvable
+from envcheck.lockfile.condalock import preload_conda_lock, read_lockfile_model
 from envcheck.lockfile.model import Lock
 from envcheck.lockfile.pip_package import PipPackage
-from envcheck.lockfile.read import read_lock, read_lockfile_model
+from envcheck.lockfile.read import read_built_lock
 from envcheck.lockfile.write import lock_paths, render_lock_texts
 from envcheck.report import Report, Result, Status, Table
 from envcheck.resolve.changes import Change, changes_table, compare, version_build
+from envcheck.resolve.channel_data import channel_data
+from envcheck.resolve.lock_check import check_all
 from envcheck.resolve.lockdoc import build_lockfile
 from envcheck.resolve.recipe import Recipe, load_recipe
 from envcheck.resolve.solve import (
     DEFAULT_FETCH_TIMEOUT_S,
     SolvedPackage,
-    SolveFailed,
-    is_local,
-    local_path,
     resolve_channel,
-    solve_specs,
     virtual_packages,
 )
-
-EXCLUDED_BUILD = "excluded-by-recipe"  # a build string no package has: the spec never matches
+from envcheck.resolve.solve_recipe import (
+    check_glibc,
+    exclusion_constraints,
+    explain_failure,
+    solve_platform,
+)
 
 
 @dataclass(frozen=True)
@@ -52,166 +49,6 @@ class BuildOptions:
     channel_data: tuple[str, ...] = ()  # solve against these channels instead of the recipe's
     lint: bool = True  # refuse pins the RAPIDS release record contradicts
     try_: tuple[str, ...] = ()  # candidates to try one by one (``--try``): writes no lock
-
-
-# --- solving one recipe --------------------------------------------------------------------
-
-
-def exclusion_constraints(recipe: Recipe) -> list[str]:
-    """Constraints no record satisfies: the solver must find a way around excluded packages."""
-    return [f"{e.name}[build={EXCLUDED_BUILD}]" for e in recipe.exclude]
-
-
-def requirement_chain(
-    roots: Sequence[str], solved: Sequence[SolvedPackage], target: str
-) -> list[str] | None:
-    """Shortest path 'recipe entry -> package -> ... -> target' through the solved depends."""
-    from rattler import MatchSpec
-
-    by_name = {p.name: p for p in solved}
-    start: dict[str, str] = {}
-    for entry in roots:
-        name = MatchSpec(entry).name.normalized
-        if name in by_name:
-            start.setdefault(name, entry)
-    prev: dict[str, str | None] = {n: None for n in start}
-    queue = deque(start)
-    while queue:
-        name = queue.popleft()
-        if name == target:
-            path = [name]
-            while (back := prev[path[-1]]) is not None:
-                path.append(back)
-            steps = [f"{by_name[n].name} {by_name[n].version}" for n in reversed(path)]
-            return [f"recipe entry {start[path[-1]]!r}", *steps]
-        for dep in by_name[name].depends:
-            dn = dep.split(" ")[0].split("[")[0]
-            if dn in by_name and dn not in prev:
-                prev[dn] = name
-                queue.append(dn)
-    return None
-
-
-def _solve_platform(
-    recipe: Recipe,
-    channels: Sequence[str],
-    platform: str,
-    vps: Mapping[str, str],
-    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT_S,
-) -> list[SolvedPackage]:
-    specs = list(recipe.dependencies)
-    constraints = exclusion_constraints(recipe)
-    try:
-        solved = solve_specs(
-            specs, channels, platform, vps, constraints=constraints, fetch_timeout=fetch_timeout
-        )
-    except SolveFailed as first:
-        raise explain_failure(recipe, channels, platform, vps, first, fetch_timeout) from None
-    leaked = recipe.excluded_names & {p.name for p in solved}
-    if leaked:  # the constraints forbid this; a solver that ignored them must not go unnoticed
-        raise EnvcheckError(f"the solver returned excluded packages: {', '.join(sorted(leaked))}")
-    return solved
-
-
-def explain_failure(
-    recipe: Recipe,
-    channels: Sequence[str],
-    platform: str,
-    vps: Mapping[str, str],
-    failure: SolveFailed,
-    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT_S,
-) -> Unsolvable:
-    """Why the recipe does not solve: a dependency needs an excluded package, or entries clash."""
-    specs = list(recipe.dependencies)
-    where = f"{recipe.name} ({platform})"
-    if recipe.exclude:
-        try:
-            free = solve_specs(specs, channels, platform, vps, fetch_timeout=fetch_timeout)
-        except SolveFailed:
-            free = None  # unsolvable even without exclusions: bisect below
-        if free is not None:
-            chains = []
-            for e in recipe.exclude:
-                chain = requirement_chain(specs, free, e.name)
-                if chain:
-                    chains.append(
-                        f"{e.name} is excluded ({e.reason}) but required: " + " -> ".join(chain)
-                    )
-            if chains:
-                return Unsolvable(f"{where}: " + "; ".join(chains), detail=failure.message)
-    glibc = recipe.system.get("glibc")
-    if glibc:
-        from envcheck.resolve import el7
-
-        dirs = [local_path(resolve_channel(c)) for c in channels if is_local(resolve_channel(c))]
-        catalogue = el7.repodata_catalogue(dirs, [platform, "noarch"])
-        blocked = el7.blocked_entries(specs, glibc, catalogue)
-        if blocked:
-            return Unsolvable(f"{where}: " + "; ".join(blocked), detail=failure.message)
-    from envcheck.resolve import conflicts
-
-    constraints = exclusion_constraints(recipe)
-
-    def outcome(sub: Sequence[str]) -> conflicts.SolveOutcome:
-        try:
-            solve_specs(
-                sub, channels, platform, vps, constraints=constraints, fetch_timeout=fetch_timeout
-            )
-        except SolveFailed as e:
-            return conflicts.SolveOutcome(False, e.message)
-        return conflicts.SolveOutcome(True)
-
-    try:
-        diagnosis = conflicts.diagnose(specs, outcome, virtual_packages=vps)
-    except conflicts.NothingToDiagnose:  # the solve is flaky, or a timeout read as a failure
-        return Unsolvable(f"{where}: {failure}", detail=failure.message)
-    detail = f"solver message for the whole recipe:\n{failure.message}"
-    if diagnosis.solver_message and diagnosis.solver_message != failure.message:
-        detail += f"\n\nfor {', '.join(diagnosis.entries)} alone:\n{diagnosis.solver_message}"
-    detail += f"\n\n({diagnosis.solves} solves, {diagnosis.seconds:.2f} s to find the entries)"
-    return Unsolvable(f"{where}: {diagnosis.summary()}", detail=detail)
-
-
-def _repodata_info(head: bytes) -> dict[str, Any]:
-    """The repodata's ``info`` object when it comes first (as sorted JSON writes it), else {}."""
-    text = head.decode("utf-8", errors="replace")
-    at = text.find('"info"')
-    start = text.find("{", at) if at >= 0 else -1
-    if start < 0:
-        return {}
-    try:
-        info, _ = json.JSONDecoder().raw_decode(text, start)
-    except ValueError:
-        return {}
-    return info if isinstance(info, dict) else {}
-
-
-def channel_data(channels: Sequence[str], platform_list: Sequence[str]) -> list[str]:
-    """One line per channel saying what data the solve read: sha256 of each local repodata,
-    and what a snapshot says of itself (its source lock, the real channel its URLs point at).
-    """
-    lines = []
-    for ch in channels:
-        url = resolve_channel(ch)
-        if not is_local(url):
-            lines.append(f"{url} (live channel, fetched at build time)")
-            continue
-        root = local_path(url)
-        parts = []
-        about: dict[str, str] = {}
-        for sd in [*platform_list, "noarch"]:
-            rd = root / sd / "repodata.json"
-            if rd.is_file():
-                data = rd.read_bytes()
-                parts.append(f"{sd}/repodata.json sha256:{hashlib.sha256(data).hexdigest()}")
-                info = _repodata_info(data[:65536])
-                if isinstance(info.get("envcheck_snapshot_of"), str):
-                    about["snapshot of"] = info["envcheck_snapshot_of"]
-                if isinstance(info.get("base_url"), str):
-                    about["packages at"] = info["base_url"].rstrip("/").rsplit("/", 1)[0]
-        described = "".join(f"; {k} {v}" for k, v in about.items())
-        lines.append(f"{url} ({', '.join(parts)}{described})")
-    return lines
 
 
 # --- comparing with the previous lock -----------------------------------------------------
@@ -246,7 +83,7 @@ def _previous(path: Path) -> Lock | None:
     if not path.exists():
         return None
     try:
-        return read_lock(path)
+        return read_built_lock(path)
     except BadInput:
         return None  # a damaged or foreign file is replaced, not merged
 
@@ -282,11 +119,11 @@ def build_one(
     held: dict[str, list[str]] = {}
     vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
     for platform in platforms:
-        solved[platform] = _solve_platform(recipe, channels, platform, vps[platform], fetch_timeout)
+        solved[platform] = solve_platform(recipe, channels, platform, vps[platform], fetch_timeout)
         pip[platform], held[platform] = resolve_pip_noting_held_back(
             recipe.pip, solved[platform], platform, recipe.system
         )
-        _check_glibc(recipe, channels, platform, solved[platform], pip[platform])
+        check_glibc(recipe, channels, platform, solved[platform], pip[platform])
     extra = {}
     if recipe.pip:
         extra["pip_index"] = "https://pypi.org/simple (resolved with uv)"
@@ -325,89 +162,10 @@ def build_one(
     return results, changes, to_write
 
 
-def _check_glibc(
-    recipe: Recipe,
-    channels: Sequence[str],
-    platform: str,
-    solved: Sequence[SolvedPackage],
-    pip: Sequence[PipPackage],
-) -> None:
-    """Every conda record's __glibc and every wheel's manylinux tag must fit the target glibc."""
-    from envcheck.resolve import el7
-    from envcheck.resolve.pip import PYPI, python_version
-
-    glibc = recipe.system.get("glibc")
-    if not glibc:
-        return
-    dirs = [local_path(resolve_channel(c)) for c in channels if is_local(resolve_channel(c))]
-    found = el7.check_solution(
-        glibc,
-        platform,
-        ((p.name, p.version, p.depends) for p in solved),
-        ((p.name, p.version, p.url.rsplit("/", 1)[-1]) for p in pip),
-        dirs,
-        PYPI if pip else None,
-        python_version(solved) if pip else None,
-    )
-    if found:
-        raise Unsolvable(
-            f"{recipe.name} ({platform}) does not load on glibc {glibc}: "
-            + "; ".join(o.line(glibc) for o in found)
-        )
-
-
-def _reachable(url: str, timeout: float = 3.0) -> bool:
-    """Whether a TCP connection to the channel's host opens (no data is fetched)."""
-    parsed = urlparse(url)
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    try:
-        with socket.create_connection((parsed.hostname or "", port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def _head(path: Path, lines: int = 5) -> list[str]:
-    with path.open(encoding="utf-8", errors="replace") as f:
-        return [f.readline().rstrip("\n") for _ in range(lines)]
-
-
-def check_one(recipe: Recipe, out: Path) -> Result:
-    """Whether the recipe's lock exists and was built from this exact recipe content."""
-    paths = lock_paths(out, recipe.name, recipe.platforms)
-    check = f"lock {recipe.name}"
-    problem = None
-    if not paths["lock"].exists():
-        problem = f"{paths['lock']} is missing"
-    else:
-        lock = read_lock(paths["lock"])
-        if lock.recipe_hash != recipe.content_hash():
-            problem = f"{paths['lock']} is stale: {recipe.path} changed since it was built"
-        else:
-            missing = [str(paths[p]) for p in recipe.platforms if not paths[p].exists()]
-            if missing:
-                problem = f"{', '.join(missing)} missing"
-            else:
-                want = f"# input_hash: {recipe.content_hash()}"
-                stale = [str(paths[p]) for p in recipe.platforms if want not in _head(paths[p])]
-                if stale:
-                    problem = f"{', '.join(stale)} not written with {paths['lock'].name}"
-    if problem is None:
-        return Result(check, Status.PASS, f"{paths['lock']} is up to date", group="build")
-    fix = f"envcheck build {recipe.path} --out {out}"
-    remote = [resolve_channel(c) for c in recipe.channels if not is_local(resolve_channel(c))]
-    unreachable = [u for u in remote if not _reachable(u)]
-    if unreachable:
-        fix = (
-            f"this machine cannot reach {', '.join(unreachable)}: build the lock on a machine "
-            f"that reaches them ({fix}) and commit {out}/ (see docs/build.md)"
-        )
-    return Result(check, Status.FAIL, problem, fix=fix, group="build")
-
-
 def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
     """Lint against the RAPIDS release record; errors raise Unsolvable, the rest is a table."""
-    from envcheck.resolve.record.lint import ERROR, lint, pip_entries
+    from envcheck.resolve.record.entries import pip_entries
+    from envcheck.resolve.record.lint import ERROR, lint
     from envcheck.resolve.record.table import load_record
 
     record = load_record()
@@ -514,16 +272,3 @@ def _print_notes(notes: Sequence[Table]) -> None:
         for recipe, severity, rule, message, source in table.rows:
             where = f" [{source}]" if source else ""
             print(f"envcheck: {recipe}: {severity}: {rule}: {message}{where}", file=sys.stderr)
-
-
-def check_all(recipes: Sequence[Recipe], out: Path) -> Report:
-    """``build --check``: the report when every lock is current, else StaleLock naming each."""
-    results = tuple(check_one(r, out) for r in recipes)
-    report = Report("envcheck build --check", results=results, environment={"out": str(out)})
-    if report.status is Status.PASS:
-        return report
-    bad = [r for r in results if r.status is not Status.PASS]
-    raise StaleLock(
-        f"{len(bad)} of {len(results)} locks need a rebuild: "
-        + "; ".join(f"{r.message} (fix: {r.fix})" for r in bad)
-    )

@@ -11,8 +11,8 @@ from envcheck.resolve.lockgraph import LockGraph, read_graph
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("old", type=Path, metavar="OLD", help="lock file (conda-lock or pixi.lock)")
-    p.add_argument("new", type=Path, metavar="NEW", help="lock file (conda-lock or pixi.lock)")
+    p.add_argument("old", type=Path, metavar="OLD", help="conda-lock, pixi.lock or explicit file")
+    p.add_argument("new", type=Path, metavar="NEW", help="conda-lock, pixi.lock or explicit file")
     p.add_argument("--environment", help="pixi.lock environment (default: default)")
     p.add_argument("--markdown", action="store_true", help="print a markdown table for review")
 

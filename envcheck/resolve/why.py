@@ -9,14 +9,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from envcheck.errors import BadInput
+from envcheck.lockfile.model import LockedPackage
+from envcheck.lockfile.names import normalize_name
 from envcheck.report import Report, Result, Status, Table
-from envcheck.resolve.lockgraph import Node, read_graph
+from envcheck.resolve.lockgraph import read_graph
 
 MAX_CHAINS = 10
 
 
 def chains_to(
-    target: str, nodes: Mapping[str, Node], roots: Mapping[str, str], limit: int = MAX_CHAINS
+    target: str,
+    nodes: Mapping[str, LockedPackage],
+    roots: Mapping[str, str],
+    limit: int = MAX_CHAINS,
 ) -> list[list[str]]:
     """Shortest chains 'target <- ... <- root entry', one per root that reaches the target.
 
@@ -24,7 +29,7 @@ def chains_to(
     """
     dependents: dict[str, list[str]] = {}
     for n in nodes.values():
-        for d in n.depends:
+        for d in n.requires:
             if d in nodes and d != n.name:
                 dependents.setdefault(d, []).append(n.name)
     nxt: dict[str, str | None] = {target: None}  # toward the target
@@ -56,12 +61,12 @@ def _recipe_roots(recipe_path: Path) -> dict[str, str]:
         roots.setdefault(MatchSpec(entry).name.normalized, f"recipe entry {entry!r}")
     for req in recipe.pip:
         name = req.split(";")[0].split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip()
-        roots.setdefault(name.lower(), f"recipe pip entry {req!r}")
+        roots.setdefault(normalize_name(name), f"recipe pip entry {req!r}")
     return roots
 
 
-def _top_level(nodes: Mapping[str, Node]) -> dict[str, str]:
-    wanted = {d for n in nodes.values() for d in n.depends if d != n.name}
+def _top_level(nodes: Mapping[str, LockedPackage]) -> dict[str, str]:
+    wanted = {d for n in nodes.values() for d in n.requires if d != n.name}
     return {n: "top level (nothing in the lock requires it)" for n in nodes if n not in wanted}
 
 
@@ -132,10 +137,9 @@ def why_not(
         vps = virtual_packages(recipe.system, plat)
         solved = solve_specs(recipe.dependencies, list(channels or recipe.channels), plat, vps)
         nodes = {
-            p.name: Node(p.name, p.version, p.build, "conda", tuple(d.split(" ")[0].split("[")[0]
-                         for d in p.depends))
+            p.name: LockedPackage(p.name, p.version, p.build, "conda", plat, depends=p.depends)
             for p in solved
-        }  # fmt: skip
+        }
         if package not in nodes:
             out.append((plat, [f"{package}: no entry pulls it in (the recipe solves without it)"]))
             continue

@@ -55,7 +55,6 @@ def _size_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-
 def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("expectations")
     g.add_argument(
@@ -65,7 +64,9 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
         help="expectations for this node type from a YAML or TOML file, one key per flag "
         "below (docs/expect/); flags given as well override it, repeatable ones add to it",
     )
-    g.add_argument("--lock", type=Path, metavar="FILE", help="conda-lock file the env must match")
+    g.add_argument("--lock", type=Path, metavar="FILE", help="lock the env must match: a "
+                   "conda-lock file, a pixi.lock (its default environment) or a conda explicit "
+                   "file")  # fmt: skip
     _add_gpu_expectations(g)
     _add_probe_and_health_expectations(g)
     g.add_argument(
@@ -149,7 +150,6 @@ def _add_probe_and_health_expectations(g: argparse._ArgumentGroup) -> None:
     )
 
 
-
 def expect_options_from_args(args: argparse.Namespace) -> ExpectOptions:
     """The expectation flags as given (None where not given); nothing is read yet."""
     return ExpectOptions(
@@ -186,9 +186,9 @@ def expectations_from_options(opts: ExpectOptions) -> Expectations:
         raise BadInput(f"--probe-timeout must be positive, not {probe_timeout:g}")
     locked: tuple[LockedPackage, ...] = ()
     if opts.lock is not None:
-        from envcheck.lockfile.read import read_packages
+        from envcheck.lockfile import read_lock
 
-        locked = read_packages(opts.lock)
+        locked = read_lock(opts.lock).packages
     implied = implied_by_lock(locked)
     libraries = list(opts.libraries) + implied["libraries"]
     cuda = opts.cuda or implied["cuda"]

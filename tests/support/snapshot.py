@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from envcheck.errors import BadInput
-from envcheck.lockfile.read import load_document
+from envcheck.lockfile.document import load_document
 
 _EXTENSIONS = (".conda", ".tar.bz2")
 _BUILD_NUMBER = re.compile(r"_(\d+)$")

@@ -18,151 +18,21 @@ release the record does not cover; info: entries the record says nothing about.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from functools import cache
+from collections.abc import Mapping, Sequence
 
-from envcheck.resolve.record.table import Record, Release, Value, release_key
-
-ERROR, WARN, INFO = "error", "warn", "info"
-# ranges of the `rapids` meta-package's run requirements: a recipe outside them cannot install it
-META_RANGES = ("numpy", "cupy", "numba", "nccl", "ucx")
-# ranges versions.yaml holds for RAPIDS' other environments (notebooks, builds): advice only
-ADVICE_RANGES = ("pandas", "pytorch", "ucx-py", "distributed-ucxx")
-EXACT = ("dask", "distributed", "dask-expr")
-TOOLKITS = ("cudatoolkit", "cuda-version")
-_NUMBER = re.compile(r"\d+(?:\.\d+)*")
-# stands for every release after those the record covers and the recipe names
-LATER = "99.12"
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    severity: str  # error / warn / info
-    message: str
-    entries: tuple[str, ...] = ()  # the recipe entries it is about
-    sources: tuple[str, ...] = ()  # record pointers: path:line
-
-    def line(self) -> str:
-        src = f" [{', '.join(self.sources)}]" if self.sources else ""
-        return f"{self.rule}: {self.message}{src}"
-
-
-@dataclass(frozen=True)
-class Entry:
-    text: str  # as written in the recipe
-    name: str
-    version: str | None  # the match spec's version part, as conda reads it; None = any
-    build: str | None = None  # the build-string part (a glob), None = any
-
-
-def parse_entries(specs: Iterable[str]) -> list[Entry]:
-    from envcheck.resolve.spec import conda_spec
-
-    out = []
-    for s in specs:
-        m = conda_spec(s)
-        version = None if m.version in (None, "*") else m.version
-        build = None if m.build in (None, "*") else m.build
-        out.append(Entry(s, m.name.normalized, version, build))
-    return out
-
-
-def _probes(*specs: str) -> list[str]:
-    """Versions at and just above every bound named in the specs: if two ranges meet, one of
-    these lies in both (a range's lower end is a bound, or just above one)."""
-    out: list[str] = []
-    for spec in specs:
-        for n in _NUMBER.findall(spec):
-            out += [n, f"{n}.0.1", f"{n}.1", f"{n}.99"]
-    return out
-
-
-@cache
-def overlaps(a: str, b: str) -> bool:
-    """Whether some version satisfies both version specs (conda syntax)."""
-    sa, sb = _vspec(a), _vspec(b)
-    for p in _probes(a, b):
-        try:
-            v = _version(p)
-        except Exception:  # noqa: BLE001 - a bound rattler cannot read is no probe
-            continue
-        if sa.matches(v) and sb.matches(v):
-            return True
-    return False
-
-
-def matches(spec: str, version: str) -> bool:
-    return bool(_vspec(spec).matches(_version(version)))
-
-
-@cache
-def _vspec(text: str):  # type: ignore[no-untyped-def]
-    from rattler import VersionSpec
-
-    return VersionSpec(text)
-
-
-@cache
-def _version(text: str):  # type: ignore[no-untyped-def]
-    from rattler import Version
-
-    return Version(text)
-
-
-def release_universe(record: Record) -> frozenset[str]:
-    """Every RAPIDS release a spec could mean: the calendar releases since 21.06 (even months,
-    through the year after the newest the record covers) and LATER, which stands for the rest."""
-    top = max(int(r.split(".")[0]) for r in record.releases) + 1
-    out = {f"{y}.{m:02d}" for y in range(21, top + 1) for m in range(2, 13, 2) if (y, m) >= (21, 6)}
-    return frozenset({*out, LATER})
-
-
-def _probes_in(rel: str, spec: str) -> list[str]:
-    """Versions of release ``rel`` to try a spec on: its patch releases and every bound the
-    spec names inside it (a range can begin or end within a release: '>=22.8.2')."""
-    yy, mm = (int(x) for x in rel.split("."))
-    out = [f"{rel}.00", f"{rel}.01", f"{rel}.02", f"{rel}.99"]
-    for n in _NUMBER.findall(spec):
-        parts = n.split(".")
-        if len(parts) >= 2 and int(parts[0]) == yy and int(parts[1]) == mm:
-            out += [n, f"{n}.0.1", f"{n}.1"]
-    return out
-
-
-def admitted_releases(entry: Entry, universe: frozenset[str]) -> frozenset[str]:
-    """The releases of ``universe`` of which some version satisfies the entry's version."""
-    if entry.version is None:
-        return universe
-    spec = _vspec(entry.version)
-    return frozenset(
-        r for r in universe if any(spec.matches(_version(v)) for v in _probes_in(r, entry.version))
-    )
-
-
-def describe(releases: Iterable[str]) -> str:
-    """'22.08' / '23.08, 23.10 and later releases'."""
-    rels = sorted(releases, key=release_key)
-    later = LATER in rels
-    named = [r for r in rels if r != LATER]
-    text = ", ".join(named[:6]) + (f" ... {named[-1]}" if len(named) > 6 else "")
-    if later:
-        text = f"{text} and later releases" if named else "releases after the record's newest"
-    return text
-
-
-def _admits(spec: str, pin: str) -> bool:
-    """Whether a recipe's spec admits the release's pin ('==2022.7.1' or a range)."""
-    if pin.startswith("==") and "," not in pin:
-        return matches(spec, pin[2:])
-    return overlaps(spec, pin)
-
-
-def _minors(spec: str, versions: Sequence[str]) -> list[str]:
-    """Which of the X.Y versions a Python / CUDA spec admits."""
-    return [v for v in versions if any(matches(spec, p) for p in (v, f"{v}.0", f"{v}.99"))]
+from envcheck.resolve.record.entries import (
+    ADVICE_RANGES,
+    EXACT,
+    META_RANGES,
+    TOOLKITS,
+    Entry,
+    parse_entries,
+)
+from envcheck.resolve.record.finding import ERROR, INFO, WARN, Finding
+from envcheck.resolve.record.release_rules import release_rules, run_pins
+from envcheck.resolve.record.releases import admitted_releases, describe, release_universe
+from envcheck.resolve.record.specs import matches, overlaps
+from envcheck.resolve.record.table import Record, Release, release_key
 
 
 def lint(dependencies: Sequence[str], system: Mapping[str, str], record: Record) -> list[Finding]:
@@ -213,7 +83,7 @@ def lint_admitted(
     per_release = [_one_release(rel, anchor, entries, system, record) for rel in ordered]
     findings = _shared(per_release, f"every release the recipe admits: {describe(common)}")
     told = {"python", *EXACT, "xgboost", *META_RANGES, *ADVICE_RANGES, *TOOLKITS, *names}
-    told |= {name for r in record.releases.values() for _, name, _ in _run_pins(r)}
+    told |= {name for r in record.releases.values() for _, name, _ in run_pins(r)}
     silent = sorted({e.name for e in entries} - told)
     if silent:
         findings.append(
@@ -237,8 +107,8 @@ def _one_release(
         return floor + _uncovered(rel, anchor, system, record)
     patches = _patches(release, entries)
     if not patches:
-        return floor + _release_rules(release, anchor, entries, system)
-    per_patch = [_release_rules(release.at(p), anchor, entries, system) for p in patches]
+        return floor + release_rules(release, anchor, entries, system)
+    per_patch = [release_rules(release.at(p), anchor, entries, system) for p in patches]
     also = f"every patch release the recipe admits: {', '.join(patches)}"
     return floor + _shared(per_patch, also)
 
@@ -386,228 +256,3 @@ def _newest_for(record: Record, glibc: str) -> str:
         if r.get("glibc").known and not matches(f"<{r.get('glibc').value}", glibc)
     ]
     return max(fits, key=release_key) if fits else "no release"
-
-
-def _release_rules(
-    release: Release, anchor: str, entries: Sequence[Entry], system: Mapping[str, str]
-) -> list[Finding]:
-    rel = release.label
-    out: list[Finding] = []
-    by_name = {e.name: e for e in entries}
-
-    def clash(rule: str, sev: str, e: Entry, fact: Value, what: str) -> None:
-        out.append(
-            Finding(
-                rule,
-                sev,
-                f"recipe entry {e.text!r} contradicts RAPIDS {rel} ({anchor!r}): {what}",
-                (anchor, e.text),
-                fact.sources,
-            )
-        )
-
-    for name in EXACT:
-        fact, e = release.get(name), by_name.get(name)
-        if e and e.version and fact.known and not _admits(e.version, str(fact.value)):
-            clash("rapids.pin", ERROR, e, fact, f"the release pins {name} {fact.value}")
-    xgb, e = release.get("xgboost"), by_name.get("xgboost")
-    if e and e.version and xgb.known:
-        want = str(xgb.value).split(" ")[0]
-        if not matches(e.version, want):
-            clash("rapids.pin", ERROR, e, xgb, f"rapids-xgboost {rel} pins xgboost {xgb.value}")
-    required = set()  # names a package the recipe installs requires: advice on them is moot
-    for owner, name, fact in _run_pins(release):
-        e = by_name.get(name)
-        if owner not in by_name and "rapids" not in by_name:
-            continue  # the recipe does not install the package that requires it
-        if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
-            what = f"{owner} {rel} requires {name} {fact.value} ({fact.note})"
-            clash("rapids.range", ERROR, e, fact, what)
-            required.add(name)
-    for names, sev in ((META_RANGES, ERROR), (ADVICE_RANGES, WARN)):
-        for name in names:
-            fact, e = release.get(name), by_name.get(name)
-            if sev == WARN and name in required:
-                continue
-            if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
-                where = "requires" if sev == ERROR else "was built and tested with"
-                clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
-    py, e = release.get("python"), by_name.get("python")
-    if e and e.version and py.known and not _minors(e.version, py.value):
-        clash("rapids.python", ERROR, e, py, f"it was built for Python {', '.join(py.value)}")
-    out += _cuda_rules(release, anchor, by_name, system, clash)
-    out += _build_rules(release, entries, by_name)
-    glibc, floor = system.get("glibc"), release.get("glibc")
-    if glibc and floor.known and matches(f"<{floor.value}", glibc):
-        out.append(
-            Finding(
-                "rapids.glibc",
-                ERROR,
-                f"RAPIDS {rel} needs glibc >= {floor.value} ({floor.note}); the recipe targets "
-                f"glibc {glibc}",
-                (anchor,),
-                floor.sources,
-            )
-        )
-    return out
-
-
-def _run_pins(release: Release) -> list[tuple[str, str, Value]]:
-    """(owner, name, range) of the release's "run:OWNER:NAME" facts: OWNER requires NAME."""
-    out = []
-    for field, fact in release.facts.items():
-        kind, _, rest = field.partition(":")
-        owner, _, name = rest.partition(":")
-        if kind == "run" and name:
-            out.append((owner, name, fact))
-    return out
-
-
-def _cuda_rules(release, anchor, by_name, system, clash) -> list[Finding]:  # type: ignore[no-untyped-def]
-    out: list[Finding] = []
-    majors, builds = release.get("cuda_majors"), release.get("cuda_builds")
-    if not majors.known:
-        return out
-    for name in TOOLKITS:
-        e = by_name.get(name)
-        if not (e and e.version):
-            continue
-        got = [m for m in majors.value if _minors(e.version, [f"{m}.{n}" for n in range(10)])]
-        if not got:
-            clash("rapids.cuda", ERROR, e, majors, f"it ships CUDA {', '.join(majors.value)}.x")
-            continue
-        low = release.get("cuda_min")
-        if low.known and not overlaps(e.version, f">={low.value}"):
-            clash("rapids.cuda", ERROR, e, low, f"it requires CUDA {low.value}+ ({low.note})")
-            continue
-        same_major = [b for b in builds.value if b.split(".")[0] in got]
-        older = [
-            b for b in same_major if not _minors(e.version, [b]) and overlaps(e.version, f"<{b}")
-        ]
-        if older and len(older) == len(same_major):
-            rule = release.get("cuda_rule")
-            out.append(
-                Finding(
-                    "rapids.cuda-build",
-                    WARN,
-                    f"{e.text!r}: RAPIDS {release.version}'s rule is {rule.value} "
-                    f"({rule.cite()}), which this meets, but the release was built with CUDA "
-                    f"{', '.join(same_major)} ({builds.cite()}) and pins cuda-python "
-                    f"{_cuda_python(release)}: an older toolkit is not what it was built for",
-                    (anchor, e.text),
-                    (*rule.sources, *builds.sources),
-                )
-            )
-    drv = system.get("cuda")
-    if drv and not any(matches(f">={m}", drv) for m in majors.value):
-        out.append(
-            Finding(
-                "rapids.cuda",
-                ERROR,
-                f"RAPIDS {release.version} ships CUDA {', '.join(majors.value)}.x; the recipe's "
-                f"target driver supports CUDA {drv}",
-                (anchor,),
-                majors.sources,
-            )
-        )
-    return out
-
-
-_PY_TAG = re.compile(r"(?<![a-z])py(\d)(\d{1,2})(?!\d)")
-_CUDA_TAG = re.compile(r"cuda_?(\d{2})(?!\d)")
-
-
-def _build_rules(
-    release: Release, entries: Sequence[Entry], by_name: Mapping[str, Entry]
-) -> list[Finding]:
-    """A RAPIDS entry's build string names its Python and CUDA ('py39', 'cuda_11'): it must
-    agree with the release and with the recipe's python / toolkit entries."""
-    members = release.get("members")
-    names = {"rapids", *(members.value if members.known else ())}
-    py, majors = release.get("python"), release.get("cuda_majors")
-    out: list[Finding] = []
-    for e in entries:
-        if e.name not in names or not e.build:
-            continue
-        tag = _PY_TAG.search(e.build)
-        if tag:
-            want = f"{tag.group(1)}.{tag.group(2)}"
-            pe = by_name.get("python")
-            if pe and pe.version and not _minors(pe.version, [want]):
-                out.append(_build_clash(e, pe, f"Python {want}", release, ()))
-            elif py.known and want not in py.value:
-                out.append(_build_clash(e, None, f"Python {want}", release, py.sources))
-        tag = _CUDA_TAG.search(e.build)
-        if tag:
-            major = tag.group(1)
-            for name in TOOLKITS:
-                te = by_name.get(name)
-                if (
-                    te
-                    and te.version
-                    and not _minors(te.version, [f"{major}.{n}" for n in range(10)])
-                ):
-                    out.append(_build_clash(e, te, f"CUDA {major}", release, ()))
-            if majors.known and major not in majors.value:
-                out.append(_build_clash(e, None, f"CUDA {major}", release, majors.sources))
-    return out
-
-
-def _build_clash(
-    e: Entry, other: Entry | None, what: str, release: Release, sources: tuple[str, ...]
-) -> Finding:
-    against = (
-        f"the recipe's {other.text!r}"
-        if other
-        else f"RAPIDS {release.version}, which was not built for {what}"
-    )
-    return Finding(
-        "rapids.build",
-        ERROR,
-        f"recipe entry {e.text!r} asks for a build for {what}: it contradicts {against}",
-        (e.text, *((other.text,) if other else ())),
-        sources,
-    )
-
-
-def _cuda_python(release: Release) -> str:
-    v = release.get("cuda-python")
-    if not v.known:
-        return "(unknown)"
-    val = v.value if isinstance(v.value, str) else v.value.get("11", "")
-    return f"{val} ({v.cite()})"
-
-
-def errors(findings: Iterable[Finding]) -> list[Finding]:
-    return [f for f in findings if f.severity == ERROR]
-
-
-_CU_SUFFIX = re.compile(r"^(.+)-cu(\d{2})$")
-
-
-def pip_entries(requirements: Iterable[str], record: Record) -> list[str]:
-    """RAPIDS wheels as the conda entries the rules read: 'cudf-cu12==26.10.*' says cudf
-    26.10.* and CUDA 12 (the wheel's suffix is its CUDA major); dask-cuda keeps its name."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
-    names = record.release_versioned_names() | {"dask-cuda"}
-    out: list[str] = []
-    for text in requirements:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            continue
-        name = canonicalize_name(req.name)
-        m = _CU_SUFFIX.match(name)
-        base = m.group(1) if m else name
-        if base not in names and name not in EXACT and name != "python":
-            continue
-        spec = ",".join(
-            s.version if s.operator == "==" and s.version.endswith(".*") else str(s)
-            for s in req.specifier
-        )
-        out.append(f"{base} {spec}" if spec else base)
-        if m and f"cuda-version {m.group(2)}.*" not in out:
-            out.append(f"cuda-version {m.group(2)}.*")
-    return out

@@ -91,8 +91,8 @@ def _compare(
     for p in locked:
         have = versions.get(p.name)
         if have is None:
-            missing.append(f"{p.name} {p.version}")
-        elif have != p.version:
+            missing.append(f"{p.name} {p.version}".rstrip())
+        elif p.version and have != p.version:  # no version: a package the lock builds (pixi)
             version.append(f"{p.name} {have} (lock {p.version})")
         elif p.build and builds and builds.get(p.name, p.build) != p.build:
             build.append(f"{p.name} {p.version} build {builds[p.name]} (lock {p.build})")

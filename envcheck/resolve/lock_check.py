@@ -1,0 +1,78 @@
+"""``envcheck build --check``: whether each recipe's locks exist and were built from its
+current content, without solving."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlparse
+
+from envcheck.errors import StaleLock
+from envcheck.lockfile.read import read_built_lock
+from envcheck.lockfile.write import lock_paths
+from envcheck.report import Report, Result, Status
+from envcheck.resolve.recipe import Recipe
+from envcheck.resolve.solve import is_local, resolve_channel
+
+
+def _reachable(url: str, timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the channel's host opens (no data is fetched)."""
+    parsed = urlparse(url)
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parsed.hostname or "", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _head(path: Path, lines: int = 5) -> list[str]:
+    with path.open(encoding="utf-8", errors="replace") as f:
+        return [f.readline().rstrip("\n") for _ in range(lines)]
+
+
+def check_one(recipe: Recipe, out: Path) -> Result:
+    """Whether the recipe's lock exists and was built from this exact recipe content."""
+    paths = lock_paths(out, recipe.name, recipe.platforms)
+    check = f"lock {recipe.name}"
+    problem = None
+    if not paths["lock"].exists():
+        problem = f"{paths['lock']} is missing"
+    else:
+        lock = read_built_lock(paths["lock"])
+        if lock.recipe_hash != recipe.content_hash():
+            problem = f"{paths['lock']} is stale: {recipe.path} changed since it was built"
+        else:
+            missing = [str(paths[p]) for p in recipe.platforms if not paths[p].exists()]
+            if missing:
+                problem = f"{', '.join(missing)} missing"
+            else:
+                want = f"# input_hash: {recipe.content_hash()}"
+                stale = [str(paths[p]) for p in recipe.platforms if want not in _head(paths[p])]
+                if stale:
+                    problem = f"{', '.join(stale)} not written with {paths['lock'].name}"
+    if problem is None:
+        return Result(check, Status.PASS, f"{paths['lock']} is up to date", group="build")
+    fix = f"envcheck build {recipe.path} --out {out}"
+    remote = [resolve_channel(c) for c in recipe.channels if not is_local(resolve_channel(c))]
+    unreachable = [u for u in remote if not _reachable(u)]
+    if unreachable:
+        fix = (
+            f"this machine cannot reach {', '.join(unreachable)}: build the lock on a machine "
+            f"that reaches them ({fix}) and commit {out}/ (see docs/build.md)"
+        )
+    return Result(check, Status.FAIL, problem, fix=fix, group="build")
+
+
+def check_all(recipes: Sequence[Recipe], out: Path) -> Report:
+    """``build --check``: the report when every lock is current, else StaleLock naming each."""
+    results = tuple(check_one(r, out) for r in recipes)
+    report = Report("envcheck build --check", results=results, environment={"out": str(out)})
+    if report.status is Status.PASS:
+        return report
+    bad = [r for r in results if r.status is not Status.PASS]
+    raise StaleLock(
+        f"{len(bad)} of {len(results)} locks need a rebuild: "
+        + "; ".join(f"{r.message} (fix: {r.fix})" for r in bad)
+    )
