@@ -165,6 +165,8 @@ def write_reports(report: Report, args: argparse.Namespace) -> None:
 
 def render(report: Report, args: argparse.Namespace) -> None:
     """Write the report files, then print the verb's product or the table."""
+    if not report.shown:
+        return
     write_reports(report, args)
     try:
         _print(report, args)

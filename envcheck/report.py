@@ -79,6 +79,9 @@ class Report:
     code: ExitCode | None = None
     # the verb's product printed as is in place of the table (a recipe, a script, markdown)
     output: str = ""
+    # False: the command line prints and writes nothing for it, only exits with its code (a
+    # verify job rank other than 0: rank 0 prints the job's report)
+    shown: bool = True
 
     @property
     def status(self) -> Status:
