@@ -38,8 +38,8 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("build",): ("envcheck.resolve.command", "solve recipes into conda-lock lockfiles"),
     ("install",): ("envcheck.provision.command", "create an env from a lock, hashes checked"),
     ("image",): ("envcheck.provision.image_command", "build the EL7 image of a lock"),
-    ("diff",): ("envcheck.resolve.diff", "what changed between two lock files"),
-    ("why",): ("envcheck.resolve.why", "which recipe entries pull a package into a lock"),
+    ("diff",): ("envcheck.resolve.diff_command", "what changed between two lock files"),
+    ("why",): ("envcheck.resolve.why_command", "which recipe entries pull a package into a lock"),
     ("recipe", "new"): (
         "envcheck.resolve.record.new",
         "write a recipe pinned from the RAPIDS release record",
