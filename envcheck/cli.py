@@ -41,7 +41,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("diff",): ("envcheck.resolve.diff_command", "what changed between two lock files"),
     ("why",): ("envcheck.resolve.why_command", "which recipe entries pull a package into a lock"),
     ("recipe", "new"): (
-        "envcheck.resolve.record.new",
+        "envcheck.resolve.record.new_command",
         "write a recipe pinned from the RAPIDS release record",
     ),
     ("verify", "node"): ("envcheck.verify.node.command", "check this machine before a GPU job"),
