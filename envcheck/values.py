@@ -79,6 +79,13 @@ def words(value: Any, flag: str) -> tuple[str, ...]:
     return tuple(text(v, flag) for v in items)
 
 
+def sequence(value: Any, flag: str) -> tuple:
+    """A sequence as a tuple; a bare string (its letters) or a non-sequence is refused."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise BadInput(f"{flag} must be a list, not {type(value).__name__} {value!r}")
+    return tuple(value)
+
+
 def choice(value: Any, flag: str, choices: Any) -> str:
     if value not in choices:
         raise BadInput(f"{flag} {value!r} is not one of {', '.join(sorted(choices))}")
