@@ -91,9 +91,7 @@ def build(
 
     options = BuildOptions(
         recipes=_paths(recipe), out=_path(out), check=check, platform=platform,
-        fetch_timeout=fetch_timeout,
-        channel_data=(channel_data,) if isinstance(channel_data, str) else channel_data,
-        lint=lint, try_=(try_,) if isinstance(try_, str) else try_,
+        fetch_timeout=fetch_timeout, channel_data=channel_data, lint=lint, try_=try_,
     )
     with interrupts.scope():
         return run(options)
@@ -177,8 +175,7 @@ def why(
 
     return run(WhyOptions(
         package=package, file=Path(file), not_=not_, recipe=_path(recipe),
-        environment=environment, platform=platform,
-        channel_data=(channel_data,) if isinstance(channel_data, str) else channel_data,
+        environment=environment, platform=platform, channel_data=channel_data,
     ))
 
 
@@ -218,7 +215,7 @@ def slurm_script(
         env=os.fspath(env), lock=os.fspath(lock), protocol=protocol, interface=interface,
         dashboard=dashboard, shared_dir=os.fspath(shared_dir), wait=wait,
         verify_timeout=verify_timeout, smoke=smoke, then=then, then_on=then_on,
-        sbatch=(sbatch,) if isinstance(sbatch, str) else sbatch, job=job, submit=submit,
+        sbatch=sbatch, job=job, submit=submit,
         submit_timeout=submit_timeout,
     )
     with interrupts.scope():

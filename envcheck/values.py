@@ -33,16 +33,6 @@ def seconds(value: Any, flag: str, *, zero: bool = False) -> float:
     return value
 
 
-def whole(value: Any, flag: str, *, least: int = 1, most: int | None = None) -> int:
-    """A whole number from ``least`` to ``most``; a bool, a float or a string is refused."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInput(f"{flag} must be a whole number, not {type(value).__name__} {value!r}")
-    if value < least or (most is not None and value > most):
-        top = f" and at most {most}" if most is not None else ""
-        raise BadInput(f"{flag} {value}: must be {least} or more{top}")
-    return value
-
-
 def control_char(value: str, allowed: str = "") -> str:
     """The first control character in ``value`` (as \\n, \\x1b...), or ''."""
     for ch in value:
@@ -69,14 +59,10 @@ def optional_text(value: Any, flag: str) -> str | None:
 def words(value: Any, flag: str) -> tuple[str, ...]:
     """A sequence of strings as a tuple, each one checked as ``text``. A bare string is refused:
     read as a sequence it would be its letters."""
-    if isinstance(value, (str, bytes)):
-        raise BadInput(f"{flag} must be a list of strings, not the string {value!r}")
-    try:
-        items = tuple(value)
-    except TypeError:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise BadInput(f"{flag} must be a list of strings, not {type(value).__name__} "
-                       f"{value!r}") from None
-    return tuple(text(v, flag) for v in items)
+                       f"{value!r}")
+    return tuple(text(v, flag) for v in value)
 
 
 def sequence(value: Any, flag: str) -> tuple:

@@ -67,9 +67,12 @@ def test_the_api_refuses_what_the_command_line_refuses(call, argv, says, capsys)
 
 @pytest.mark.parametrize(("call", "says"), [
     (lambda: envcheck.recipe_new("22.08", "11.5", "el7", pip="torch"),
-     "--pip must be a list of strings, not str 'torch'"),
+     "--pip must be a list, not str 'torch'"),
     (lambda: envcheck.recipe_new("22.08", "11.5", "el7", targets="A100x8"),
-     "--target must be a list of strings"),
+     "--target must be a list"),
+    (lambda: envcheck.slurm_script(sbatch="--exclusive"), "--sbatch must be a list of strings"),
+    (lambda: envcheck.build("r.yaml", channel_data="file:///ch"),
+     "--channel-data must be a list of strings"),
     (lambda: envcheck.slurm_script(nodes=2.5), "--nodes must be a whole number"),
     (lambda: envcheck.slurm_script(verify_timeout="60"), "--verify-timeout must be a number"),
     (lambda: envcheck.verify_job(timeout="60"), "--timeout must be a number of seconds"),

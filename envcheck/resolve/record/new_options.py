@@ -101,7 +101,8 @@ def _check(opts: Options) -> None:
     for name in _LISTS:
         value = getattr(opts, name)
         if value is not None or name != "libs":
-            value = tuple(_no_control(_string(v, name), name) for v in _sequence(value, name))
+            items = values.sequence(value, flag(name))
+            value = tuple(_no_control(_string(v, name), name) for v in items)
             set_(opts, name, value)
     set_(opts, "out", values.optional_path(opts.out, "--out"))
     if opts.name is not None and not _NAME.match(opts.name):
@@ -113,14 +114,6 @@ def _string(value: object, name: str) -> str:
     if not isinstance(value, str):
         raise BadInput(f"{flag(name)} must be a string, not {type(value).__name__} {value!r}")
     return value
-
-
-def _sequence(value: object, name: str) -> tuple[object, ...]:
-    """A list of strings; a bare string would be read as its letters, so it is refused."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise BadInput(f"{flag(name)} must be a list of strings, not {type(value).__name__} "
-                       f"{value!r}")
-    return tuple(value)  # type: ignore[call-overload]
 
 
 def _no_control(value: str, name: str) -> str:
