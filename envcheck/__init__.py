@@ -11,12 +11,16 @@ __version__ = "0.1.0"
 # public name -> the module that holds it (docs/api.md)
 _LAZY = {
     "build": "envcheck.api",
+    "diff": "envcheck.api",
+    "image": "envcheck.api",
     "install": "envcheck.api",
     "recipe_new": "envcheck.api",
-    "verify_node": "envcheck.verify.api",
-    "verify_cluster": "envcheck.verify.api",
-    "verify_job": "envcheck.verify.api",
-    "verify_ray": "envcheck.verify.api",
+    "slurm_script": "envcheck.api",
+    "verify_cluster": "envcheck.api",
+    "verify_job": "envcheck.api",
+    "verify_node": "envcheck.api",
+    "verify_ray": "envcheck.api",
+    "why": "envcheck.api",
     "Report": "envcheck.report",
     "Result": "envcheck.report",
     "Status": "envcheck.report",
@@ -28,6 +32,55 @@ _LAZY = {
     "ExitCode": "envcheck.errors",
 }
 
+__all__ = [
+    "__version__",
+    "BadInput",
+    "build",
+    "diff",
+    "EnvcheckError",
+    "ExitCode",
+    "image",
+    "install",
+    "recipe_new",
+    "Report",
+    "Result",
+    "slurm_script",
+    "StaleLock",
+    "Status",
+    "Unreachable",
+    "Unsolvable",
+    "verify_cluster",
+    "verify_job",
+    "verify_node",
+    "verify_ray",
+    "why",
+]
+
+TYPE_CHECKING = False  # typing is not imported: `import envcheck` stays cheap
+if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__ loads them
+    from envcheck.api import (
+        build,
+        diff,
+        image,
+        install,
+        recipe_new,
+        slurm_script,
+        verify_cluster,
+        verify_job,
+        verify_node,
+        verify_ray,
+        why,
+    )
+    from envcheck.errors import (
+        BadInput,
+        EnvcheckError,
+        ExitCode,
+        StaleLock,
+        Unreachable,
+        Unsolvable,
+    )
+    from envcheck.report import Report, Result, Status
+
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
@@ -35,16 +88,10 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module 'envcheck' has no attribute {name!r}")
     import importlib
 
-    try:
-        found = importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name != module:
-            raise
-        raise AttributeError(f"envcheck.{name}: this envcheck has no {module}") from None
-    value = getattr(found, name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # the next access is a plain attribute
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    return sorted({*globals(), *_LAZY})

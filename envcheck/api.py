@@ -1,13 +1,19 @@
-"""envcheck from Python: each verb as a function that returns a Report (docs/api.md).
+"""envcheck from Python: every verb as a function with typed keywords, returning a Report
+(docs/api.md).
 
     import envcheck
     report = envcheck.build("recipes/rapids-24.04-el7.yaml", out="locks")
     report = envcheck.install("locks/rapids-24.04-el7.conda-lock.yml", "/opt/envs/rapids")
+    report = envcheck.verify_node(expect_gpus=8, min_gpu_memory="40GiB", skip=("xid",))
     report                       # in Jupyter: a table; report.exit_code(), report.to_json()
 
-The command line calls the same pipelines. Failures raise EnvcheckError subclasses carrying the
-one-line message and the exit code the command would give (``e.exit_code``); nothing here
-exits the process or prints a table.
+Each function builds the Options its command line builds, through the same constructor, so a
+value the command refuses is refused here too (BadInput, exit code 4), and calls the same
+pipeline. Failures raise EnvcheckError subclasses carrying the one-line message and the exit
+code the command would give (``e.exit_code``); nothing here exits the process or prints a table.
+Keywords are the command's flags with underscores (``--with`` is ``with_``, ``--not`` is
+``not_``, ``--try`` is ``try_``); a flag that takes a comma-separated list takes a string so
+written or a sequence of strings.
 """
 
 from __future__ import annotations
@@ -15,134 +21,335 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from envcheck import interrupts
-from envcheck.errors import BadInput
 
 if TYPE_CHECKING:
+    from distributed import Client
+
     from envcheck.report import Report
 
 PathLike = Union[str, "os.PathLike[str]"]
+Words = Union[str, Iterable[str]]  # "a,b" as the flag takes it, or a sequence of strings
+
+__all__ = [
+    "build", "diff", "image", "install", "recipe_new", "slurm_script", "verify_cluster",
+    "verify_job", "verify_node", "verify_ray", "why",
+]
+
+# the expectation keywords every verify function takes (the flags of docs/verify-node.md)
+EXPECT_KEYWORDS = (
+    "expect", "lock", "expect_gpus", "expect_gpu_model", "min_gpu_memory", "allow_busy_gpus",
+    "cuda", "min_glibc", "min_compute_capability", "imports", "libraries", "expect_ucx",
+    "since", "ecc_corrected_threshold", "probe_timeout", "skip",
+)
 
 
-def _paths(value: PathLike | Iterable[PathLike]) -> tuple[Path, ...]:
+def _path(value: PathLike | None) -> Path | None:
+    return None if value is None else Path(value)
+
+
+def _paths(value: PathLike | Iterable[PathLike]) -> Any:
+    """One path or a sequence of them, as a tuple (anything else goes on to be refused)."""
     if isinstance(value, (str, os.PathLike)):
         return (Path(value),)
-    return tuple(Path(v) for v in value)
+    try:
+        return tuple(Path(v) for v in value)
+    except TypeError:
+        return value
 
 
-def _words(value: str | Iterable[str] | None) -> tuple[str, ...]:
-    """A comma-separated string (as the flags take it) or a sequence of names."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return tuple(w.strip() for w in value.split(",") if w.strip())
-    return tuple(value)
+def _words(value: Any) -> Any:
+    """A comma-separated string as the flag splits it; anything else as given (the Options
+    constructor checks it)."""
+    from envcheck.resolve.record.new_options import comma_list
+
+    return comma_list(value) if isinstance(value, str) else value
+
+
+def _expect(given: dict[str, Any]) -> Any:
+    """The expectation keywords among a verify function's arguments, as ExpectOptions."""
+    from envcheck.verify.expect_options import expect_options_from_keywords
+
+    return expect_options_from_keywords({k: given[k] for k in EXPECT_KEYWORDS})
 
 
 def build(
-    recipe: PathLike | Iterable[PathLike],
-    out: PathLike | None = None,
-    *,
-    check: bool = False,
-    platform: str | None = None,
-    fetch_timeout: float | None = None,
-    channel_data: str | Iterable[str] = (),
-    lint: bool = True,
+    recipe: PathLike | Iterable[PathLike], out: PathLike = "locks", *, check: bool = False,
+    platform: str | None = None, fetch_timeout: float = 120.0, channel_data: Iterable[str] = (),
+    lint: bool = True, try_: Iterable[str] = (),
 ) -> Report:
-    """``envcheck build``: solve one recipe (or several) into locks under ``out`` (default
-    ``locks``); with ``check=True`` solve nothing and raise StaleLock when a lock is stale."""
+    """``envcheck build``: solve one recipe (or several) into locks under ``out``; with
+    ``check=True`` solve nothing and raise StaleLock when a lock is stale; ``try_`` solves with
+    each candidate added alone and writes no lock."""
     from envcheck.extras import require_build_extra
 
     require_build_extra("build")
     from envcheck.resolve.build import BuildOptions
-    from envcheck.resolve.build import build as run_build
-    from envcheck.resolve.solve import DEFAULT_FETCH_TIMEOUT_S
+    from envcheck.resolve.build import build as run
 
     options = BuildOptions(
-        recipes=_paths(recipe),
-        out=Path(out) if out is not None else Path("locks"),
-        check=check,
-        platform=platform,
-        fetch_timeout=DEFAULT_FETCH_TIMEOUT_S if fetch_timeout is None else float(fetch_timeout),
-        channel_data=(channel_data,) if isinstance(channel_data, str) else tuple(channel_data),
-        lint=lint,
+        recipes=_paths(recipe), out=_path(out), check=check, platform=platform,
+        fetch_timeout=fetch_timeout, channel_data=channel_data, lint=lint, try_=try_,
     )
-    if not options.recipes:
-        raise BadInput("build: give at least one recipe")
     with interrupts.scope():
-        return run_build(options)
+        return run(options)
 
 
 def install(
-    lock: PathLike,
-    prefix: PathLike,
-    *,
-    platform: str | None = None,
-    cache_dir: PathLike | None = None,
-    force: bool = False,
-    lock_timeout: float = 600.0,
+    lock: PathLike, prefix: PathLike, *, platform: str | None = None,
+    cache_dir: PathLike | None = None, force: bool = False, lock_timeout: float = 600.0,
     fetch_timeout: float = 900.0,
 ) -> Report:
     """``envcheck install``: create ``prefix`` from ``lock``, every package's hash checked."""
     from envcheck.provision.command import InstallOptions, install_lock
 
     options = InstallOptions(
-        lock=Path(lock),
-        prefix=Path(prefix),
-        platform=platform,
-        cache_dir=Path(cache_dir) if cache_dir is not None else None,
-        force=force,
-        lock_timeout=float(lock_timeout),
-        fetch_timeout=float(fetch_timeout),
+        lock=Path(lock), prefix=Path(prefix), platform=platform, cache_dir=_path(cache_dir),
+        force=force, lock_timeout=lock_timeout, fetch_timeout=fetch_timeout,
     )
     with interrupts.scope():
         return install_lock(options)
 
 
+def image(
+    lock: PathLike, os: str, *, tag: str | None = None,  # noqa: A002 - the flag's name
+    builder_image: str | None = None, base_image: str | None = None,
+    platform: str = "linux-64", engine: str | None = None, print_only: bool = False,
+    show_command: bool = True,
+) -> Report:
+    """``envcheck image``: build the EL7 image (``os`` rhel7 or centos7) of ``lock`` with
+    podman, docker or buildah; ``print_only`` writes the build context and gives the command
+    as ``report.output``; ``show_command`` echoes the command on stderr before it runs."""
+    from envcheck.provision.image_options import ImageOptions
+    from envcheck.provision.image_pipeline import build_image
+
+    options = ImageOptions(
+        lock=Path(lock), os_name=os, tag=tag, builder_image=builder_image, base_image=base_image,
+        platform=platform, engine=engine, print_only=print_only, show_command=show_command,
+    )
+    with interrupts.scope():
+        return build_image(options)
+
+
 def recipe_new(
-    rapids: str,
-    cuda: str,
-    os: str,  # noqa: A002 - the flag's name
-    *,
-    out: PathLike | None = None,
-    python: str | None = None,
-    toolkit: str | None = None,
-    libs: str | Iterable[str] | None = None,
-    with_: str | Iterable[str] = (),
-    exclude: str | Iterable[str] = (),
-    exclude_reason: str = "",
-    pip: Iterable[str] = (),
-    name: str | None = None,
-    description: str = "",
-    targets: Iterable[str] = (),
-    channels: str | Iterable[str] | None = None,
+    rapids: str, cuda: str, os: str, *, out: PathLike | None = None,  # noqa: A002 - the flag
+    python: str | None = None, toolkit: str | None = None, libs: Words | None = None,
+    with_: Words = (), exclude: Words = (), exclude_reason: str = "",
+    pip: Iterable[str] = (), name: str | None = None, description: str = "",
+    targets: Iterable[str] = (), channels: Words = ("rapidsai", "conda-forge", "nvidia"),
 ) -> Report:
     """``envcheck recipe new``: a recipe pinned from the RAPIDS release record; its text is
-    ``report.output``, or it is written to ``out``."""
+    ``report.output``, or it is written to ``out``. ``pip`` and ``targets`` are sequences (one
+    requirement, one machine each); a bare string is refused."""
     from envcheck.extras import require_build_extra
 
     require_build_extra("recipe new")
-    from envcheck.resolve.record import new
+    from envcheck.resolve.record.new import recipe_new as run
+    from envcheck.resolve.record.new_options import Options
 
-    if os not in new.OSES:
-        raise BadInput(f"recipe new: os {os!r} is not one of {', '.join(sorted(new.OSES))}")
-    options = new.Options(
-        rapids=rapids,
-        cuda=cuda,
-        os=os,
-        python=python,
-        toolkit=toolkit,
-        libs=None if libs is None else _words(libs),
-        with_=_words(with_),
-        exclude=_words(exclude),
-        exclude_reason=exclude_reason,
-        pip=tuple(pip),
-        name=name,
-        description=description,
-        targets=tuple(targets),
-        channels=new.DEFAULT_CHANNELS if channels is None else _words(channels),
+    options = Options(
+        rapids=rapids, cuda=cuda, os=os, python=python, toolkit=toolkit,
+        libs=None if libs is None else _words(libs), with_=_words(with_),
+        exclude=_words(exclude), exclude_reason=exclude_reason, pip=pip, name=name,
+        description=description, targets=targets, channels=_words(channels), out=_path(out),
     )
     with interrupts.scope():
-        return new.recipe_new(options, Path(out) if out is not None else None)
+        return run(options)
+
+
+def why(
+    package: str, file: PathLike, *, not_: bool = False, recipe: PathLike | None = None,
+    environment: str | None = None, platform: str | None = None,
+    channel_data: Iterable[str] = (),
+) -> Report:
+    """``envcheck why``: the chains from recipe entries to ``package`` in the lock ``file``;
+    with ``not_=True``, ``file`` is a recipe that excludes ``package`` and the chains are those
+    of a solve without the exclusion."""
+    from envcheck.extras import require_build_extra
+
+    require_build_extra("why")
+    from envcheck.resolve.why import why as run
+    from envcheck.resolve.why_options import WhyOptions
+
+    return run(WhyOptions(
+        package=package, file=Path(file), not_=not_, recipe=_path(recipe),
+        environment=environment, platform=platform, channel_data=channel_data,
+    ))
+
+
+def diff(
+    old: PathLike, new: PathLike, *, environment: str | None = None, markdown: bool = False
+) -> Report:
+    """``envcheck diff``: what changed between two lock files, per platform; with
+    ``markdown=True`` the review table is ``report.output``."""
+    from envcheck.extras import require_build_extra
+
+    require_build_extra("diff")
+    from envcheck.resolve.diff import diff as run
+    from envcheck.resolve.diff_options import DiffOptions
+
+    return run(DiffOptions(old=Path(old), new=Path(new), environment=environment,
+                           markdown=markdown))
+
+
+def slurm_script(
+    *, nodes: int = 1, gpus_per_node: int = 1, cpus_per_gpu: int = 1, partition: str = "",
+    time: str = "", account: str = "", job_name: str = "", env: PathLike = "",
+    lock: PathLike = "", protocol: str = "tcp", interface: str = "",
+    dashboard: str = "127.0.0.1:0", shared_dir: PathLike = "", wait: int = 300,
+    verify_timeout: float = 60.0, smoke: str = "all", then: str = "", then_on: str = "warn",
+    sbatch: Iterable[str] = (), job: bool = False, submit: bool = False,
+    submit_timeout: float | None = None,
+) -> Report:
+    """``envcheck slurm script``: the sbatch script (``report.output``) whose Dask cluster (or,
+    with ``job=True``, whose tasks) verify themselves before ``then`` runs; ``submit=True``
+    submits it, waits and returns the job's verify report."""
+    from envcheck.slurm.options import SlurmScriptOptions
+    from envcheck.slurm.pipeline import slurm_script as run
+
+    options = SlurmScriptOptions(
+        nodes=nodes, gpus_per_node=gpus_per_node, cpus_per_gpu=cpus_per_gpu,
+        partition=partition, time=time, account=account, job_name=job_name,
+        env=os.fspath(env), lock=os.fspath(lock), protocol=protocol, interface=interface,
+        dashboard=dashboard, shared_dir=os.fspath(shared_dir), wait=wait,
+        verify_timeout=verify_timeout, smoke=smoke, then=then, then_on=then_on,
+        sbatch=sbatch, job=job, submit=submit,
+        submit_timeout=submit_timeout,
+    )
+    with interrupts.scope():
+        return run(options)
+
+
+# --- verify: each takes the expectation keywords (EXPECT_KEYWORDS) -------------------------
+#
+# expect: an --expect file (YAML or TOML); keywords override it, lists add to it. Values are
+# read as that file's are: min_gpu_memory="40GiB" (or MiB as an int), cuda="12.4" (a string),
+# min_compute_capability="8.0", since="12h" (or seconds), imports/libraries/skip a sequence
+# or "a,b". None (or ()) is not given.
+
+
+def verify_node(
+    *, facts: PathLike | None = None, prefix: PathLike | None = None,
+    save_facts: PathLike | None = None, plugins: bool = True, level: int = 1,
+    load_seconds: float = 4.0, kernel_log: PathLike | None = None,
+    expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
+    expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
+    allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
+    min_compute_capability: str | None = None, imports: Words = (), libraries: Words = (),
+    expect_ucx: bool | None = None, since: str | float | None = None,
+    ecc_corrected_threshold: int | None = None, probe_timeout: float | None = None,
+    skip: Words = (),
+) -> Report:
+    """``envcheck verify node``: this machine (or ``prefix``, an environment whose python
+    collects the facts, or ``facts``, a file saved with ``save_facts``)."""
+    from envcheck.verify.node.options import NodeOptions
+    from envcheck.verify.node.pipeline import verify_node as run
+
+    return run(NodeOptions(
+        expect=_expect(locals()), facts=_path(facts), prefix=_path(prefix),
+        save_facts=_path(save_facts), plugins=plugins, level=level, load_seconds=load_seconds,
+        kernel_log=_path(kernel_log),
+    ))
+
+
+def verify_cluster(
+    client_or_address: Client | str | None = None, *, scheduler_file: PathLike | None = None,
+    tls_ca_file: PathLike | None = None, tls_cert: PathLike | None = None,
+    tls_key: PathLike | None = None, timeout: float = 30.0,
+    smoke: str | Iterable[str] | None = None, smoke_timeout: float = 120.0,
+    bench: bool = False, workers: int | None = None, plugins: bool = True,
+    jobqueue: str | None = None, jobqueue_config: PathLike | None = None,
+    jobqueue_options: Iterable[str] = (), gpus_per_worker: int = 1, debug: bool = False,
+    expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
+    expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
+    allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
+    min_compute_capability: str | None = None, imports: Words = (), libraries: Words = (),
+    expect_ucx: bool | None = None, since: str | float | None = None,
+    ecc_corrected_threshold: int | None = None, probe_timeout: float | None = None,
+    skip: Words = (),
+) -> Report:
+    """``envcheck verify cluster``: facts of every process, cluster and node checks, smoke
+    tests (``smoke``: None or "all", "none", "submit,array" or a collection of ids).
+
+    ``client_or_address``: a live synchronous distributed.Client is used as it is and left
+    open (neither closed nor made the default); a string is a scheduler address (tcp://,
+    tls://, ucx://), connected to and closed after; None starts the embedded default (a
+    LocalCUDACluster with one worker per GPU, else a LocalCluster; ``workers`` sizes it) and
+    shuts it down after. This call blocks; from a coroutine on a running event loop, run it
+    in a thread (asyncio.to_thread).
+    """
+    from envcheck.verify.cluster.options import ClusterOptions
+    from envcheck.verify.cluster.pipeline import verify_client
+    from envcheck.verify.cluster.pipeline import verify_cluster as run
+
+    client = None if isinstance(client_or_address, (str, type(None))) else client_or_address
+    options = ClusterOptions(
+        address=None if client is not None else client_or_address,
+        scheduler_file=_path(scheduler_file), tls_ca_file=_path(tls_ca_file),
+        tls_cert=_path(tls_cert), tls_key=_path(tls_key), timeout=timeout,
+        smoke=smoke, smoke_timeout=smoke_timeout, bench=bench, workers=workers,
+        plugins=plugins, jobqueue=jobqueue, jobqueue_config=_path(jobqueue_config),
+        jobqueue_options=jobqueue_options, gpus_per_worker=gpus_per_worker,
+        expect=_expect(locals()), debug=debug,
+    )
+    if client is None:
+        return run(options)
+    from envcheck.errors import BadInput
+    from envcheck.verify.cluster.scheduler_loss import quiet_dask_logs
+    from envcheck.verify.expect_options import expectations_from_options
+
+    if scheduler_file is not None or jobqueue is not None:
+        raise BadInput("give a client or a scheduler file or a jobqueue, not more than one")
+    if getattr(client, "asynchronous", False):
+        raise BadInput("verify_cluster needs a synchronous Client (Client(..., "
+                       "asynchronous=False)); from a coroutine, call it in a thread")
+    exp = expectations_from_options(options.expect)
+    quiet_dask_logs(options.debug)
+    address = getattr(client.scheduler, "address", "") or ""
+    return verify_client(client, exp, options, described=f"client of {address}")
+
+
+def verify_job(
+    *, timeout: float = 60.0, horovod: bool = False, tensorflow: bool = False,
+    bench: bool = False, debug: bool = False,
+    expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
+    expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
+    allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
+    min_compute_capability: str | None = None, imports: Words = (), libraries: Words = (),
+    expect_ucx: bool | None = None, since: str | float | None = None,
+    ecc_corrected_threshold: int | None = None, probe_timeout: float | None = None,
+    skip: Words = (),
+) -> Report:
+    """``envcheck verify job`` in every task of a parallel launch (a submitit job's function,
+    an srun/torchrun/mpirun task): the group forms from the launcher's environment, rank 0
+    judges, and every task gets a Report with the same exit code (rank 0's is the full report;
+    another rank's holds one ``job.verdict`` result carrying rank 0's line). Bounded by
+    ``timeout`` per step; a rank that never arrives is named."""
+    from envcheck.verify.job.options import JobOptions
+    from envcheck.verify.job.pipeline import verify_job as run
+
+    return run(JobOptions(timeout=timeout, horovod=horovod, tensorflow=tensorflow, bench=bench,
+                          debug=debug, expect=_expect(locals())))
+
+
+def verify_ray(
+    address: str | None = None, *, timeout: float = 60.0, expect_nodes: int | None = None,
+    train: bool = False, train_workers: int | None = None,
+    expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
+    expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
+    allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
+    min_compute_capability: str | None = None, imports: Words = (), libraries: Words = (),
+    expect_ucx: bool | None = None, since: str | float | None = None,
+    ecc_corrected_threshold: int | None = None, probe_timeout: float | None = None,
+    skip: Words = (),
+) -> Report:
+    """``envcheck verify ray``: a Ray cluster at ``address`` (host:port on a node of it, or
+    ray://host:port), or a local one started and shut down when None; ``train`` also runs a
+    Ray Train all-reduce."""
+    from envcheck.verify.ray.pipeline import RayOptions
+    from envcheck.verify.ray.pipeline import verify_ray as run
+
+    return run(RayOptions(address=address, timeout=timeout, expect_nodes=expect_nodes,
+                          train=train, train_workers=train_workers, expect=_expect(locals())))

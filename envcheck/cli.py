@@ -38,10 +38,10 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("build",): ("envcheck.resolve.command", "solve recipes into conda-lock lockfiles"),
     ("install",): ("envcheck.provision.command", "create an env from a lock, hashes checked"),
     ("image",): ("envcheck.provision.image_command", "build the EL7 image of a lock"),
-    ("diff",): ("envcheck.resolve.diff", "what changed between two lock files"),
-    ("why",): ("envcheck.resolve.why", "which recipe entries pull a package into a lock"),
+    ("diff",): ("envcheck.resolve.diff_command", "what changed between two lock files"),
+    ("why",): ("envcheck.resolve.why_command", "which recipe entries pull a package into a lock"),
     ("recipe", "new"): (
-        "envcheck.resolve.record.new",
+        "envcheck.resolve.record.new_command",
         "write a recipe pinned from the RAPIDS release record",
     ),
     ("verify", "node"): ("envcheck.verify.node.command", "check this machine before a GPU job"),
@@ -165,6 +165,8 @@ def write_reports(report: Report, args: argparse.Namespace) -> None:
 
 def render(report: Report, args: argparse.Namespace) -> None:
     """Write the report files, then print the verb's product or the table."""
+    if not report.shown:
+        return
     write_reports(report, args)
     try:
         _print(report, args)

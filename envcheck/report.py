@@ -82,6 +82,9 @@ class Report:
     output: str = ""
     # how it prints: "" the table (or ``output``); "nagios" one Nagios line (nagios_text)
     form: str = ""
+    # False: the command line prints and writes nothing for it, only exits with its code (a
+    # verify job rank other than 0: rank 0 prints the job's report)
+    shown: bool = True
 
     @property
     def status(self) -> Status:

@@ -1,9 +1,9 @@
 """envcheck's Python API (docs/api.md): the verbs as functions returning Reports, errors as
-EnvcheckError subclasses, `import envcheck` cheap, the caller's signal handlers left alone."""
+EnvcheckError subclasses, `import envcheck` cheap, the caller's signal handlers left alone.
+The exported names and keywords are pinned in tests/unit/test_exported_members.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import signal
 import subprocess
@@ -28,22 +28,6 @@ def test_import_envcheck_loads_nothing_else():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["envcheck"]
-
-
-def test_verify_functions_come_from_verify_api_when_it_exists():
-    if importlib.util.find_spec("envcheck.verify.api") is None:
-        with pytest.raises(AttributeError, match="envcheck.verify.api"):
-            envcheck.verify_node  # noqa: B018
-        with pytest.raises(AttributeError, match="envcheck.verify.api"):
-            envcheck.verify_cluster  # noqa: B018
-    else:
-        from envcheck.verify import api
-
-        assert envcheck.verify_node is api.verify_node
-        assert envcheck.verify_cluster is api.verify_cluster
-    with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        envcheck.nope  # noqa: B018
-    assert {"build", "install", "recipe_new", "verify_node", "verify_cluster"} <= set(dir(envcheck))
 
 
 def test_build_returns_a_report_and_writes_the_locks(tmp_path):
@@ -86,3 +70,26 @@ def test_recipe_new_gives_the_recipe_as_output_or_writes_it(tmp_path):
     written = envcheck.recipe_new("22.08", "11.5", "el7", libs=["cudf", "dask-cudf"],
                                   python="3.9", out=out)  # fmt: skip
     assert out.read_text() == report.output and written.output == f"wrote {out}\n"
+
+
+def test_why_diff_slurm_script_and_image_give_what_their_commands_print(tmp_path, capsys):
+    from pathlib import Path
+
+    from envcheck.cli import main
+
+    data = Path(__file__).resolve().parent / "data"
+    old = data / "pangeo_pytorch-notebook_2023-05-19_cd2ce0b.conda-lock.yml"
+    new = data / "pangeo_ml-notebook_2023-10-03_2e817e6.conda-lock.yml"
+    changed = envcheck.diff(old, new, markdown=True)
+    assert main(["diff", str(old), str(new), "--markdown"]) == 0
+    assert capsys.readouterr().out == changed.output and "|" in changed.output
+    chains = envcheck.why("dask", new)
+    assert chains.status is Status.PASS and chains.tables[0].rows
+    assert all("dask" in row[1] for row in chains.tables[0].rows)
+    script = envcheck.slurm_script(nodes=2, gpus_per_node=4, then="python main.py")
+    assert main(["slurm", "script", "--nodes", "2", "--gpus-per-node", "4",
+                 "--then", "python main.py"]) == 0
+    assert capsys.readouterr().out == script.output and script.output.startswith("#!")
+    built = envcheck.image(new, "rhel7", engine="podman", print_only=True)
+    assert built.exit_code() in (ExitCode.OK, ExitCode.NO_ENGINE)
+    assert built.output.startswith("podman build -f ") and "Dockerfile.rhel7" in built.output

@@ -157,9 +157,11 @@ def test_shipped_rapids_recipes_are_what_their_own_command_generates():
         text = path.read_text()
         argv = ["recipe", "new", *command_in(text)]
         args = build_parser(argv).parse_args(argv)
-        from envcheck.resolve.record.new import options
+        from envcheck.resolve.record.new_command import options_from_args
 
-        assert compose(options(args)) == text, f"{path.name}: run scripts/regen-rapids-recipes.sh"
+        assert compose(options_from_args(args)) == text, (
+            f"{path.name}: run scripts/regen-rapids-recipes.sh"
+        )
         recipe = load_recipe(path)
         findings = lint(recipe.dependencies, recipe.system, RECORD)
         assert not [f for f in findings if f.severity == ERROR], path

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envcheck import values
 from envcheck.atomic import check_writable, write_files_atomically
 from envcheck.destinations import check_destination
 from envcheck.errors import BadInput, EnvcheckError, Unsolvable
@@ -49,6 +50,20 @@ class BuildOptions:
     channel_data: tuple[str, ...] = ()  # solve against these channels instead of the recipe's
     lint: bool = True  # refuse pins the RAPIDS release record contradicts
     try_: tuple[str, ...] = ()  # candidates to try one by one (``--try``): writes no lock
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "recipes", tuple(values.path(r, "RECIPE") for r in values.sequence(
+            self.recipes, "RECIPE")))
+        if not self.recipes:
+            raise BadInput("build: give at least one recipe")
+        set_(self, "out", values.path(self.out, "--out"))
+        values.flag(self.check, "--check")
+        values.optional_text(self.platform, "--platform")
+        set_(self, "fetch_timeout", values.seconds(self.fetch_timeout, "--fetch-timeout"))
+        set_(self, "channel_data", values.words(self.channel_data, "--channel-data"))
+        values.flag(self.lint, "lint")
+        set_(self, "try_", values.words(self.try_, "--try"))
 
 
 # --- comparing with the previous lock -----------------------------------------------------

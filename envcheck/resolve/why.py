@@ -1,9 +1,10 @@
 """envcheck why PKG LOCK: the chains from recipe entries to a package; --not PKG RECIPE: which
-entry would pull in a package the recipe excludes (a real solve without the exclusion)."""
+entry would pull in a package the recipe excludes (a real solve without the exclusion).
+
+The pipeline: WhyOptions (why_options.py) -> why() -> Report; the flags are why_command.py."""
 
 from __future__ import annotations
 
-import argparse
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -13,6 +14,7 @@ from envcheck.lockfile.model import LockedPackage
 from envcheck.lockfile.names import normalize_name
 from envcheck.report import Report, Result, Status, Table
 from envcheck.resolve.lockgraph import read_graph
+from envcheck.resolve.why_options import WhyOptions
 
 MAX_CHAINS = 10
 
@@ -78,20 +80,6 @@ def _find_recipe(lock: Path, sources: Sequence[str]) -> Path | None:
     return None
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("package", metavar="PKG")
-    p.add_argument("file", type=Path, metavar="LOCK|RECIPE", help="a lock; with --not, a recipe")
-    p.add_argument("--not", dest="not_", action="store_true",
-                   help="PKG is excluded by RECIPE: solve without the exclusion and show which "
-                   "entry would pull it in")  # fmt: skip
-    p.add_argument("--recipe", type=Path, help="roots are this recipe's entries (default: the "
-                   "recipe the lock names, else the lock's top-level packages)")  # fmt: skip
-    p.add_argument("--environment", help="pixi.lock environment (default: default)")
-    p.add_argument("--platform", help="only this platform")
-    p.add_argument("--channel-data", action="append", metavar="URL",
-                   help="with --not: solve against these channels, not the recipe's")  # fmt: skip
-
-
 def why_lock(
     package: str, lock: Path, recipe: Path | None, environment: str | None, platform: str | None
 ) -> tuple[list[tuple[str, list[str]]], str]:
@@ -147,15 +135,15 @@ def why_not(
     return out
 
 
-def run(args: argparse.Namespace) -> Report:
-    if args.not_:
-        chains = why_not(args.package, args.file, args.platform, args.channel_data)
-        title, roots_from = f"envcheck why --not {args.package}", f"entries of {args.file}"
+def why(opts: WhyOptions) -> Report:
+    if opts.not_:
+        chains = why_not(opts.package, opts.file, opts.platform, opts.channel_data or None)
+        title, roots_from = f"envcheck why --not {opts.package}", f"entries of {opts.file}"
     else:
         chains, roots_from = why_lock(
-            args.package, args.file, args.recipe, args.environment, args.platform
+            opts.package, opts.file, opts.recipe, opts.environment, opts.platform
         )
-        title = f"envcheck why {args.package}"
+        title = f"envcheck why {opts.package}"
     rows = tuple((plat, " <- ".join(c)) for plat, c in chains)
     result = Result(
         "why", Status.PASS, f"{len(rows)} chain(s) from the {roots_from}", group="build"

@@ -1,19 +1,17 @@
 """`envcheck slurm script`: print (or --submit) an sbatch script whose Dask cluster verifies
-itself before the work runs. docs/slurm.md has the script's anatomy."""
+itself before the work runs. docs/slurm.md has the script's anatomy.
+
+This module only parses: flags -> SlurmScriptOptions (options.py) -> pipeline.py -> Report."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import re
-import unicodedata
-from pathlib import Path
 
-from envcheck.errors import BadInput
 from envcheck.flags import seconds
-from envcheck.inputs import check_regular
-from envcheck.report import Report, Result, Status
-from envcheck.slurm.script import DEFAULT_WAIT, VERDICTS, ScriptOptions, render
+from envcheck.report import Report
+from envcheck.slurm.options import SlurmScriptOptions
+from envcheck.slurm.pipeline import slurm_script
+from envcheck.slurm.script import DEFAULT_WAIT, VERDICTS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,16 +56,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="with --submit: cancel the job if it has not ended after S seconds")
 
 
-_TIME = re.compile(r"^(\d+-)?\d+(:\d+){0,2}$")
-# Upper bounds: past them the number is a typo, and it would reach bash arithmetic (64-bit) and
-# Slurm before anything said so. Documented in docs/slurm.md.
-BOUNDS = {"nodes": 100_000, "gpus_per_node": 64, "cpus_per_gpu": 1024, "wait": 7 * 86400,
-          "verify_timeout": 86400.0, "submit_timeout": 30 * 86400.0}
-# Values written into #SBATCH lines: sbatch reads them with its own parser, in which one of
-# these words anywhere on a line splits the job into heterogeneous components.
-_HETJOB = re.compile(r"hetjob|packjob", re.IGNORECASE)
-
-
 def _count(text: str) -> int:
     try:
         return int(text)
@@ -75,106 +63,18 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
-def _control(value: str, allowed: str = "") -> str:
-    """The first control character in `value` (as \\n, \\x1b...), or ''."""
-    for ch in value:
-        if unicodedata.category(ch) == "Cc" and ch not in allowed:
-            return repr(ch)[1:-1]
-    return ""
-
-
-def check_values(args: argparse.Namespace) -> None:
-    """Refuse what cannot be written into the script safely: numbers out of bounds, control
-    characters (a newline would start a new #SBATCH or shell line), hetjob words in #SBATCH
-    values. Everything else is quoted by script.py and lands as inert text."""
-    for name, top in BOUNDS.items():
-        value = getattr(args, name)
-        flag = "--" + name.replace("_", "-")
-        if value is None:
-            continue
-        if not (0 < value <= top):
-            raise BadInput(f"{flag} {value:g}: must be more than 0 and at most {top:g}")
-    sbatch_values = [("--partition", args.partition), ("--account", args.account),
-                     ("--job-name", args.job_name), ("--time", args.time)]
-    sbatch_values += [("--sbatch", v) for v in args.sbatch]
-    others = [("--env", args.env), ("--lock", args.lock), ("--interface", args.interface),
-              ("--dashboard", args.dashboard), ("--shared-dir", args.shared_dir),
-              ("--smoke", args.smoke)]
-    for flag, value in sbatch_values + others:
-        bad = _control(value)
-        if bad:
-            raise BadInput(f"{flag}: control character {bad} in {value!r}: not allowed")
-    for flag, value in sbatch_values:
-        if _HETJOB.search(value):
-            raise BadInput(f"{flag} {value!r}: sbatch reads 'hetjob'/'packjob' in an #SBATCH "
-                           "line as a job separator: not allowed")
-    # --then is a command by design (bash -c runs it): newlines and tabs are part of a
-    # script; other control characters (escape sequences) are not
-    bad = _control(args.then, "\n\t")
-    if bad:
-        raise BadInput(f"--then: control character {bad}: not allowed")
-
-
-# options that shape the Dask cluster only: meaningless (so refused) with --job
-_DASK_ONLY = {"protocol": "tcp", "interface": "", "dashboard": "127.0.0.1:0", "wait": DEFAULT_WAIT,
-              "smoke": "all"}
-
-
-def options_from_args(args: argparse.Namespace, shared_dir: str = "") -> ScriptOptions:
-    check_values(args)
-    if args.job:
-        given = [k for k, default in _DASK_ONLY.items() if getattr(args, k) != default]
-        if given:
-            flags = ", ".join("--" + k.replace("_", "-") for k in given)
-            raise BadInput(f"{flags}: shape the Dask cluster, and --job starts none")
-    if args.time and not _TIME.match(args.time):
-        raise BadInput(f"--time {args.time!r}: use minutes, H:MM:SS or D-HH:MM:SS")
-    for opt in args.sbatch:
-        if not opt.startswith("-"):
-            raise BadInput(f"--sbatch {opt!r}: give an sbatch option, e.g. --constraint=a100")
-    if args.env and not Path(args.env, "bin").is_dir():
-        raise BadInput(f"--env {args.env}: no bin/ there: not an environment prefix")
-    if args.lock:  # verify reads it in the job; a directory or FIFO is named now
-        check_regular(args.lock, "--lock", 512 << 20)
-    return ScriptOptions(
-        nodes=args.nodes,
-        gpus_per_node=args.gpus_per_node,
-        cpus_per_gpu=args.cpus_per_gpu,
-        partition=args.partition,
-        time=args.time,
-        account=args.account,
-        job_name=args.job_name or ("envcheck-job" if args.job else "envcheck-dask"),
-        env=os.path.abspath(args.env) if args.env else "",
-        lock=os.path.abspath(args.lock) if args.lock else "",
-        protocol=args.protocol,
-        interface=args.interface,
-        dashboard=args.dashboard,
-        shared_dir=shared_dir or (os.path.abspath(args.shared_dir) if args.shared_dir else ""),
-        wait=args.wait,
-        verify_timeout=args.verify_timeout,
-        smoke=args.smoke,
-        then=args.then,
-        then_on=args.then_on,
-        extra_sbatch=tuple(args.sbatch),
-        job=args.job,
-    )
+def options_from_args(args: argparse.Namespace) -> SlurmScriptOptions:
+    """The flags as one SlurmScriptOptions: the only place that reads this verb's Namespace."""
+    return SlurmScriptOptions(
+        nodes=args.nodes, gpus_per_node=args.gpus_per_node, cpus_per_gpu=args.cpus_per_gpu,
+        partition=args.partition, time=args.time, account=args.account,
+        job_name=args.job_name, env=args.env, lock=args.lock, protocol=args.protocol,
+        interface=args.interface, dashboard=args.dashboard, shared_dir=args.shared_dir,
+        wait=args.wait, verify_timeout=args.verify_timeout, smoke=args.smoke, then=args.then,
+        then_on=args.then_on, sbatch=tuple(args.sbatch), job=args.job, submit=args.submit,
+        submit_timeout=args.submit_timeout,
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> Report:
-    if not args.submit:
-        if args.submit_timeout is not None:
-            raise BadInput("--submit-timeout needs --submit")
-        return script_report(options_from_args(args))
-    from envcheck.slurm.submit import submit
-
-    shared = Path(os.path.abspath(args.shared_dir or ".envcheck"))
-    script = render(options_from_args(args, str(shared)))
-    return submit(script, shared, args.submit_timeout)
-
-
-def script_report(opts: ScriptOptions) -> Report:
-    """The sbatch script as the report's output (printed as is, nothing else on stdout)."""
-    shape = f"{opts.nodes} node(s) x {opts.gpus_per_node} GPU(s), " + (
-        "verify job on every task" if opts.job else f"a Dask cluster over {opts.protocol}")
-    result = Result("slurm script", Status.PASS, f"sbatch script: {shape}", group="slurm")
-    return Report("envcheck slurm script", results=(result,), output=render(opts))
+    return slurm_script(options_from_args(args))

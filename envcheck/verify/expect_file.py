@@ -9,6 +9,7 @@ unknown keys and wrong types are BadInput naming the key and the file.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
@@ -77,7 +78,7 @@ def _size(v: Any) -> int:
 
 
 def _seconds(v: Any) -> float:
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf:
         return float(v)
     raise Wrong("a positive number of seconds")
 
@@ -87,7 +88,7 @@ def _duration(v: Any) -> float:
         m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", v)
         if m:
             return float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m[2]]
-    elif isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+    elif isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf:
         return float(v)
     raise Wrong('a duration, e.g. "12h", or seconds as a number')
 

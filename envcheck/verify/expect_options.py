@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from os import PathLike, fspath
 from pathlib import Path
 
 from envcheck.errors import BadInput
@@ -22,6 +23,8 @@ from envcheck.verify.expectations import (
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from envcheck.lockfile.model import LockedPackage
 
 # The lock and --expect file readers and the check catalog are imported only when a --lock,
@@ -231,3 +234,31 @@ def _validate_skip(ids: tuple[str, ...]) -> frozenset:
     from envcheck.verify.catalog import validate_skip
 
     return validate_skip(ids)
+
+
+def expect_options_from_keywords(given: dict[str, Any]) -> ExpectOptions:
+    """Keyword arguments (envcheck.verify_node(expect_gpus=8, ...)) read as an --expect file's
+    values are (sizes as "40GiB", versions as strings, lists for imports/libraries/skip), so a
+    script and a file say things alike; ``expect`` is the --expect file. None: not given."""
+    from envcheck.verify.expect_file import KEYS, Wrong
+
+    readers = {field: (key, read) for key, (field, read) in KEYS.items()}
+    out: dict[str, Any] = {}
+    for name, value in given.items():
+        if value is None or (name in ("imports", "libraries", "skip") and value == ()):
+            continue
+        if name == "expect":
+            out["file"] = Path(value)
+            continue
+        _, read = readers[name]
+        if name == "lock" and isinstance(value, PathLike):
+            value = fspath(value)
+        if name in ("imports", "libraries", "skip") and isinstance(value, (tuple, set, frozenset)):
+            value = sorted(value) if isinstance(value, (set, frozenset)) else list(value)
+        try:
+            out[name] = read(value)
+        except Wrong as e:
+            raise BadInput(f"{name} must be {e}, not {type(value).__name__} {value!r}") from None
+    if isinstance(out.get("lock"), str):
+        out["lock"] = Path(out["lock"])
+    return ExpectOptions(**out)

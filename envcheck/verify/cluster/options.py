@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envcheck import values
 from envcheck.errors import BadInput
 from envcheck.verify.cluster.connect import DEFAULT_TIMEOUT
 from envcheck.verify.expectations import ExpectOptions
@@ -62,10 +63,10 @@ class ClusterOptions:
         self._validate()
 
     def _validate(self) -> None:
-        if self.timeout <= 0:
-            raise BadInput(f"--timeout must be positive, not {self.timeout:g}")
-        if self.smoke_timeout <= 0:
-            raise BadInput(f"--smoke-timeout must be positive, not {self.smoke_timeout:g}")
+        set_ = object.__setattr__
+        set_(self, "timeout", values.seconds(self.timeout, "--timeout"))
+        set_(self, "smoke_timeout", values.seconds(self.smoke_timeout, "--smoke-timeout"))
+        set_(self, "jobqueue_options", values.words(self.jobqueue_options, "--jobqueue-option"))
         if self.address is not None and self.scheduler_file:
             raise BadInput("give a scheduler address or --scheduler-file, not both")
         if self.jobqueue:

@@ -1,6 +1,7 @@
 """`envcheck verify job`: run as every task of a parallel launch (srun, torchrun, mpirun,
 horovodrun); rank 0 judges every rank's facts and prints the report; every rank exits with
 rank 0's verdict, so `srun envcheck verify job && srun python main.py` means what it says.
+This module only parses: flags -> JobOptions (options.py) -> pipeline.py -> Report.
 
 Steps, each bounded by --timeout: the roll call on the rendezvous store (who arrived), the gloo
 group, every rank's facts (all_gather_object), the known-answer all-reduces (gloo; NCCL when
@@ -12,22 +13,12 @@ its imports never import dask or distributed: jobs without Dask run it.
 from __future__ import annotations
 
 import argparse
-import os
 
-from envcheck.errors import BadInput, ExitCode
 from envcheck.flags import seconds
 from envcheck.report import Report
-from envcheck.verify.expect_options import (
-    add_expectation_arguments,
-    expect_options_from_args,
-    expectations_from_options,
-)
-from envcheck.verify.job import group as grp
-from envcheck.verify.job.horovod_job import wanted
-from envcheck.verify.job.launch import launch_info
-from envcheck.verify.job.run import JobRun
-
-DEFAULT_TIMEOUT = 60.0
+from envcheck.verify.expect_options import add_expectation_arguments, expect_options_from_args
+from envcheck.verify.job.options import DEFAULT_TIMEOUT, JobOptions
+from envcheck.verify.job.pipeline import verify_job
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,26 +54,16 @@ def run(args: argparse.Namespace) -> Report | int:
         from envcheck.verify.catalog import list_report
 
         return list_report("job")
-    if args.timeout <= 0:
-        raise BadInput(f"--timeout must be positive, not {args.timeout:g}")
-    launch = launch_info(os.environ)
-    exp = expectations_from_options(expect_options_from_args(args))
-    debug = bool(getattr(args, "debug", False))
-    if not debug:  # c10d's own warnings about the broken group: the report says it once
-        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
-    try:
-        import torch.distributed  # noqa: F401 - the group needs it; say so in one line
-    except ImportError as e:
-        raise BadInput(f"verify job needs torch in this environment ({e})") from None
-    job = JobRun(launch, exp, args.timeout, debug=debug,
-                 horovod=wanted(os.environ, bool(getattr(args, "horovod", False))),
-                 tensorflow=bool(getattr(args, "tensorflow", False)),
-                 bench=bool(getattr(args, "bench", False)))
-    outcome = job.run()
-    if isinstance(outcome, Report):
-        return outcome
-    code, line = outcome
-    if debug or (line and code == ExitCode.ERROR and not job.heard_rank0):
-        grp.debug_line(launch, line or f"exit {code}")
-    return code
+    return verify_job(options_from_args(args))
 
+
+def options_from_args(args: argparse.Namespace) -> JobOptions:
+    """The flags as one JobOptions: the only place that reads this verb's Namespace."""
+    return JobOptions(
+        timeout=args.timeout,
+        horovod=bool(getattr(args, "horovod", False)),
+        tensorflow=bool(getattr(args, "tensorflow", False)),
+        bench=bool(getattr(args, "bench", False)),
+        debug=bool(getattr(args, "debug", False)),
+        expect=expect_options_from_args(args),
+    )

@@ -71,8 +71,8 @@ class JobRun:
 
     # --- the steps --------------------------------------------------------------------------
 
-    def run(self) -> Report | tuple[int, str]:
-        """Rank 0: the Report. Other ranks: (exit code, one line) from rank 0's verdict."""
+    def run(self) -> Report:
+        """Rank 0: the Report. Other ranks: a Report of rank 0's verdict, not shown."""
         try:
             return self._run()
         finally:
@@ -80,7 +80,7 @@ class JobRun:
             if self.rv is not None:
                 self.rv.stop()
 
-    def _run(self) -> Report | tuple[int, str]:
+    def _run(self) -> Report:
         launch, rank0 = self.launch, self.launch.rank == 0
         self.watchdog.arm(self.timeout + GRACE, "reaching rank 0's rendezvous")
         try:
@@ -88,7 +88,7 @@ class JobRun:
         except grp.GroupError as e:
             if rank0:
                 return self._report([_err("job.rendezvous", str(e))])
-            return int(ExitCode.ERROR), str(e)
+            return self._verdict(int(ExitCode.ERROR), str(e))
         self.launch = rv.launch  # a derived port: the candidate rank 0 answered on
         self.heard_rank0 = True
         grp.arrive(rv)
@@ -110,7 +110,7 @@ class JobRun:
                 return self._report(self._diagnose(e))
             return self._verdict_or_error(e.step)
 
-    def _steps(self) -> Report | tuple[int, str]:
+    def _steps(self) -> Report:
         rv = self.rv
         assert rv is not None
         dist = self._step("forming the gloo group",
@@ -226,15 +226,24 @@ class JobRun:
             time.sleep(0.05)
         return list(rv.get_json("roll"))
 
-    def _verdict_or_error(self, step: str) -> tuple[int, str]:
+    def _verdict_or_error(self, step: str) -> Report:
         assert self.rv is not None
         self.watchdog.arm(self.timeout + GRACE, "waiting for rank 0's verdict")
         try:
-            return grp.await_verdict(self.rv, self.timeout + grp.STALE + 2)
+            return self._verdict(*grp.await_verdict(self.rv, self.timeout + grp.STALE + 2))
         except Exception as e:
             self.heard_rank0 = False
-            return int(ExitCode.ERROR), (f"{step}: rank 0 ({self.launch.master_addr}) is gone "
-                                         f"or silent: {first_line(e)}")
+            return self._verdict(int(ExitCode.ERROR), f"{step}: rank 0 "
+                                 f"({self.launch.master_addr}) is gone or silent: {first_line(e)}")
+
+    def _verdict(self, code: int, line: str) -> Report:
+        """A rank other than 0: rank 0's verdict (or why there is none), one result, not shown
+        (the command line prints and writes nothing for it)."""
+        status = {ExitCode.OK: Status.PASS, ExitCode.WARN: Status.WARN,
+                  ExitCode.FAIL: Status.FAIL}.get(ExitCode(code), Status.ERROR)
+        result = Result("job.verdict", status, line or f"rank 0 ended with exit {code}",
+                        node=f"rank {self.launch.rank}", group="job")
+        return Report(title="verify job", code=ExitCode(code), results=(result,), shown=False)
 
     def _missing(self, missing: list[int]) -> Report:
         rv = self.rv

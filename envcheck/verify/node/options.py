@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from envcheck import values
 from envcheck.errors import BadInput
 from envcheck.record import field, frozen
 from envcheck.verify.expectations import ExpectOptions
@@ -23,7 +24,7 @@ class NodeOptions:
     def __post_init__(self) -> None:
         if self.level not in (1, 2, 3):
             raise BadInput(f"--level must be 1, 2 or 3, not {self.level}")
-        if self.load_seconds <= 0:
-            raise BadInput(f"--load-seconds must be positive, not {self.load_seconds:g}")
+        object.__setattr__(self, "load_seconds",
+                           values.seconds(self.load_seconds, "--load-seconds"))
         if self.facts and self.prefix:
             raise BadInput("give --facts or --prefix, not both")

@@ -7,6 +7,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
+from envcheck import values
 from envcheck.errors import BadInput
 from envcheck.report import Report, Table
 from envcheck.verify.expect_options import expectations_from_options
@@ -28,8 +29,7 @@ class RayOptions:
     expect: ExpectOptions = field(default_factory=ExpectOptions)
 
     def __post_init__(self) -> None:
-        if not self.timeout > 0:
-            raise BadInput(f"--timeout must be positive, not {self.timeout:g}")
+        object.__setattr__(self, "timeout", values.seconds(self.timeout, "--timeout"))
         if self.expect_nodes is not None and self.expect_nodes < 1:
             raise BadInput(f"--expect-nodes must be 1 or more, not {self.expect_nodes}")
         if self.train_workers is not None and self.train_workers < 1:

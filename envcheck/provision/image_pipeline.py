@@ -1,0 +1,61 @@
+"""`envcheck image`: ImageOptions -> the EL7 image of a lock, built with podman, docker or
+buildah -> Report. The flags are image_command.py; the Dockerfiles and build arguments image.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from envcheck.errors import EnvcheckError, ExitCode
+from envcheck.provision.image_options import ImageOptions
+from envcheck.report import Report, Result, Status
+
+
+class ImageBuildFailed(EnvcheckError):
+    exit_code = ExitCode.FAIL
+
+
+def build_image(opts: ImageOptions) -> Report:
+    """Build the image; with ``print_only`` or no engine here, the command that would (exit 8
+    when no engine: the command is the report's output, to run where one is installed)."""
+    from envcheck.provision.image import find_engine, plan_image, shell_line, write_context
+
+    build = plan_image(
+        opts.os_name,
+        opts.lock,
+        opts.tag,
+        builder_image=opts.builder_image,
+        base_image=opts.base_image,
+        platform=opts.platform,
+    )
+    engine = find_engine(opts.engine)
+    title = "envcheck image"
+    if engine is None or opts.print_only:
+        context = write_context(build, Path(tempfile.mkdtemp(prefix="envcheck-image-")) / "ctx")
+        line = shell_line(build.command(engine or "podman", context)) + "\n"
+        if engine is None:
+            which = opts.engine or "podman, docker or buildah"
+            missing = f"{which} not found: run the printed command where one is installed"
+            result = Result("image", Status.ERROR, missing, group="image")
+            return Report(title, results=(result,), code=ExitCode.NO_ENGINE, output=line)
+        result = Result("image", Status.PASS, f"build context {context}", group="image")
+        return Report(title, results=(result,), output=line)
+    with tempfile.TemporaryDirectory(prefix="envcheck-image-") as tmp:
+        context = write_context(build, Path(tmp) / "ctx")
+        cmd = build.command(engine, context)
+        if opts.show_command:
+            print(shell_line(cmd), file=sys.stderr)
+        done = subprocess.run(cmd, check=False)
+    if done.returncode != 0:
+        raise ImageBuildFailed(
+            f"{engine} build of {build.tag} from {opts.lock} failed (exit {done.returncode}); "
+            "the build output above names the step (a damaged package is named with both hashes)"
+        )
+    message = (
+        f"built {build.tag} ({opts.os_name}) from {opts.lock} "
+        f"(lock sha256 {build.build_args['LOCK_SHA256'][:12]}) with {engine}"
+    )
+    result = Result("image", Status.PASS, message, group="image")
+    return Report(title, results=(result,), environment={"tag": build.tag}, output=message + "\n")

@@ -1,0 +1,97 @@
+"""The Python API refuses what the command line refuses: both build the verb's Options through
+the same constructor, so a bad value is BadInput (exit 4) from either, before any work."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import envcheck
+from envcheck.cli import main
+from envcheck.errors import BadInput, ExitCode
+
+
+def _cli(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as e:  # argparse's own refusals (a flag's type) exit 4 too
+        return int(e.code)
+
+
+# (api call, the command line saying the same, what the API's message says)
+CASES = [
+    (lambda: envcheck.recipe_new("22.08", "11.5", "el7", description="a\nname: evil"),
+     ["recipe", "new", "--rapids", "22.08", "--cuda", "11.5", "--os", "el7",
+      "--description", "a\nname: evil"], "--description: control character '\\\\n'"),
+    (lambda: envcheck.recipe_new("22.08", "11.5", "el7", with_="numpé"),
+     ["recipe", "new", "--rapids", "22.08", "--cuda", "11.5", "--os", "el7", "--with", "numpé"],
+     "--with 'numpé': not a conda package spec"),
+    (lambda: envcheck.recipe_new("22.08", "11.5", "el6"),
+     ["recipe", "new", "--rapids", "22.08", "--cuda", "11.5", "--os", "el6"], "el6"),
+    (lambda: envcheck.slurm_script(nodes=0),
+     ["slurm", "script", "--nodes", "0"], "--nodes 0: must be more than 0"),
+    (lambda: envcheck.slurm_script(partition="gpu\n#SBATCH --x"),
+     ["slurm", "script", "--partition", "gpu\n#SBATCH --x"], "--partition: control character"),
+    (lambda: envcheck.slurm_script(job=True, protocol="ucx"),
+     ["slurm", "script", "--job", "--protocol", "ucx"], "--job starts none"),
+    (lambda: envcheck.slurm_script(verify_timeout=math.nan),
+     ["slurm", "script", "--verify-timeout", "nan"], "--verify-timeout nan"),
+    (lambda: envcheck.verify_job(timeout=math.inf),
+     ["verify", "job", "--timeout", "inf"], "--timeout inf: seconds must be a finite number"),
+    (lambda: envcheck.verify_job(timeout=0),
+     ["verify", "job", "--timeout", "0"], "--timeout must be positive"),
+    (lambda: envcheck.verify_ray(timeout=math.nan),
+     ["verify", "ray", "--timeout", "nan"], "--timeout nan: seconds must be a finite number"),
+    (lambda: envcheck.verify_cluster(timeout=-1.0),
+     ["verify", "cluster", "--timeout", "-1"], "--timeout must be positive"),
+    (lambda: envcheck.verify_node(load_seconds=math.inf),
+     ["verify", "node", "--load-seconds", "inf"], "--load-seconds inf"),
+    (lambda: envcheck.verify_node(level=7),
+     ["verify", "node", "--level", "7"], "--level must be 1, 2 or 3"),
+    (lambda: envcheck.build("r.yaml", fetch_timeout=math.nan),
+     ["build", "r.yaml", "--fetch-timeout", "nan"], "--fetch-timeout nan"),
+    (lambda: envcheck.image("x.lock", "el6"),
+     ["image", "x.lock", "--os", "el6"], "--os 'el6' is not one of centos7, rhel7"),
+]
+
+
+@pytest.mark.parametrize(("call", "argv", "says"), CASES,
+                         ids=[" ".join(c[1][:3]) for c in CASES])
+def test_the_api_refuses_what_the_command_line_refuses(call, argv, says, capsys):
+    with pytest.raises(BadInput, match=says):
+        call()
+    assert _cli(argv) == ExitCode.BAD_INPUT
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("call", "says"), [
+    (lambda: envcheck.recipe_new("22.08", "11.5", "el7", pip="torch"),
+     "--pip must be a list, not str 'torch'"),
+    (lambda: envcheck.recipe_new("22.08", "11.5", "el7", targets="A100x8"),
+     "--target must be a list"),
+    (lambda: envcheck.slurm_script(sbatch="--exclusive"), "--sbatch must be a list of strings"),
+    (lambda: envcheck.build("r.yaml", channel_data="file:///ch"),
+     "--channel-data must be a list of strings"),
+    (lambda: envcheck.slurm_script(nodes=2.5), "--nodes must be a whole number"),
+    (lambda: envcheck.slurm_script(verify_timeout="60"), "--verify-timeout must be a number"),
+    (lambda: envcheck.verify_job(timeout="60"), "--timeout must be a number of seconds"),
+    (lambda: envcheck.verify_job(timeout=True), "--timeout must be a number of seconds"),
+    (lambda: envcheck.verify_job(probe_timeout=math.inf), "probe_timeout must be a positive"),
+    (lambda: envcheck.verify_node(expect_gpus="8"), "expect_gpus must be an integer"),
+    (lambda: envcheck.verify_node(cuda=12.4), "cuda must be a version as a quoted string"),
+    (lambda: envcheck.verify_cluster(jobqueue_options="a=b"), "--jobqueue-option must be a list"),
+    (lambda: envcheck.diff("a.lock", "b.lock", markdown="yes"), "--markdown must be True"),
+    (lambda: envcheck.why("x\ny", "a.lock"), "PKG: control character"),
+    (lambda: envcheck.build([]), "give at least one recipe"),
+])
+def test_values_only_python_can_give_are_refused_not_misread(call, says):
+    """What no flag can spell (a string for a list, a float for a count) is refused by the
+    same constructor, never read as something else (pip="torch" as t, o, r, c, h)."""
+    with pytest.raises(BadInput, match=says):
+        call()
+
+
+def test_a_keyword_no_verb_takes_is_a_type_error():
+    with pytest.raises(TypeError, match="expect_gpu"):
+        envcheck.verify_node(expect_gpu=8)  # type: ignore[call-arg]
