@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from envcheck import __version__, early
+from envcheck import __version__
 from envcheck.errors import EnvcheckError, ExitCode
 
 TYPE_CHECKING = False  # typing itself is not imported: `envcheck --version` stays cheap
@@ -206,7 +206,6 @@ def main(argv: list[str] | None = None) -> int:
 
     debug = "--debug" in argv
     restore = interrupts.install()
-    discard = early.start(argv)  # started already by envcheck.entry.main: taken over
     try:
         return _main(argv)
     except KeyboardInterrupt as e:  # also Terminated (SIGTERM): every finally has run
@@ -217,7 +216,6 @@ def main(argv: list[str] | None = None) -> int:
         return interrupts.exit_for(e, quiet=program and not debug)
     finally:
         interrupts.commit()  # the outcome is decided: a late Ctrl-C changes nothing
-        discard()
         restore()
         if program:
             _leave_objects_to_exit()
