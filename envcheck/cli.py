@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _leave_objects_to_exit() -> None:
     """The process is about to end: the interpreter's collections at exit would walk every
-    object the imports made (5-10 ms of a 100 ms `verify node`) only to find them alive.
+    object the imports made only to find them alive.
     Frozen, they are skipped; reference counting still frees them at exit, and only garbage
     in reference cycles goes unfinalized, which Python's exit never promises to finalize."""
     import gc

@@ -213,7 +213,7 @@ def _rewrite(path: Path, wrote: str, url: str) -> None:
 
     The record is in the staging tree, which nobody sees before the swap (a write cut short
     fails the install and the tree is removed): no temporary file and rename, which on ext4
-    flushes the file's data (auto_da_alloc) and cost 0.7 ms a record. A record with other
+    flushes the file's data (auto_da_alloc). A record with other
     links (rattler made every one new) is replaced, not written through."""
     fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
     with os.fdopen(fd, "r+b") as f:

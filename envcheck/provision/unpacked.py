@@ -266,7 +266,7 @@ def _restat(folder: Path, entries: Walk) -> Walk | None:
 
 def _overwrite(path: Path, text: str) -> None:
     """Write a digest marker in place: a rename over the old one makes ext4 flush it
-    (auto_da_alloc, 0.1 ms a marker). A marker cut short or mixed with the old one matches no
+    (auto_da_alloc). A marker cut short or mixed with the old one matches no
     walk: that folder is checked in full next time, never trusted by mistake."""
     data = text.encode()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
