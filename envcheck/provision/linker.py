@@ -148,7 +148,11 @@ class Linker:
         try:
             if kind is None:  # every job answered: told there are no more, the child leaves
                 self.finish()
-                self._reap(True)
+                try:
+                    self._reap(True)
+                except BaseException:  # a signal while waiting: the child is ended, not left
+                    self.stop()
+                    raise
             else:
                 self.stop()
         finally:
