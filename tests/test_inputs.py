@@ -167,9 +167,9 @@ def test_the_kernel_log_reader_stops_at_its_cap_on_a_file_without_newlines(tmp_p
 
 @pytest.mark.parametrize("kind", ["fifo", "zero", "directory", "huge"])
 def test_the_linker_childs_lock_reader_refuses_what_is_not_a_lock_file(tmp_path, kind):
-    """`envcheck install` forks its linker child before it reads the lock, and the child reads
-    the lock named on the command line itself: it must refuse at once, as envcheck does, not
-    block on a FIFO or fill its memory from a device while envcheck gets to its own check."""
+    """A linker child started as a fresh interpreter reads the lock named on the command line
+    itself: it must refuse at once, as envcheck does, not block on a FIFO or fill its memory
+    from a device."""
     from envcheck.provision._link_child import _read_lock
 
     p = hostile(tmp_path, kind)
@@ -180,9 +180,8 @@ def test_the_linker_childs_lock_reader_refuses_what_is_not_a_lock_file(tmp_path,
 
 
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
-def test_install_of_what_is_not_a_lock_file_ends_its_early_linker_child(tmp_path, kind):
-    """The whole CLI, whose linker child is forked before the lock is read: one line, exit 4,
-    at once, and no child of the envcheck process left behind."""
+def test_install_of_what_is_not_a_lock_file_is_refused_at_once(tmp_path, kind):
+    """The whole CLI: one line, exit 4, at once, and no child of the envcheck process."""
     import subprocess
     import sys
 

@@ -705,79 +705,49 @@ def _run_code(code: str) -> list[str]:
     return done.stdout.split("\n")
 
 
-@pytest.mark.parametrize("ahead", [True, False], ids=["lock-read-ahead", "lock-read-on-plan"])
-def test_a_prestarted_linker_child_links_the_lock_and_refuses_one_changed_after_it_was_read(
-    tmp_path: Path, ahead: bool
+def test_a_started_linker_child_refuses_a_lock_changed_after_envcheck_read_it(
+    tmp_path: Path,
 ) -> None:
-    # the CLI forks its linker before it reads the lock; the install adopts that child, which
-    # reads the lock itself (ahead, as soon as py-rattler is in, when prestart names it) and
-    # must find the sha256 envcheck read
+    # a process with other threads starts a fresh interpreter as its linker child, which reads
+    # the lock again on its plan job: it must find the sha256 envcheck read, or refuse every job
     lock = _tiny_lock(tmp_path)
-    start = "lock, 'linux-64', cache" if ahead else ""
-    head = f"""
-import os, time
+    code = f"""
+import threading, time
 from pathlib import Path
 from envcheck.errors import EnvcheckError
-from envcheck.provision import install, linker
+from envcheck.provision import linker
 from envcheck.provision.plan import read_plan
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
 lock, cache = Path({str(lock)!r}), Path({str(tmp_path / "cache")!r})
-linker.prestart({start})
-early = linker._EARLY[0][0]
-
-def child_waits_for_a_job():  # its warm-up (and the lock read ahead) is over
-    deadline = time.monotonic() + 120
-    while "pipe" not in Path(f"/proc/{{early}}/wchan").read_text():
-        assert time.monotonic() < deadline, "the linker child never got ready"
-        time.sleep(0.01)
-"""
-    if ahead:  # the child read the lock before the change, envcheck after
-        change_then_read = """
-child_waits_for_a_job()
-lock.write_bytes(lock.read_bytes() + b"# changed after the child read it\\n")
-plan = read_plan(lock, "linux-64")
-"""
-    else:  # envcheck read the lock before the change, the child after (on the plan job)
-        change_then_read = """
 plan = read_plan(lock, "linux-64")
 lock.write_bytes(lock.read_bytes() + b"# changed after envcheck read it\\n")
-"""
-    same = head + f"""
-plan = read_plan(lock, "linux-64")
-install.install(plan, Path({str(tmp_path / "env")!r}), cache)
-print(not linker._EARLY)  # adopted by the install's Linker
-"""
-    assert _run_code(same)[0] == "True"
-    assert (tmp_path / "env" / "share" / "tiny" / "a.txt").read_text() == "tiny\n"
-    changed = head + change_then_read + """
 with linker.Linker(plan, cache) as child:
-    print(child.pid == early)
-    try:
-        child.run({"op": "extract", "items": []}, "unpacking")
-    except EnvcheckError as e:
-        print(e.message)
+    for _ in range(2):
+        try:
+            child.run({{"op": "extract", "items": []}}, "unpacking")
+        except EnvcheckError as e:
+            print(e.message)
+    print(b"envcheck.provision._link_child" in Path(f"/proc/{{child.pid}}/cmdline").read_bytes())
 """
-    adopted, message = _run_code(changed)[:2]
-    assert adopted == "True"
-    assert message == f"unpacking failed: {lock} changed while envcheck read it", message
+    first, second, started = _run_code(code)[:3]
+    assert started == "True"
+    assert first == second == f"unpacking failed: {lock} changed while envcheck read it", first
 
 
-def test_the_plan_made_of_the_linker_childs_reading_is_read_plans(tmp_path: Path) -> None:
-    # `envcheck install` takes its plan from what the linker child read (py-rattler imported
-    # there only): the same sha256, records, packages and archive paths as read_plan's
+def test_the_linker_childs_reading_of_the_lock_is_read_plans(tmp_path: Path) -> None:
+    # a started linker child reads the lock itself: the same sha256 and records as envcheck's
+    # plan, and the archive paths envcheck's fetch checked
     from envcheck.provision import _link_child
     from envcheck.provision.fetch import cache_path
-    from envcheck.provision.plan import plan_of, read_plan
+    from envcheck.provision.plan import read_plan
 
     data = Path(__file__).parent / "data"
     real = ["holoviz_holoviews_fb85eeb_pixi.lock",  # pixi.lock, 478 linux-64 packages
             "pangeo_ml-notebook_2023-10-03_2e817e6.conda-lock.yml"]  # conda-lock, 682  # fmt: skip
     for lock in (_tiny_lock(tmp_path), *(data / name for name in real)):
-        plan = read_plan(lock, "linux-64")  # the in-process reading, as the API makes it
-        sha256, mine, rows = _link_child._read_lock(str(lock), "linux-64")
-        reading = json.loads(json.dumps({"sha256": sha256, "platform": "linux-64", "rows": rows}))
-        made = plan_of(lock, reading)
-        assert (made.lock_sha256, made.platform) == (plan.lock_sha256, plan.platform)
-        assert (made.conda, made.pip) == (plan.conda, plan.pip) and made.conda
+        plan = read_plan(lock, "linux-64")
+        sha256, mine = _link_child._read_lock(str(lock), "linux-64")
+        assert (sha256, mine.platform) == (plan.lock_sha256, plan.platform) and plan.conda
         assert [r.url for r in mine.records] == [r.url for r in plan.records]
         assert [r.url for r in plan.records] == [p.url for p in plan.conda]
         cache = tmp_path / "cache"
@@ -788,85 +758,22 @@ def test_the_plan_made_of_the_linker_childs_reading_is_read_plans(tmp_path: Path
         _link_child._read_lock(str(lock), "osx-arm64")
 
 
-def test_the_cli_imports_py_rattler_only_in_its_linker_child(tmp_path: Path) -> None:
-    # `envcheck install` forks its linker child before its flags are parsed and takes its plan
-    # from the child's reading of the lock: envcheck's own process never imports py-rattler
+def test_an_install_leaves_no_linker_child_behind(tmp_path: Path) -> None:
+    # the child answers its last job, leaves and is reaped by the install; a no-op install
+    # (the stamp matches) starts none
     lock = _tiny_lock(tmp_path)
     code = f"""
-import sys
-sys.argv = ["envcheck", "install", {str(lock)!r}, "--prefix", {str(tmp_path / "env")!r},
-            "--cache-dir", {str(tmp_path / "cache")!r}, "--platform", "linux-64"]
-from envcheck.cli import main
-rc = main()
-print(rc, "rattler" in sys.modules)
-"""
-    assert _run_code(code)[1] == "0 False"  # after the install's own line
-    assert (tmp_path / "env" / "share" / "tiny" / "a.txt").read_text() == "tiny\n"
-
-
-def test_a_prestarted_child_that_died_is_replaced_or_the_lock_read_by_envcheck(
-    tmp_path: Path,
-) -> None:
-    # found dead when the lock is named: a new child is forked and reads it; dead before it
-    # answered with its reading: envcheck discards it (and would read the lock in its own
-    # process); the next install forks a child of its own and completes, none left
-    lock = _tiny_lock(tmp_path)
-    code = f"""
-import os, signal, sys, time
+import os
 from pathlib import Path
-from envcheck.provision import linker
-from envcheck.provision.command import InstallOptions, install_lock
-lock, cache = Path({str(lock)!r}), Path({str(tmp_path / "cache")!r})
-
-def kill_early():
-    pid = linker._EARLY[0][0]
-    os.kill(pid, signal.SIGKILL)
-    while Path(f"/proc/{{pid}}/stat").read_text().split(")")[1].split()[0] != "Z":
-        time.sleep(0.005)
-    return pid
-
-linker.prestart()
-dead = kill_early()
-linker.prestart(lock, "linux-64", cache)
-print(linker._EARLY[0][0] != dead, linker.reading_pending())
-print(linker.prestarted_reading()["sha256"] and "rattler" not in sys.modules)
-linker.discard_prestarted()
-linker.prestart(lock, "linux-64", cache)
-kill_early()  # it had not answered: its imports take far longer than this
-print(linker.prestarted_reading(), linker._EARLY)
-out = install_lock(InstallOptions(lock, Path({str(tmp_path / "env")!r}), platform="linux-64",
-                                  cache_dir=cache)).output
-print(out.startswith("installed 1 conda"), linker._EARLY)
-"""
-    assert _run_code(code)[:4] == ["True True", "True", "None []", "True []"]
-    assert (tmp_path / "env" / "share" / "tiny" / "a.txt").read_text() == "tiny\n"
-
-
-def test_a_prestarted_linker_child_no_install_takes_is_ended(tmp_path: Path) -> None:
-    # an install's child answers its last job and leaves (not waited for: reaped by the next
-    # install); a no-op install (the stamp matches) never enters a Linker: its prestarted
-    # child is killed and reaped before it returns
-    lock = _tiny_lock(tmp_path)
-    code = f"""
-import os, time
-from pathlib import Path
-from envcheck.provision import linker
-from envcheck.provision.command import InstallOptions, install_lock
+from envcheck.provision.options import InstallOptions
+from envcheck.provision.pipeline import install_lock
 opts = InstallOptions(Path({str(lock)!r}), Path({str(tmp_path / "env")!r}),
                       platform="linux-64", cache_dir=Path({str(tmp_path / "cache")!r}))
-install_lock(opts)
 me = Path(f"/proc/{{os.getpid()}}/task/{{os.getpid()}}/children")
-left = [int(p) for p in me.read_text().split()]
-print(left == linker._LEFT[:len(left)])  # a child still there is one that was let go
-for pid in left:  # it leaves on its own: a zombie within seconds
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{{pid}}/stat").read_text().split(")")[1].split()[0] != "Z":
-        assert time.monotonic() < deadline, "the child did not leave"
-        time.sleep(0.01)
+print(install_lock(opts).output.startswith("installed 1 conda"), me.read_text().split())
 print(install_lock(opts).output.strip().endswith("nothing to do"), me.read_text().split())
-print(linker._LEFT)
 """
-    assert _run_code(code)[:3] == ["True", "True []", "[]"]
+    assert _run_code(code)[:2] == ["True []", "True []"]
 
 
 def test_metadata_is_validated_again_unless_a_finished_install_validated_it_under_these_rules(

@@ -1,23 +1,17 @@
-"""The linker child's side: read the lock, unpack checked archives, link a plan's records
-into a staging dir.
+"""The linker child's side: unpack checked archives, link a plan's records into a staging dir.
 
 Runs apart from envcheck (linker.Linker) because py-rattler's linker can abort the whole
 process (a Rust panic on hostile package metadata ends in SIGABRT): whatever happens here,
 envcheck is still there to remove what this process wrote. Forked with the plan (py-rattler's
-records) in hand, or without it. One ``linker.prestart`` forked before envcheck read the lock
-gets an ``ahead`` job and reads the lock first thing (``_read_lock``: py-rattler, none of
-envcheck's lock model), sending envcheck the rows it makes its plan of: py-rattler is
-imported here, not in envcheck. One started as ``python -m envcheck.provision._link_child``
-reads the lock when the plan job names it. Either way, the plan job's sha256 must be that of
-the bytes read here (``_adopt``), or every later job is refused. It never returns into
-envcheck's code: it leaves through ``os._exit``. Before its first job it imports asyncio and
-py-rattler (``_warm``) while envcheck checks the cache.
+records) in hand, or started as ``python -m envcheck.provision._link_child``, which reads the
+lock when the plan job names it (``_adopt``): the plan job's sha256 must be that of the bytes
+read here, or every later job is refused. It never returns into envcheck's code: it leaves
+through ``os._exit``. Before its first job it gets py-rattler ready (``_warm``) while envcheck
+checks the cache.
 
 Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per package unpacked,
-"+N" per package linked (N its index in the plan's records), then the job's JSON outcome line
-(an ``ahead`` job's answer is its "=" line):
+"+N" per package linked (N its index in the plan's records), then the job's JSON outcome line:
 
-    {"op": "ahead", "lock": ..., "platform": ..., "cache": ...}  (prestarted, no plan yet)
     {"op": "plan", "lock": ..., "platform": ..., "sha256": ..., "cache": ...}  (no plan yet)
     {"op": "extract", "items": [[archive, dest, sha256 or md5], ...]}
     {"op": "link", "staging": ..., "final": ..., "pkgs": ..., "archives": {url: path}}
@@ -36,7 +30,7 @@ from pathlib import Path
 
 from envcheck.fds import write_all
 
-TYPE_CHECKING = False  # typing is not imported: asyncio imports it in its own time
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -72,7 +66,7 @@ class _Reporter:
 
 
 def _extract(job: dict[str, Any], out: _Out) -> None:
-    import shutil  # here: a prestarted child imports only what its first jobs need
+    import shutil
 
     from rattler.package_streaming import extract
 
@@ -105,13 +99,13 @@ class _Plan:
         self.platform, self.records = platform, records
 
 
-def _read_lock(lock: str, platform: str | None) -> tuple[str, _Plan, list[list[Any]]]:
-    """(sha256, plan, rows) of ``lock`` for ``platform`` (None: this machine's), read by
+def _read_lock(lock: str, platform: str | None) -> tuple[str, _Plan]:
+    """(sha256, plan) of ``lock`` for ``platform`` (None: this machine's), read by
     envcheck.lockfile.rattler_read: the bytes hashed are the bytes py-rattler parses."""
     from envcheck.lockfile import rattler_read
 
-    sha256, want, records, rows = rattler_read.read(lock, platform)
-    return sha256, _Plan(want, records), rows
+    sha256, want, records, _ = rattler_read.read(lock, platform)
+    return sha256, _Plan(want, records)
 
 
 def _archives(plan: Any, cache: str) -> dict[str, str]:
@@ -158,39 +152,12 @@ def _ready(plan: Any, cache: str | None) -> dict[str, Any]:
     return ready
 
 
-def _read_ahead(job: dict[str, Any], warm: dict[str, Any], out: _Out) -> None:
-    """``{"op": "ahead", "lock", "platform", "cache"}``: read the lock envcheck is about to
-    install and send what was read, one line, ``=`` + ``{"sha256", "platform", "rows"}``,
-    which envcheck makes its plan of (linker.prestarted_reading); ``{"error"}`` when the lock
-    is refused (BadInput's line); ``{"unread"}`` when the read failed otherwise (envcheck
-    reads the lock itself). Then the rest of the warm-up (``_ready``). No outcome line."""
-    from envcheck.errors import BadInput
-
-    try:
-        sha256, plan, rows = _read_lock(job["lock"], job["platform"])
-        line = json.dumps({"sha256": sha256, "platform": plan.platform, "rows": rows})
-        warm["read"] = (job["lock"], plan.platform, sha256, plan)
-    except BadInput as e:
-        plan, line = None, json.dumps({"error": e.message})
-    except Exception as e:  # noqa: BLE001 - envcheck reads the lock itself
-        plan, line = None, json.dumps({"unread": str(e) or type(e).__name__})
-    out.line("=" + line)
-    if plan is not None:
-        with contextlib.suppress(Exception):  # a warm-up only
-            warm.update(_ready(plan, job["cache"]))
-
-
 def _adopt(job: dict[str, Any], warm: dict[str, Any]) -> Any:
-    """A plan for a child forked or started without one: the lock as read here (ahead, by
-    ``_read_ahead``, or now), and only when its sha256 is the one envcheck read (``{"op":
-    "plan", "lock", "platform", "sha256", "cache"}``)."""
+    """A plan for a child started without one: the lock as read here, and only when its
+    sha256 is the one envcheck read (``{"op": "plan", "lock", "platform", "sha256",
+    "cache"}``)."""
     lock, platform = job["lock"], job["platform"]
-    read = warm.pop("read", None)
-    if read is not None and read[:2] == (lock, platform):
-        _, _, sha256, plan = read
-    else:  # not read ahead, or another lock or platform: what was made of it does not serve
-        warm.pop("records", None)
-        sha256, plan, _ = _read_lock(lock, platform)
+    sha256, plan = _read_lock(lock, platform)
     if sha256 != job["sha256"]:
         raise RuntimeError(f"{lock} changed while envcheck read it")
     if "records" not in warm:
@@ -246,7 +213,7 @@ def _rewrite(path: Path, wrote: str, url: str) -> None:
 
     The record is in the staging tree, which nobody sees before the swap (a write cut short
     fails the install and the tree is removed): no temporary file and rename, which on ext4
-    flushes the file's data (auto_da_alloc) and cost 0.7 ms a record. A record with other
+    flushes the file's data (auto_da_alloc). A record with other
     links (rattler made every one new) is replaced, not written through."""
     fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
     with os.fdopen(fd, "r+b") as f:
@@ -296,9 +263,7 @@ def serve(
 ) -> None:
     """The child's whole life: jobs until EOF, then ``os._exit``. ``cache``: the install's
     cache directory, for the warm-up (``_warm``) done before the first job is read."""
-    # a short life that ends in os._exit: the cycle collector would only walk the parent's heap
-    # (a forked child's, touching its pages) and the imports' objects, a tenth of their time
-    gc.disable()
+    gc.disable()  # a short life that ends in os._exit: nothing for the cycle collector to free
     try:
         _detach(parent, stderr_fd)
         out = _Out(out_fd)
@@ -309,9 +274,6 @@ def serve(
                 job = json.loads(raw)
                 if refused is not None:
                     out.line(json.dumps(refused))
-                    continue
-                if job["op"] == "ahead":  # answered by its "=" line
-                    _read_ahead(job, warm, out)
                     continue
                 try:
                     if job["op"] == "plan":

@@ -133,10 +133,8 @@ def install(
     lock_timeout: float = LOCK_TIMEOUT_S,
     fetch_timeout: float = FETCH_DEADLINE_S,
     say: Callable[[str], None] = _say,
-    walked: dict[Path, unpacked.Walk] | None = None,
 ) -> Outcome:
-    """Steps 1-6 of the module docstring; raises EnvcheckError subclasses. ``walked``: walks
-    of unpacked folders taken ahead (unpacked.walk_ahead)."""
+    """Steps 1-6 of the module docstring; raises EnvcheckError subclasses."""
     start = time.perf_counter()
     prefix = _target(prefix)
     check_writable(prefix)
@@ -158,7 +156,7 @@ def install(
                 clear_partials(cache)
             lock = prefix_lock.cache_lock_path(cache)
             with prefix_lock.hold(lock, f"cache {cache}", lock_timeout, say):
-                _build(plan, fetched, prefix, cache, child, reporter, before_link, walked)
+                _build(plan, fetched, prefix, cache, child, reporter, before_link)
     return Outcome(
         prefix,
         plan,
@@ -179,7 +177,6 @@ def _build(
     child: linker.Linker,
     reporter,  # noqa: ANN001
     before_link: Callable[[], None],
-    walked: dict[Path, unpacked.Walk] | None = None,
 ) -> None:
     """Steps 4-6: verified unpacked packages, a staged env, the swap."""
     conda = [f for f in fetched if f.artifact.manager == "conda"]
@@ -188,7 +185,6 @@ def _build(
             [(f.artifact, f.path) for f in conda],
             cache,
             lambda items: child.run({"op": "extract", "items": items}, f"unpacking into {cache}"),
-            walked,
         )
         for u in ready:
             if u.validated:  # validated before, not changed since (the stat marker)

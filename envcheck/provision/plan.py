@@ -19,7 +19,7 @@ class Plan:
     lock: Path
     lock_sha256: str  # of the lock file's bytes: the stamp and the image label carry it
     platform: str
-    records: tuple[Any, ...]  # rattler RepoDataRecords, in the lock's order (or none: plan_of)
+    records: tuple[Any, ...]  # rattler RepoDataRecords, in the lock's order
     conda: tuple[LockedPackage, ...]  # the files to fetch and check, one per record
     pip: tuple[LockedPackage, ...]
 
@@ -28,20 +28,12 @@ def read_plan(lock: Path, platform: str | None) -> Plan:
     """Read a conda-lock file or a pixi.lock (py-rattler reads both) for ``platform``.
 
     ``platform`` defaults to this machine's. BadInput when the lock is missing, unreadable,
-    lacks the platform (naming the ones it has), or has a package without a hash.
+    lacks the platform (naming the ones it has), or has a package without a hash to check.
     """
     from envcheck.lockfile import rattler_read
 
     sha256, want, records, rows = rattler_read.read(str(lock), platform)
-    return plan_of(lock, {"sha256": sha256, "platform": want, "rows": rows}, records)
-
-
-def plan_of(lock: Path, reading: dict[str, Any], records: tuple[Any, ...] = ()) -> Plan:
-    """The plan of what ``rattler_read.read`` made of ``lock`` (here, or in the linker child,
-    which sends ``{"sha256", "platform", "rows"}``); ``records`` empty when they stayed there.
-    BadInput for a package without a hash to check."""
-    want = reading["platform"]
-    packages = packages_from_rows(reading["rows"], want)
+    packages = packages_from_rows(rows, want)
     for p in packages:
         if not p.sha256 and not p.md5:
             raise BadInput(f"{lock}: {p.manager} package {p.name} {p.version} has no hash to check")
@@ -49,4 +41,4 @@ def plan_of(lock: Path, reading: dict[str, Any], records: tuple[Any, ...] = ()) 
             raise BadInput(f"{lock}: pip package {p.name} {p.version} has no sha256")
     conda = tuple(p for p in packages if p.manager == "conda")
     pip = tuple(p for p in packages if p.manager == "pip")
-    return Plan(lock, reading["sha256"], want, records, conda, pip)
+    return Plan(lock, sha256, want, records, conda, pip)

@@ -158,14 +158,11 @@ def _key(artifact: LockedPackage) -> str:
 VALIDATED = f"validated-{VALIDATION_RULES}"
 
 
-def check(
-    artifact: LockedPackage, folder: Path, ahead: Walk | None = None
-) -> tuple[Walk, bool] | None:
+def check(artifact: LockedPackage, folder: Path) -> tuple[Walk, bool] | None:
     """The folder's stat data when it is the verified unpacked package, and whether its
     metadata was validated with the same stat data; None when it must be unpacked again
     (absent, never verified, or from another archive); Tampered when it was changed after
-    it was verified. ``ahead``: a walk of the folder taken earlier (``walk_ahead``), used
-    when it matches the marker; else the folder is walked now."""
+    it was verified."""
     files, dig = _marks(folder)
     try:
         mark = dig.read_text().split()
@@ -173,8 +170,6 @@ def check(
         return None
     if len(mark) not in (2, 3) or mark[0] != _key(artifact) or not folder.is_dir():
         return None
-    if ahead is not None and digest(mark[0], ahead) == mark[1]:
-        return ahead, mark[2:] == [VALIDATED]
     entries = walk(folder)
     if digest(mark[0], entries) == mark[1]:
         return entries, mark[2:] == [VALIDATED]
@@ -208,33 +203,18 @@ def _compare(artifact: LockedPackage, folder: Path, entries: Walk, recorded: dic
             raise Tampered(f"{what}: {rel} in the unpacked cache differs from the package{hint}")
 
 
-def walk_ahead(cache: Path, file_names: Sequence[str]) -> dict[Path, Walk]:
-    """The walks of the unpacked folders of ``file_names`` that have a digest marker, taken
-    now (while the lock is still being read elsewhere), for ``prepare``: a walk that does not
-    match its marker by then is taken again, so one taken while another install changed the
-    folder costs time only."""
-    out = {}
-    for name in file_names:
-        folder = unpacked_folder(cache, name)
-        if _marks(folder)[1].is_file():
-            with contextlib.suppress(OSError):
-                out[folder] = walk(folder)
-    return out
-
-
 def prepare(
     items: Sequence[tuple[LockedPackage, Path]],
     cache: Path,
     unpack: Callable[[list[tuple[str, str, str]]], None],
-    ahead: dict[Path, Walk] | None = None,
 ) -> list[Unpacked]:
     """Each (artifact, checked archive) as a verified unpacked folder, unpacking where needed
-    through ``unpack`` (the linker child); ``ahead``: walks from ``walk_ahead``."""
+    through ``unpack`` (the linker child)."""
     found: dict[int, tuple[Walk, bool]] = {}
     todo = []
     for i, (artifact, _archive) in enumerate(items):
         folder = folder_for(cache, artifact)
-        seen = check(artifact, folder, (ahead or {}).get(folder))
+        seen = check(artifact, folder)
         if seen is None:
             todo.append(i)
         else:
@@ -286,7 +266,7 @@ def _restat(folder: Path, entries: Walk) -> Walk | None:
 
 def _overwrite(path: Path, text: str) -> None:
     """Write a digest marker in place: a rename over the old one makes ext4 flush it
-    (auto_da_alloc, 0.1 ms a marker). A marker cut short or mixed with the old one matches no
+    (auto_da_alloc). A marker cut short or mixed with the old one matches no
     walk: that folder is checked in full next time, never trusted by mistake."""
     data = text.encode()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)

@@ -292,7 +292,7 @@ def _dependencies(err: _Errors, node: yaml.Node) -> tuple[tuple[str, ...], dict[
 def _pip(err: _Errors, pnode: yaml.Node | None) -> tuple[str, ...]:
     if pnode is None:
         return ()
-    # imported here: packaging's parser costs 30 ms, and most recipes have no pip entries
+    # imported here: most recipes have no pip entries
     from packaging.requirements import InvalidRequirement, Requirement
 
     pip: list[str] = []

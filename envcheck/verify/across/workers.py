@@ -22,7 +22,7 @@ NodeChecks = Callable[[NodeFacts, Expectations, str], List[Result]]
 
 def node_checks(plugins: bool = True, skip: Collection[str] = ()) -> NodeChecks:
     """verify node's checks as one function; plugins (entry points) are loaded once here,
-    not once per worker: scanning entry points costs milliseconds, a cluster has hundreds.
+    not once per worker: a cluster has hundreds.
     Checks in `skip` do not run (the caller reports them once for the cluster)."""
     from envcheck.verify.node.checks import run_node_checks
     from envcheck.verify.runner import run_checks
@@ -45,8 +45,8 @@ _PLUGINS: dict[str, tuple[object, tuple[list, list]]] = {}
 
 def _plugins() -> tuple[list, list]:
     """load_plugins(), again only when a sys.path directory changed (a distribution was
-    installed or removed): the entry-point scan reads every distribution's metadata, 3 ms
-    for 97, which a process verifying clusters repeatedly need not pay each time. Returned
+    installed or removed): the entry-point scan reads every distribution's metadata, which
+    a process verifying clusters repeatedly need not do each time. Returned
     lists are the cached ones: callers only read them."""
     from envcheck.verify.facts import dirs_key
     from envcheck.verify.plugins import load_plugins

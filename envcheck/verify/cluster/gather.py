@@ -95,8 +95,8 @@ def _make_runner() -> Callable[..., Any]:
 
         # Import probes, `ucx_info` and a first scan can take seconds, and the event loop must
         # keep the worker's heartbeats going meanwhile: those run in a thread. A collection
-        # that took under 5 ms last time (cached scans, no probes) runs right here: on a busy
-        # process the thread would wait up to the GIL's 5 ms switch interval to start.
+        # that was quick last time (cached scans, no probes) runs right here: on a busy
+        # process the thread would wait up to one GIL switch interval to start.
         quick = getattr(module, "_envcheck_last_seconds", 1.0) < 0.005
         if quick and not kwargs.get("import_modules") and not kwargs.get("libraries"):
             return collect()

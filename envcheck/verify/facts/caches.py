@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 # changes only when a directory's entries change: pip and conda install, upgrade and uninstall
 # add, rename or remove entries of site-packages / conda-meta, which moves the directory's
 # mtime. So those scans are kept, keyed on the directories' (mtime, inode): a stat per sys.path
-# entry (microseconds) instead of listing and parsing them (0.6 ms for 97 distributions).
+# entry instead of listing and parsing them.
 # Live state (GPU memory and processes, the environment, NVLink and PCIe link state) is never
 # kept. Every cached value is copied out, so callers may not corrupt it.
 

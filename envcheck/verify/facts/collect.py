@@ -204,8 +204,8 @@ def _identity() -> dict[str, Any]:
 
 
 def _hostname() -> str:
-    """socket.gethostname(): gethostname(2) is uname(2)'s node name on Linux and macOS, and
-    importing socket costs 5 ms of every `verify node`; socket where there is no os.uname."""
+    """socket.gethostname(): gethostname(2) is uname(2)'s node name on Linux and macOS, read
+    without importing socket; socket where there is no os.uname."""
     if hasattr(os, "uname"):
         return os.uname().nodename
     import socket
@@ -250,7 +250,7 @@ def _health(
 
 
 def _current_user() -> str:
-    # getpass reads these variables, then the passwd database (0.2 ms through NSS): kept per
+    # getpass reads these variables, then the passwd database (through NSS): kept per
     # uid and variables, which is everything its answer depends on.
     names = ("LOGNAME", "USER", "LNAME", "USERNAME")
     key = (os.getuid() if hasattr(os, "getuid") else -1, *(os.environ.get(n) for n in names))

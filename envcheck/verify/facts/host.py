@@ -115,8 +115,8 @@ def address_link(address: str, root: str = "/sys/class/net") -> AddressLink:
     """The interface holding the IP of a Dask address ("tcp://10.0.0.5:40123") and its speed.
 
     Which interface holds the IP is looked up once per address in a process's life (one
-    rtnetlink dump, ~0.14 ms); the speed is link state and is read every time (one sysfs file:
-    ~25 us a round of a worker collection of ~1.2 ms). Never raises: what is unknown says why.
+    rtnetlink dump); the speed is link state and is read every time (one sysfs file). Never
+    raises: what is unknown says why.
     """
     hit = _CACHE.get("address-link")
     if hit is not None and hit[0] == address:
@@ -163,7 +163,7 @@ def address_ip(address: str) -> str:
         return str(ipaddress.ip_address(host))
     except ValueError:
         pass
-    import socket  # a worker's address only (5 ms to import)
+    import socket  # a worker's address only
 
     try:  # a host name: resolved once per process (this runs behind the address cache)
         return str(socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)[0][4][0])

@@ -54,8 +54,8 @@ def read_kernel_log(
     """(Xid events, source, why unreadable, lines scanned) from `path` or the first source of
     /dev/kmsg, `dmesg`, `journalctl -k -b` that this user may read.
 
-    fallbacks=False reads /dev/kmsg only: the two commands cost 5 ms to over a second per
-    call (journalctl), too much for every worker in every round of a cluster.
+    fallbacks=False reads /dev/kmsg only: no command is run by every worker in every round of
+    a cluster.
     """
     if path:
         return _read_log_path(path)
@@ -155,7 +155,7 @@ def _read_kmsg(path: str) -> tuple[tuple[XidEvent, ...], str, str, int]:
         state = _KMSG_STATE[path] = [fd, [], 0]
     fd, events, count = state
     deadline = time.monotonic() + MAX_KMSG_SECONDS
-    while time.monotonic() < deadline:  # the ring buffer takes milliseconds; a flood is cut
+    while time.monotonic() < deadline:  # a flood is cut at the deadline
         try:
             record = os.read(fd, 8192)
         except BlockingIOError:  # no record left

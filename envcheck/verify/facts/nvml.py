@@ -349,8 +349,7 @@ _VALUE_MEMBER = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5:
 
 def nvlink_counters_batched(nv: Any, h: Any, links: Any) -> dict[tuple[int, str], int]:
     """The link error counters NVML's field values hold, in one nvmlDeviceGetFieldValues call
-    instead of one nvmlDeviceGetNvLinkErrorCounter call each (about 1 ms each on an H200: 144
-    of them were 146 of verify node --level 1's 153 ms of collection on two GPUs). Asked: the
+    instead of one nvmlDeviceGetNvLinkErrorCounter call per link and counter. Asked: the
     per-link fields (replay, recovery: NVML_FI_DEV_NVLINK_ERROR_DL_*, scope = the link) and
     the older per-link counters (..._ERROR_COUNT_L<n>) where the bindings name them. What a
     GPU does not answer here is read one by one by the caller."""

@@ -49,10 +49,9 @@ def _dist_info_packages(path: list[str]) -> dict[str, str]:
     """Installed Python distributions, from the `*.dist-info` names on sys.path.
 
     The same directories importlib.metadata.distributions() finds, but read from their names
-    (`<name>-<version>.dist-info`) instead of parsing every METADATA file: 0.6 ms instead of
-    35 ms for 97 distributions, which matters when this runs on every worker. A name that does
-    not parse falls back to importlib.metadata for that one distribution. First entry on
-    sys.path wins, as for imports.
+    (`<name>-<version>.dist-info`) instead of parsing every METADATA file, on every worker. A
+    name that does not parse falls back to importlib.metadata for that one distribution.
+    First entry on sys.path wins, as for imports.
     """
     out: dict[str, str] = {}
     for entry in path:
@@ -86,7 +85,7 @@ def _dists_in(directory: str) -> tuple[tuple[str, str], ...]:
 
 def _metadata_of(path: str) -> tuple[str, str] | None:
     """(name, version) from the headers of a distribution's METADATA (PKG-INFO for an
-    egg-info): read directly, as importlib.metadata would but without its 20 ms import."""
+    egg-info): read directly, as importlib.metadata would, without importing it."""
     for fname in ("METADATA", "PKG-INFO"):
         try:
             with open(os.path.join(path, fname), encoding="utf-8", errors="replace") as f:
