@@ -84,8 +84,8 @@ def main() -> int:
         path = Path(tmp) / "r.yaml"
         path.write_text(text)
         recipe = load_recipe(path)
-        from tests.channel import write_channel
-        from tests.test_recipe_new import base_packages, release_packages
+        from tests.support.channel import write_channel
+        from tests.unit.test_recipe_new import base_packages, release_packages
 
         records = {}
         for r in [*base_packages(), *release_packages("22.08")]:

@@ -184,7 +184,7 @@ OTHER_MSGPACK = "1.1.0"  # wire-compatible with msgpack 1.2 but a different vers
 @pytest.fixture(scope="session")
 def venv_without_envcheck(tmp_path_factory: pytest.TempPathFactory) -> str:
     """python of a venv that sees this environment's packages but cannot import envcheck."""
-    from tests.subprocess_cluster import linked_venv
+    from tests.support.subprocess_cluster import linked_venv
 
     return linked_venv(tmp_path_factory.mktemp("venvs") / "same")
 
@@ -192,7 +192,7 @@ def venv_without_envcheck(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="session")
 def venv_with_other_msgpack(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Like venv_without_envcheck, but msgpack OTHER_MSGPACK shadows ours."""
-    from tests.subprocess_cluster import linked_venv
+    from tests.support.subprocess_cluster import linked_venv
 
     return linked_venv(
         tmp_path_factory.mktemp("venvs") / "odd", own_packages=(f"msgpack=={OTHER_MSGPACK}",)
@@ -204,7 +204,7 @@ def venv_distributed_only(tmp_path_factory: pytest.TempPathFactory) -> str:
     """python of a separate venv holding only our distributed version and its dependencies."""
     import importlib.metadata
 
-    from tests.subprocess_cluster import standalone_venv
+    from tests.support.subprocess_cluster import standalone_venv
 
     pin = f"distributed=={importlib.metadata.version('distributed')}"
     return standalone_venv(tmp_path_factory.mktemp("venvs") / "bare", (pin,))
@@ -212,7 +212,7 @@ def venv_distributed_only(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 # --- envcheck install and the images: a served channel of real packages, one installed env ----
 
-from tests.install_world import py39_env, py39_world  # noqa: E402, F401
+from tests.support.install_world import py39_env, py39_world  # noqa: E402, F401
 
 # --- every JSON report written in this test session validates against the schema -------------
 
@@ -222,9 +222,9 @@ def _json_reports_follow_the_schema():
     """Wraps ``envcheck.report.write_json`` (the one JSON writer: cli, --nagios, the API all
     call it by module attribute): each file written in-process is validated right after it
     is written, and a report that breaks envcheck/report.schema.json fails its test there.
-    Subprocess runs are validated by the tests that read them (tests.report_schema)."""
+    Subprocess runs are validated by the tests that read them (tests.support.report_schema)."""
     import envcheck.report as report
-    from tests.report_schema import validated
+    from tests.support.report_schema import validated
 
     original = report.write_json
 

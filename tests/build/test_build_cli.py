@@ -15,8 +15,8 @@ import pytest
 from envcheck.cli import COMMANDS, main
 from envcheck.errors import ExitCode
 from envcheck.lockfile.read import read_lock
-from tests.channel import demo_channel, pkg, write_channel
-from tests.channel import write_recipe as recipe
+from tests.support.channel import demo_channel, pkg, write_channel
+from tests.support.channel import write_recipe as recipe
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.channel import demo_channel, write_recipe
+from tests.support.channel import demo_channel, write_recipe
 
 RUNS = 40
 

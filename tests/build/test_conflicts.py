@@ -16,8 +16,8 @@ from envcheck.resolve.conflicts import (
     minimal_conflict,
 )
 from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages
-from tests.channel import pkg, write_channel
-from tests.worlds import NEUTRAL, RELEASES, write_world
+from tests.support.channel import pkg, write_channel
+from tests.support.worlds import NEUTRAL, RELEASES, write_world
 
 EL7 = {"cuda": "11.5", "glibc": "2.17"}
 

@@ -24,9 +24,9 @@ from envcheck.atomic import write_files_atomically
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.resolve.recipe import MAX_ENTRIES
-from tests.channel import demo_channel
-from tests.channel import write_recipe as recipe
-from tests.test_build_cli import _descendants, start_blocked_build
+from tests.build.test_build_cli import _descendants, start_blocked_build
+from tests.support.channel import demo_channel
+from tests.support.channel import write_recipe as recipe
 
 
 @pytest.fixture
@@ -394,7 +394,7 @@ def test_ctrl_c_after_the_locks_were_swapped_lets_the_build_finish(tmp_path: Pat
     report short (a handled signal interrupts the blocked write, and CPython drops the rest
     of it: the signals are held, blocked, after the commit point).
     """
-    from tests.channel import pkg, write_channel
+    from tests.support.channel import pkg, write_channel
 
     n = 1500
     libs = [pkg(f"lib{i:04d}", v) for i in range(n) for v in ("1.0", "2.0")]

@@ -20,11 +20,11 @@ from envcheck.errors import ExitCode
 from envcheck.lockfile.read import read_lock
 from envcheck.resolve.lockgraph import read_graph
 from envcheck.resolve.record.table import load_record
-from tests.channel import pkg, write_channel
+from tests.support.channel import pkg, write_channel
 
 pytestmark = pytest.mark.slow
 
-RECIPE = Path(__file__).parent / "data" / "pypi-rapids-26.10-cuda12.yaml"
+RECIPE = Path(__file__).parents[1] / "data" / "pypi-rapids-26.10-cuda12.yaml"
 CACHE_LIMIT = 50 * 2**20  # metadata only: a wheel of torch or cudf alone would pass it
 
 

@@ -16,9 +16,9 @@ from envcheck.resolve.build import exclusion_constraints
 from envcheck.resolve.conflicts import SolveOutcome, diagnose
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages
-from tests.channel import write_channel
+from tests.support.channel import write_channel
 from tests.support.snapshot import write_snapshot
-from tests.worlds import (
+from tests.support.worlds import (
     RELEASES,
     base_packages,
     filler_packages,
@@ -27,7 +27,7 @@ from tests.worlds import (
     world_packages,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "recipes").glob("*.yaml"))
 DATA = ROOT / "tests" / "data"
 # shipped lock -> the real conda-lock file its channel snapshot was made from

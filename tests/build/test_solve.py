@@ -1,4 +1,4 @@
-"""Real py-rattler solves against channels written by the test (tests/channel.py)."""
+"""Real py-rattler solves against channels written by the test (tests/support/channel.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from envcheck.resolve.solve import (
     solve_specs,
     virtual_packages,
 )
-from tests.channel import pkg, write_channel
+from tests.support.channel import pkg, write_channel
 
 EL7 = virtual_packages({"cuda": "11.5", "glibc": "2.17"}, "linux-64")
 
@@ -99,7 +99,7 @@ def test_channel_names_resolve_to_anaconda_org() -> None:
     ("specs", "constraints", "vps", "says"),
     [
         # conda's forms (ucx-proc=*=gpu, python 3.9.18 h0*) are read as conda reads them
-        # (tests/test_spec_forms.py); text no conda parser reads is bad input
+        # (tests/unit/test_spec_forms.py); text no conda parser reads is bad input
         (["dask >>=1"], [], {}, "'dask >>=1' is not a conda match spec"),
         (["cudf=22.08=build=x"], [], {}, "which the solver reads as an error"),
         (["python"], ["dask >>=1"], {}, "is not a conda match spec"),

@@ -9,8 +9,8 @@ import pytest
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.resolve.trial import parse_candidates
-from tests.channel import pkg, write_recipe
-from tests.worlds import RELEASES, write_world
+from tests.support.channel import pkg, write_recipe
+from tests.support.worlds import RELEASES, write_world
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.errors import ExitCode
-from tests.subprocess_cluster import free_port, run_envcheck
+from tests.support.subprocess_cluster import free_port, run_envcheck
 
 NOISE = ("Traceback", "Exception ignored", "Error in atexit")
 
@@ -153,7 +153,7 @@ def test_unreadable_tls_files_are_bad_input_before_connecting(tmp_path: Path) ->
 
 
 def test_tls_flags_with_a_tcp_address_are_refused(tmp_path: Path) -> None:
-    from tests.test_tls import _write_pki
+    from tests.cluster.test_tls import _write_pki
 
     pems = [str(p) for p in _write_pki(tmp_path, "client")]
     proc, took = run_envcheck(

@@ -13,8 +13,8 @@ import pytest
 from envcheck.report import Status
 from envcheck.verify.cluster import gather
 from envcheck.verify.cluster.gather import facts_payload, gather_facts
-from tests.smoke_cluster import local_client
-from tests.subprocess_cluster import start_cluster
+from tests.support.smoke_cluster import local_client
+from tests.support.subprocess_cluster import start_cluster
 
 pytestmark = pytest.mark.slow
 

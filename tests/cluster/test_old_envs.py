@@ -1,6 +1,6 @@
 """envcheck inside, and against, the environments it is for: RAPIDS 22.08's Python 3.9 and dask
-2022.7.1 up to today's. Real venvs (tests/old_envs.py), real schedulers and workers started from
-them, envcheck installed into them as a user would and run from inside."""
+2022.7.1 up to today's. Real venvs (tests/support/old_envs.py), real schedulers and workers started
+from them, envcheck installed into them as a user would and run from inside."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from envcheck.errors import ExitCode
 from envcheck.verify.shipping import standalone_source
-from tests.old_envs import (
+from tests.support.old_envs import (
     OLD_ENVS,
     OTHER_CLOUDPICKLE,
     PROTECTED,
@@ -22,7 +22,7 @@ from tests.old_envs import (
     build_env,
     installed,
 )
-from tests.subprocess_cluster import ROOT, run_envcheck, start_cluster
+from tests.support.subprocess_cluster import ROOT, run_envcheck, start_cluster
 
 pytestmark = pytest.mark.slow
 
@@ -245,7 +245,7 @@ def test_build_in_an_old_env_says_what_it_needs(tmp_path: Path) -> None:
 def test_shipped_facts_collector_runs_on_python_3_8(tmp_path: Path) -> None:
     """The collector workers and --prefix run by value (the facts package's sources, installed
     by the payload loader under a digest-named package), on the oldest Python."""
-    from tests.old_envs import find_python
+    from tests.support.old_envs import find_python
 
     python = find_python("3.8")
     if python is None:

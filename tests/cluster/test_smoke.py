@@ -26,8 +26,8 @@ from envcheck.verify.smoke.suite import (
     result,
     run_smoke,
 )
-from tests.factories import H200, no_driver_node, node, with_env
-from tests.smoke_cluster import local_client, local_cluster_fixture  # noqa: F401  (the fixture)
+from tests.support.factories import H200, no_driver_node, node, with_env
+from tests.support.smoke_cluster import local_client, local_cluster_fixture  # noqa: F401  (the fixture)
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_XGBOOST = importlib.util.find_spec("xgboost") is not None

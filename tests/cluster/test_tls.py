@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.errors import ExitCode
-from tests.subprocess_cluster import SubprocessCluster, run_envcheck, start_cluster
+from tests.support.subprocess_cluster import SubprocessCluster, run_envcheck, start_cluster
 
 pytestmark = pytest.mark.slow
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from envcheck import __version__
-from tests.install_world import World
+from tests.support.install_world import World
 
 pytestmark = pytest.mark.slow
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from envcheck.lockfile.read import read_lock
-from tests.condapkg import serve
-from tests.install_world import PIP_ENTRY, Installed, World, envcheck
+from tests.support.condapkg import serve
+from tests.support.install_world import PIP_ENTRY, Installed, World, envcheck
 
 pytestmark = pytest.mark.slow
 

@@ -19,10 +19,16 @@ import pytest
 
 from envcheck.errors import EnvcheckError
 from envcheck.provision.pip_part import Escapes, check_interpreter
-from tests.condapkg import serve
-from tests.install_world import Installed, World, envcheck
-from tests.odd_servers import odd_server
-from tests.small_channels import many_files, noarch_package, pixi_lock, records, world_records
+from tests.support.condapkg import serve
+from tests.support.install_world import Installed, World, envcheck
+from tests.support.odd_servers import odd_server
+from tests.support.small_channels import (
+    many_files,
+    noarch_package,
+    pixi_lock,
+    records,
+    world_records,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -768,7 +774,7 @@ def test_the_plan_made_of_the_linker_childs_reading_is_read_plans(tmp_path: Path
     from envcheck.provision.fetch import cache_path
     from envcheck.provision.plan import plan_of, read_plan
 
-    data = Path(__file__).parent / "data"
+    data = Path(__file__).parents[1] / "data"
     real = ["holoviz_holoviews_fb85eeb_pixi.lock",  # pixi.lock, 478 linux-64 packages
             "pangeo_ml-notebook_2023-10-03_2e817e6.conda-lock.yml"]  # conda-lock, 682  # fmt: skip
     for lock in (_tiny_lock(tmp_path), *(data / name for name in real)):

@@ -1,7 +1,7 @@
-"""A real Horovod 0.28.1, built from its sdist against the CPU torch 2.13.0 (tests/horovod_env.py,
-once per run): verify job under `horovodrun --gloo`, verify node's facts against what
-`horovodrun -cb` prints, the same wheel beside another torch (a second venv with PyPI's torch
-2.14.1), and a Gloo-only Horovod started by mpirun, where every rank runs alone.
+"""A real Horovod 0.28.1, built from its sdist against the CPU torch 2.13.0
+(tests/support/horovod_env.py, once per run): verify job under `horovodrun --gloo`, verify node's
+facts against what `horovodrun -cb` prints, the same wheel beside another torch (a second venv with
+PyPI's torch 2.14.1), and a Gloo-only Horovod started by mpirun, where every rank runs alone.
 """
 
 from __future__ import annotations
@@ -18,7 +18,13 @@ import pytest
 from envcheck.verify.facts import facts_from_dict
 from envcheck.verify.facts.horovod import parse_check_build
 from envcheck.verify.facts.model import horovod_from_dict
-from tests.horovod_env import HOROVOD, OTHER_TORCH, HorovodEnv, beside_other_torch, horovod_env
+from tests.support.horovod_env import (
+    HOROVOD,
+    OTHER_TORCH,
+    HorovodEnv,
+    beside_other_torch,
+    horovod_env,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("horovod")]
 

@@ -1,5 +1,5 @@
-"""The TensorFlow probe against a real tensorflow-cpu (tests/tf_env.py's venv): verify node run
-there reads TensorFlow's build and runs a MirroredStrategy over two logical CPU devices with a
+"""The TensorFlow probe against a real tensorflow-cpu (tests/support/tf_env.py's venv): verify node
+run there reads TensorFlow's build and runs a MirroredStrategy over two logical CPU devices with a
 known-answer cross-replica sum; on a node described (ENVCHECK_NVIDIA_ROOT: a real H100's /proc
 files, a second GPU added) with two GPUs, the same real child builds a plain MirroredStrategy()
 as a script would, gets one replica, and the check fails naming both numbers."""
@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.report_schema import validated
-from tests.tf_env import tf_python, tf_run_env
+from tests.support.report_schema import validated
+from tests.support.tf_env import tf_python, tf_run_env
 
 pytestmark = pytest.mark.slow
-H100 = Path(__file__).parent / "data" / "nvidia-proc" / "h100-open-580"
+H100 = Path(__file__).parents[1] / "data" / "nvidia-proc" / "h100-open-580"
 
 
 def _verify_node(tmp_path: Path, *argv: str, **env: str) -> dict:

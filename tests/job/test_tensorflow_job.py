@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.verify.job.tf_job import collective
-from tests.tf_env import tf_python, tf_run_env
+from tests.support.tf_env import tf_python, tf_run_env
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import sys
 import time
 
 from tests.ray.conftest import OTHER_NUMPY, RAY_ENV
-from tests.report_schema import validated
+from tests.support.report_schema import validated
 
 
 def _report(proc: subprocess.CompletedProcess, path) -> dict:

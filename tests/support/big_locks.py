@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WRITERS_LAYOUT = ROOT / "locks" / "pangeo-ml-2023.10.conda-lock.yml"
 SORTED_LAYOUT = ROOT / "tests" / "data" / "pangeo_pytorch-notebook_2023-05-19_cd2ce0b.conda-lock.yml"  # noqa: E501
 

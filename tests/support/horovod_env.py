@@ -6,7 +6,8 @@ compiler is required to use PyTorch"): both are changed to 17, then the wheel is
 Gloo and PyTorch only (no MPI, TensorFlow, MXNet), against the venv's own torch
 (--no-build-isolation), ~150 s on two cores. The wheel is kept under the test env cache,
 keyed by its pins and build flags, so a run builds it once; the venv (torch, the wheel,
-envcheck from this checkout) is keyed by those and envcheck's source, like tests/old_envs.py.
+envcheck from this checkout) is keyed by those and envcheck's source, like
+tests/support/old_envs.py.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.old_envs import (
+from tests.support.old_envs import (
     ROOT,
     UV,
     _cache_root,

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.channel import write_recipe
-from tests.condapkg import index_channel, python_package, serve, wheel_package
+from tests.support.channel import write_recipe
+from tests.support.condapkg import index_channel, python_package, serve, wheel_package
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 PIP_ENTRY = "six==1.17.0"  # one pip entry: the lock's pip part is installed with its hash
 
 

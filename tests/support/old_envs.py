@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 UV = Path(sys.executable).parent / "uv"
 
 # What installing envcheck into a cluster's environment must leave exactly as it was.

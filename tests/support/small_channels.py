@@ -1,7 +1,7 @@
 """Small channels of made-up conda packages and pixi locks of their records, for install tests
 that need a package of a particular shape: many files, hostile metadata, a tiny env.
 
-Packages are real `.conda` archives (tests/condapkg.py), indexed by py-rattler; locks are
+Packages are real `.conda` archives (tests/support/condapkg.py), indexed by py-rattler; locks are
 written by py-rattler's LockFile from the channel's own records (so they carry its hashes).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.condapkg import _index, index_channel, write_conda
+from tests.support.condapkg import _index, index_channel, write_conda
 
 Files = dict[str, tuple[bytes | None, int, str | None]]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 60.0
 
 
@@ -67,7 +67,7 @@ class SubprocessCluster:
         """name -> address once every named worker has registered.
 
         Asks the scheduler's `identity` over a raw comm rather than through a Client: the
-        cluster may run a distributed our Client cannot talk to (tests/test_old_envs.py)."""
+        cluster may run a distributed our Client cannot talk to (tests/cluster/test_old_envs.py)."""
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             info = scheduler_identity(self.address, security)["workers"]

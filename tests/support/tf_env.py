@@ -4,8 +4,8 @@ verify job's MultiWorkerMirroredStrategy under torchrun, plain processes and sru
 It is linked to this test environment (torch 2.13.0 from the machine's wheel, the test extra)
 and has tensorflow-cpu and its dependencies of its own, which shadow ours; envcheck comes from
 this checkout through PYTHONPATH (``tf_run_env``). Built once per run under the test env cache
-(tests/old_envs.py: ENVCHECK_TEST_ENV_CACHE), keyed by its pins and the interpreter it links,
-behind a lock that pytest-xdist workers share.
+(tests/support/old_envs.py: ENVCHECK_TEST_ENV_CACHE), keyed by its pins and the interpreter it
+links, behind a lock that pytest-xdist workers share.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from tests.old_envs import _cache_root
-from tests.subprocess_cluster import linked_venv, uv_install
+from tests.support.old_envs import _cache_root
+from tests.support.subprocess_cluster import linked_venv, uv_install
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TF_PINS = ("tensorflow-cpu==2.21.0",)  # INFRA.md's: 2.5 s import, 1.6 GB
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.channel import pkg, write_channel
+from tests.support.channel import pkg, write_channel
 
 Record = dict[str, Any]
 

@@ -14,9 +14,9 @@ import pytest
 import envcheck
 from envcheck.errors import BadInput, EnvcheckError, ExitCode, Unsolvable
 from envcheck.report import Report, Status
-from tests.channel import demo_channel
-from tests.channel import write_recipe as recipe
-from tests.report_schema import schema_errors
+from tests.support.channel import demo_channel
+from tests.support.channel import write_recipe as recipe
+from tests.support.report_schema import schema_errors
 
 
 def test_import_envcheck_loads_nothing_else():

@@ -20,7 +20,7 @@ from envcheck.verify.cluster.registry import CLUSTER_CHECKS, run_cluster_checks
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.node.checks import BUILTIN_CHECKS
 from envcheck.verify.smoke.suite import SMOKE_TESTS
-from tests.factories import healthy_a100x8, no_driver_node, with_env
+from tests.support.factories import healthy_a100x8, no_driver_node, with_env
 
 
 def _worker(base, host: str, port: int, cvd: str | None = None, **packages: str):
@@ -198,7 +198,7 @@ def test_skipped_node_checks_are_not_called(monkeypatch):
 
 
 def test_docs_list_every_check_id():
-    docs = Path(__file__).parent.parent / "docs"
+    docs = Path(__file__).parents[2] / "docs"
     text = (docs / "verify-node.md").read_text() + (docs / "verify-cluster.md").read_text()
     for check_id in CLUSTER_CHECKS:
         assert f"`{check_id}`" in text, check_id

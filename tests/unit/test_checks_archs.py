@@ -12,7 +12,7 @@ from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import CompiledArchs, collect_node_facts
 from envcheck.verify.facts.archs import parse_arch_lines
 from envcheck.verify.node.checks.gpu.archs import check_compiled_arch, coverage, parse_arch
-from tests.factories import A100, H200, RTX3090, node
+from tests.support.factories import A100, H200, RTX3090, node
 
 # torch 2.11.0+cu130's list, as torch.cuda.get_arch_list() printed it on an H100 machine
 TORCH_CU130 = ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120")

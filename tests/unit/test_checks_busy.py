@@ -6,7 +6,7 @@ import dataclasses
 
 from envcheck.report import Status
 from envcheck.verify.node.checks.gpu.busy import check_busy
-from tests.factories import expect, healthy_a100x8, no_driver_node, with_env, with_process
+from tests.support.factories import expect, healthy_a100x8, no_driver_node, with_env, with_process
 
 
 def test_foreign_process_on_gpu_3_fails_with_pid_user_and_memory():

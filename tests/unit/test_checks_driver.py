@@ -6,7 +6,7 @@ import pytest
 
 from envcheck.report import Status
 from envcheck.verify.node.checks.gpu.driver import MIN_DRIVER, check_driver
-from tests.factories import expect, healthy_a100x8, no_driver_node
+from tests.support.factories import expect, healthy_a100x8, no_driver_node
 
 
 def test_healthy_node_passes_for_the_cuda_it_supports():

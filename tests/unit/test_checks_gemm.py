@@ -14,7 +14,7 @@ from envcheck.verify.facts import GemmRun, GpuHealth, facts_from_dict, facts_to_
 from envcheck.verify.node.checks.gpu.gemm import check_gemm, judge_gemm
 from envcheck.verify.node.datasheet import PEAKS, peak_for
 from envcheck.verify.node.gemm import TOLERANCE, gemm_runs
-from tests.factories import node
+from tests.support.factories import node
 
 H100 = "NVIDIA H100 80GB HBM3"
 

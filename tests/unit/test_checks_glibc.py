@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envcheck.report import Status
 from envcheck.verify.node.checks.host.glibc import check_glibc
-from tests.factories import expect, healthy_a100x8
+from tests.support.factories import expect, healthy_a100x8
 
 
 def test_centos7_glibc_is_too_old_for_a_2_28_lock():

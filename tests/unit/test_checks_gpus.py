@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envcheck.report import Status
 from envcheck.verify.node.checks.gpu.gpus import check_compute_capability, check_gpus
-from tests.factories import V100, expect, healthy_a100x8, no_driver_node, node, with_env
+from tests.support.factories import V100, expect, healthy_a100x8, no_driver_node, node, with_env
 
 
 def test_healthy_a100x8_meets_count_model_memory():

@@ -10,7 +10,7 @@ from envcheck.report import Status
 from envcheck.verify.cluster.checks import check_stack_agreement
 from envcheck.verify.facts import IbPort, NvLink, XidEvent
 from envcheck.verify.node.checks import BUILTIN_CHECKS, run_node_checks
-from tests.factories import (
+from tests.support.factories import (
     H200,
     RTX3090,
     expect,

@@ -14,9 +14,9 @@ from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import HorovodBuild, HorovodFramework, facts_from_dict, facts_to_dict
 from envcheck.verify.facts.horovod import parse_check_build, parse_probe_lines
 from envcheck.verify.node.checks.env.horovod import check_horovod
-from tests.factories import A100, node
+from tests.support.factories import A100, node
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 SEED_CB = (DATA / "horovodrun-cb-v0.23.0.txt").read_text()
 
 

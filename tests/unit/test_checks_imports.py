@@ -5,7 +5,7 @@ from __future__ import annotations
 from envcheck.report import Status
 from envcheck.verify.node.checks.env.imports import check_imports
 from envcheck.verify.node.checks.env.libraries import check_libraries
-from tests.factories import expect, healthy_a100x8, with_imports, with_libraries
+from tests.support.factories import expect, healthy_a100x8, with_imports, with_libraries
 
 OPENBLAS = (
     "ImportError: libopenblas.so.0: cannot open shared object file: No such file or directory"

@@ -10,9 +10,9 @@ from envcheck.lockfile.read import read_packages as read_lock
 from envcheck.report import Status
 from envcheck.verify.expectations import implied_by_lock
 from envcheck.verify.node.checks.env.packages import check_packages
-from tests.factories import expect, healthy_a100x8, lock_for, no_driver_node
+from tests.support.factories import expect, healthy_a100x8, lock_for, no_driver_node
 
-EXCERPT = Path(__file__).parent / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
+EXCERPT = Path(__file__).parents[1] / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
 
 
 def test_environment_matching_its_lock_passes():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envcheck.report import Result, Status
 from envcheck.verify.node.checks import BUILTIN_CHECKS, run_check, run_node_checks
-from tests.factories import expect, healthy_a100x8, no_driver_node, with_process
+from tests.support.factories import expect, healthy_a100x8, no_driver_node, with_process
 
 
 def test_every_builtin_check_reports_on_the_named_node():

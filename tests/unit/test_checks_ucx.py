@@ -7,7 +7,7 @@ import dataclasses
 from envcheck.report import Status
 from envcheck.verify.facts import UcxFacts
 from envcheck.verify.node.checks.host.ucx import check_ucx
-from tests.factories import RTX3090, expect, healthy_a100x8, no_driver_node, node
+from tests.support.factories import RTX3090, expect, healthy_a100x8, no_driver_node, node
 
 
 def test_healthy_node_has_cuda_transports_and_nvlink():

@@ -7,7 +7,7 @@ import pytest
 from envcheck.report import Status
 from envcheck.verify.facts import resolve_visible_devices
 from envcheck.verify.node.checks.gpu.visible import check_visible
-from tests.factories import (
+from tests.support.factories import (
     A100,
     RTX3090,
     expect,

@@ -13,9 +13,9 @@ import pytest
 
 from envcheck.cli import main
 from envcheck.errors import ExitCode
-from tests.channel import demo_channel
-from tests.channel import write_recipe as recipe
-from tests.report_schema import validated
+from tests.support.channel import demo_channel
+from tests.support.channel import write_recipe as recipe
+from tests.support.report_schema import validated
 
 ROOT = os.geteuid() == 0
 LOCK = "locks/pangeo-ml-2023.10.conda-lock.yml"

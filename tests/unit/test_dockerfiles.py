@@ -1,6 +1,7 @@
 """Dockerfile.rhel7 and Dockerfile.centos7: lint-clean, in step, and built from a lock that fits.
 
-These read the files; tests/test_images.py builds and runs both images for real (local bases).
+These read the files; tests/images/test_images.py builds and runs both images for real (local
+bases).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from packaging.version import Version
 
 from envcheck.lockfile.read import read_lock
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILES = [ROOT / "Dockerfile.rhel7", ROOT / "Dockerfile.centos7"]
 # glibc of both bases: RHEL 7.9 / UBI 7.9 and CentOS 7 ship glibc 2.17
 BASE_GLIBC = Version("2.17")

@@ -13,9 +13,9 @@ from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.resolve import el7
 from envcheck.resolve.lockgraph import read_graph
-from tests.channel import pkg, write_channel, write_recipe
+from tests.support.channel import pkg, write_channel, write_recipe
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 TORCH_FILES = [
     ln.strip()
     for ln in (DATA / "pypi" / "torch-linux-x86_64-wheel-filenames.txt").read_text().splitlines()

@@ -16,8 +16,8 @@ from envcheck.verify.expect_file import KEYS, MAX_BYTES, read_expect_file
 from envcheck.verify.expect_options import add_expectation_arguments, expectations_from_options
 from envcheck.verify.expectations import ExpectOptions
 
-DOCS = Path(__file__).parent.parent / "docs" / "expect"
-EXCERPT = Path(__file__).parent / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
+DOCS = Path(__file__).parents[2] / "docs" / "expect"
+EXCERPT = Path(__file__).parents[1] / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
 needs_toml = pytest.mark.skipif(
     sys.version_info < (3, 11) and __import__("importlib").util.find_spec("tomli") is None,
     reason="TOML needs Python 3.11+ or tomli",

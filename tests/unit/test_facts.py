@@ -29,7 +29,7 @@ from envcheck.verify.facts import (
 from envcheck.verify.facts import packages as packages_mod
 from envcheck.verify.facts import ucx as ucx_mod
 from envcheck.verify.shipping import facts_payload, load_facts, standalone_source
-from tests.factories import healthy_a100x8, with_imports, with_libraries, with_process
+from tests.support.factories import healthy_a100x8, with_imports, with_libraries, with_process
 
 
 def test_collector_on_this_machine_reports_host_python_and_packages():

@@ -27,7 +27,7 @@ from envcheck.verify.facts import (
 )
 from envcheck.verify.node.checks import run_node_checks
 from envcheck.verify.shipping import standalone_source
-from tests.factories import healthy_a100x8, healthy_host, with_gpu_health, with_health
+from tests.support.factories import healthy_a100x8, healthy_host, with_gpu_health, with_health
 
 # Real NVRM Xid lines as drivers wrote them (quoted in public troubleshooting notes and issue
 # reports), in the forms the kernel log is read in: Xid 79 from journalctl (driver 450,

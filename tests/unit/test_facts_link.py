@@ -18,7 +18,7 @@ from envcheck.verify.facts import (
     facts_from_dict,
     facts_to_dict,
 )
-from tests.factories import no_driver_node, with_link
+from tests.support.factories import no_driver_node, with_link
 
 
 def ip_addresses() -> list[tuple[str, str, int]]:

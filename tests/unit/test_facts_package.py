@@ -19,7 +19,7 @@ from envcheck.verify.shipping import (
     load_facts,
     standalone_source,
 )
-from tests.old_envs import find_python
+from tests.support.old_envs import find_python
 
 PACKAGE = Path(facts_package.__file__).parent
 

@@ -20,7 +20,7 @@ from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.verify.facts import conda_platform
 
-EXCERPT = Path(__file__).parent / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
+EXCERPT = Path(__file__).parents[1] / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
 
 
 def one_line(err: str) -> str:
@@ -182,7 +182,7 @@ def test_a_scheduler_killed_mid_run_is_an_error_naming_it_without_dask_traceback
 ) -> None:
     import json
 
-    from tests.subprocess_cluster import start_cluster
+    from tests.support.subprocess_cluster import start_cluster
 
     mods = tmp_path / "mods"
     mods.mkdir()
@@ -224,7 +224,7 @@ def test_a_scheduler_killed_mid_run_is_an_error_naming_it_without_dask_traceback
 
 def test_ddp_ranks_name_their_physical_gpu_not_only_cuda_0() -> None:
     from envcheck.verify.smoke.suite import gpu_named
-    from tests.factories import h200x2, with_env
+    from tests.support.factories import h200x2, with_env
 
     two = h200x2()
     rank0, rank1 = with_env(two, CUDA_VISIBLE_DEVICES="0"), with_env(two, CUDA_VISIBLE_DEVICES="1")
@@ -239,7 +239,7 @@ def test_ddp_ranks_name_their_physical_gpu_not_only_cuda_0() -> None:
 
 
 def _tree(pid: int) -> list[int]:
-    from tests.test_build_cli import _descendants
+    from tests.build.test_build_cli import _descendants
 
     return _descendants(pid)
 

@@ -22,7 +22,7 @@ from envcheck.lockfile.read import read_lock as read_build_lock
 from envcheck.lockfile.read import read_packages as read_verify_lock
 from envcheck.resolve.recipe import load_recipe
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 EXAMPLES = int(os.environ.get("ENVCHECK_FUZZ_EXAMPLES", "0"))
 FUZZ = settings(
     max_examples=EXAMPLES or 60,
@@ -80,7 +80,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def channel(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from tests.channel import demo_channel
+    from tests.support.channel import demo_channel
 
     return demo_channel(tmp_path_factory.mktemp("fuzz") / "ch")
 
@@ -142,7 +142,7 @@ def _mutate(doc: Any, data: st.DataObject) -> Any:
 def envcheck_lock(tmp_path_factory: pytest.TempPathFactory, channel: str) -> dict[str, Any]:
     """A lock written by envcheck build (its metadata included), solved for real."""
     from envcheck.cli import main
-    from tests.channel import write_recipe
+    from tests.support.channel import write_recipe
 
     d = tmp_path_factory.mktemp("lock")
     r = write_recipe(d, channel, "[python=3.9, dask-cuda]")

@@ -7,7 +7,7 @@ import dataclasses
 from envcheck.report import Result, Status
 from envcheck.verify.cluster.gather import ClusterFacts
 from envcheck.verify.cluster.hosts import address_host, hosts_view, spans_hosts
-from tests.factories import no_driver_node
+from tests.support.factories import no_driver_node
 
 
 def proc(host: str, address: str, role: str = "worker", **packages: str):

@@ -18,7 +18,7 @@ from envcheck.verify.job.bench import (
     judge_bench,
 )
 from envcheck.verify.job.rank import RankFacts
-from tests.factories import node, with_link
+from tests.support.factories import node, with_link
 
 pytestmark = pytest.mark.unit
 

@@ -23,7 +23,7 @@ from envcheck.verify.job.checks import (
 )
 from envcheck.verify.job.launch import LaunchInfo, launcher_views, views_disagree
 from envcheck.verify.job.rank import RankFacts, choose_device
-from tests.factories import expect, gpu_uuid, node, with_env
+from tests.support.factories import expect, gpu_uuid, node, with_env
 
 TORCHRUN = LaunchInfo("torchrun", 0, 4, 0, 4, 0, "127.0.0.1", 29500)
 

@@ -23,7 +23,7 @@ from envcheck.verify.job.launch import (
     tasks_per_node,
 )
 
-DATA = Path(__file__).parent / "data" / "launch_env"
+DATA = Path(__file__).parents[1] / "data" / "launch_env"
 
 
 def snapshot(name: str) -> dict[str, str]:

@@ -96,7 +96,7 @@ def test_help_documents_levels_and_expect_gpus_0(capsys):
 
 def test_the_framework_is_chosen_from_the_environment_s_own_packages():
     from envcheck.verify.node.load import pick_framework
-    from tests.factories import h200x2
+    from tests.support.factories import h200x2
 
     facts = h200x2()
     assert pick_framework(facts) == ""

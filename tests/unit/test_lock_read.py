@@ -15,9 +15,9 @@ import yaml
 
 from envcheck.lockfile import read
 from envcheck.lockfile.read import fast_document, load_document, read_packages
-from tests.big_locks import SORTED_LAYOUT, WRITERS_LAYOUT, big_lock_text
+from tests.support.big_locks import SORTED_LAYOUT, WRITERS_LAYOUT, big_lock_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONDA_LOCKS = sorted((ROOT / "locks").glob("*.conda-lock.yml")) + sorted(
     (ROOT / "tests" / "data").glob("*.conda-lock.yml")
 )

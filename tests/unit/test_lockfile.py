@@ -16,7 +16,7 @@ from envcheck.lockfile.write import conda_lock_text, explicit_text, write_lock
 from envcheck.resolve.lockdoc import build_lockfile
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.solve import solve_specs, virtual_packages
-from tests.channel import pkg, write_channel, write_recipe
+from tests.support.channel import pkg, write_channel, write_recipe
 
 CONDA_LOCK = Path(sys.executable).with_name("conda-lock")
 DDP = PipPackage(
@@ -130,7 +130,7 @@ def test_conda_lock_parser_and_render_cli_accept_the_lock(built, tmp_path: Path)
     assert body[3] == f"# pip dask-pytorch-ddp @ {DDP.url}#sha256={DDP.sha256}"
 
 
-SHIPPED = Path(__file__).resolve().parents[1] / "locks" / "pangeo-ml-2023.10.conda-lock.yml"
+SHIPPED = Path(__file__).resolve().parents[2] / "locks" / "pangeo-ml-2023.10.conda-lock.yml"
 
 
 @pytest.mark.parametrize("which", ["test lock with pip entries", "shipped pangeo-ml lock"])

@@ -24,7 +24,7 @@ from envcheck.verify.smoke.measure import (
     run_measurements,
     transfer_verdict,
 )
-from tests.factories import (
+from tests.support.factories import (
     A100,
     H200,
     RTX3090,
@@ -34,7 +34,7 @@ from tests.factories import (
     with_env,
     with_link,
 )
-from tests.smoke_cluster import local_cluster_fixture  # noqa: F401  (the fixture)
+from tests.support.smoke_cluster import local_cluster_fixture  # noqa: F401  (the fixture)
 
 
 def gpu_worker(model: str, index: int, *, host: str = "gpu-node-1", **gpu: object) -> NodeFacts:

@@ -34,10 +34,10 @@ from envcheck.verify.facts import (
     read_kernel_driver,
 )
 from envcheck.verify.node.checks import BUILTIN_CHECKS, run_node_checks
-from tests.factories import no_driver_node
+from tests.support.factories import no_driver_node
 
-DATA = Path(__file__).parent / "data" / "nvidia-proc" / "h100-open-580"
-REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parents[1] / "data" / "nvidia-proc" / "h100-open-580"
+REPO = Path(__file__).resolve().parents[2]
 MODEL = "NVIDIA H100 80GB HBM3"
 # Every check that judges GPUs through NVML: none may pass or skip on such a machine.
 GPU_CHECKS = ("driver", "gpus", "cuda-visible-devices", "busy-gpus", "compute-capability",

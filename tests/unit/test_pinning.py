@@ -13,7 +13,14 @@ from envcheck.verify.cluster.checks import (
 from envcheck.verify.cluster.pinning import check_pinning
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.node.checks import run_node_checks
-from tests.factories import expect, h200x2, healthy_a100x8, no_driver_node, with_env, with_process
+from tests.support.factories import (
+    expect,
+    h200x2,
+    healthy_a100x8,
+    no_driver_node,
+    with_env,
+    with_process,
+)
 
 
 def worker(base: NodeFacts, port: int, cvd: str | None, host: str = "", pid: int = 0) -> NodeFacts:
@@ -124,7 +131,7 @@ def test_node_checks_fold_host_facts_and_keep_per_worker_differences() -> None:
     workers[addr] = dataclasses.replace(
         workers[addr], packages={k: v for k, v in workers[addr].packages.items() if k != "numpy"}
     )
-    from tests.factories import lock_for
+    from tests.support.factories import lock_for
 
     exp = expect(lock_packages=lock_for(h200x2()), lock_path="env.lock", min_glibc="2.17")
     results = node_checks_per_worker(

@@ -11,7 +11,7 @@ from envcheck.errors import ExitCode
 from envcheck.lockfile.read import read_lock
 from envcheck.resolve.pip import conda_python_pins, python_version, target_platform
 from envcheck.resolve.solve import SolvedPackage
-from tests.channel import demo_channel, write_recipe
+from tests.support.channel import demo_channel, write_recipe
 
 
 def solved(name: str, version: str, *depends: str) -> SolvedPackage:

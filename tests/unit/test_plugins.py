@@ -11,7 +11,7 @@ import pytest
 from envcheck.report import Status
 from envcheck.verify.node.checks import run_node_checks
 from envcheck.verify.plugins import load_plugins
-from tests.factories import expect, healthy_a100x8
+from tests.support.factories import expect, healthy_a100x8
 
 PLUGIN_MODULE = '''
 from envcheck.report import Result, Status

@@ -15,7 +15,7 @@ import pytest
 from envcheck.cli import main
 from envcheck.errors import EnvcheckError
 from envcheck.verify.node.prefix import run_bounded
-from tests.old_envs import find_python
+from tests.support.old_envs import find_python
 
 
 def prefix_with(tmp_path: Path, script: str) -> Path:

@@ -7,7 +7,7 @@ import dataclasses
 from envcheck.report import Status
 from envcheck.verify.ray.checks import RAY_CHECKS, run_ray_checks
 from envcheck.verify.ray.model import GpuTask, RayExpect, RayFacts, RayNode, TrainRun
-from tests.factories import gpu_uuid, h200x2
+from tests.support.factories import gpu_uuid, h200x2
 
 
 def _cluster(n_nodes: int = 2, gpus: float = 2.0, **overrides: object) -> RayFacts:

@@ -15,9 +15,9 @@ from envcheck.resolve.record.lint import ERROR, lint, matches
 from envcheck.resolve.record.new import OSES, Options, command_in, compose
 from envcheck.resolve.record.table import load_record
 from envcheck.resolve.solve import solve_specs, virtual_packages
-from tests.channel import pkg, write_channel
+from tests.support.channel import pkg, write_channel
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECORD = load_record()
 COVERED = sorted(RECORD.releases)
 EXTRAS = ("xgboost", "ucx", "torch", "dask-sql")

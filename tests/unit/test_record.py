@@ -14,11 +14,11 @@ from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.resolve.record.lint import ERROR, INFO, WARN, lint
 from envcheck.resolve.record.table import load_record, parse_record
-from tests.channel import write_recipe
+from tests.support.channel import write_recipe
 
-DATA = Path(__file__).parent / "data" / "rapids-record"
+DATA = Path(__file__).parents[1] / "data" / "rapids-record"
 # the generator is a script beside the package, not part of it: it reads tests/data
-sys.path.insert(0, str(Path(__file__).parents[1] / "scripts" / "record"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "scripts" / "record"))
 gen = importlib.import_module("rapids_record")
 EL7 = {"cuda": "11.5", "glibc": "2.17"}
 SEED = [
@@ -77,7 +77,7 @@ def test_spot_values_match_the_raw_files_they_point_to():
 
 def test_the_shipped_table_agrees_with_the_pypi_wheel_metadata():
     # dask-cuda 24.4.0 requires rapids-dask-dependency 24.4.*, whose 24.4.1 wheel pins dask
-    pypi = Path(__file__).parent / "data" / "pypi"
+    pypi = Path(__file__).parents[1] / "data" / "pypi"
     meta = (pypi / "rapids_dask_dependency-24.4.1-py3-none-any.METADATA").read_text()
     r = load_record().release("24.04")
     assert f"Requires-Dist: dask {r.get('dask').value}" in meta
@@ -160,7 +160,7 @@ def test_build_fails_fast_on_a_contradiction_without_starting_a_solver(tmp_path,
 def test_build_reports_what_the_record_says_and_still_solves(tmp_path):
     import json
 
-    from tests.channel import demo_channel
+    from tests.support.channel import demo_channel
 
     channel = demo_channel(tmp_path / "channel")
     r = write_recipe(tmp_path, channel, "[python=3.9, dask-cuda=22.08, libzlib]")

@@ -8,7 +8,7 @@ from pathlib import Path
 from envcheck.resolve.record.lint import ERROR, lint
 from envcheck.resolve.record.table import load_record
 
-DATA = Path(__file__).parent / "data" / "rapids-record"
+DATA = Path(__file__).parents[1] / "data" / "rapids-record"
 EL8 = {"cuda": "12.8", "glibc": "2.28"}
 EL7 = {"cuda": "11.5", "glibc": "2.17"}
 

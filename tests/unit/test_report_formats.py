@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 from envcheck.report import Measurement, Report, Result, Status, Table, write_junit
-from tests.report_schema import validated
+from tests.support.report_schema import validated
 
 # an Xid line as a kernel log can carry it: BEL, an ANSI colour, a NUL, a form feed, DEL, C1
 HOSTILE = "GPU has fallen off the bus.\x07\x1b[31m\x00\x0c\x7f\x85 \ud800end"

@@ -14,7 +14,7 @@ from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.record.lint import ERROR, INFO, WARN, lint
 from envcheck.resolve.record.table import load_record
 
-SEEDS = Path(__file__).parent / "data" / "seed-recipes"
+SEEDS = Path(__file__).parents[1] / "data" / "seed-recipes"
 CUDA_BUILD = (
     "rapids.cuda-build",
     WARN,
@@ -181,7 +181,7 @@ def test_dask_cuda_pins_pandas_in_23_08_to_24_02():
 def test_lint_warnings_are_printed_when_the_solve_then_fails(tmp_path, capsys):
     from envcheck.cli import main
     from envcheck.errors import ExitCode
-    from tests.channel import demo_channel, write_recipe
+    from tests.support.channel import demo_channel, write_recipe
 
     channel = demo_channel(tmp_path / "channel")
     # cudatoolkit 11.0 meets 22.08's rule (warning); the channel has no 11.0: the solve fails

@@ -9,7 +9,7 @@ import pytest
 from envcheck.report import Status
 from envcheck.verify.cluster.skew import TRACKED, canonical_name, compare_package, skew_report
 from envcheck.verify.facts import NodeFacts
-from tests.factories import no_driver_node
+from tests.support.factories import no_driver_node
 
 BASE = {
     "dask": "2024.1.1",

@@ -10,7 +10,7 @@ import pytest
 from envcheck.report import Status
 from envcheck.verify.cluster.hostlist import expand_hostlist
 from envcheck.verify.cluster.slurm import check_slurm
-from tests.factories import h200x2, no_driver_node, with_env
+from tests.support.factories import h200x2, no_driver_node, with_env
 
 
 def worker(

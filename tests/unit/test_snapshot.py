@@ -21,7 +21,7 @@ from tests.support.snapshot import (
     write_snapshot,
 )
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 # real conda-lock files of pangeo-data/pangeo-docker-images (copied from shared/data/real)
 PYTORCH = DATA / "pangeo_pytorch-notebook_2023-05-19_cd2ce0b.conda-lock.yml"
 ML = DATA / "pangeo_ml-notebook_2023-10-03_2e817e6.conda-lock.yml"

@@ -16,7 +16,7 @@ from envcheck.errors import BadInput
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.solve import solve_specs
 from envcheck.resolve.spec import conda_spec, solver_spec
-from tests.channel import pkg, write_channel
+from tests.support.channel import pkg, write_channel
 
 # (spec as typed, rattler's canonical reading): conda's forms, from the seed command and docs
 FORMS = [

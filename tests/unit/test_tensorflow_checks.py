@@ -1,5 +1,5 @@
 """The TensorFlow probe's parsing and the tensorflow node check, on facts built here; the probe
-itself runs against a real tensorflow-cpu in tests/test_tensorflow.py."""
+itself runs against a real tensorflow-cpu in tests/job/test_tensorflow.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from envcheck.report import Status
 from envcheck.verify.facts.model import KernelDriver, ProcGpu, TensorFlowFacts
 from envcheck.verify.facts.tfprobe import parse_tensorflow_lines
 from envcheck.verify.node.checks.env.tensorflow import check_tensorflow
-from tests.factories import H200, expect, no_driver_node, node
+from tests.support.factories import H200, expect, no_driver_node, node
 
 HEAD = {"version": "2.21.0", "cuda_build": True, "cuda": "12.5.1", "cudnn": "9", "gpus": 2}
 

@@ -11,7 +11,7 @@ import pytest
 from envcheck.lockfile.read import parse_lockfile
 from envcheck.lockfile.toposort import level_order, toposorted
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def conda_lock_order(package: list) -> list:

@@ -7,7 +7,7 @@ import pytest
 from envcheck.errors import BadInput
 from envcheck.report import Report, Status
 from envcheck.verify.api import verify_cluster, verify_node
-from tests.smoke_cluster import local_cluster_fixture  # noqa: F401  (the fixture)
+from tests.support.smoke_cluster import local_cluster_fixture  # noqa: F401  (the fixture)
 
 
 def _by(report: Report, check: str):

@@ -12,9 +12,9 @@ import pytest
 
 from envcheck.cli import main
 from envcheck.verify.facts import collect_node_facts, facts_to_dict
-from tests.factories import healthy_a100x8, with_env, with_libraries, with_process
+from tests.support.factories import healthy_a100x8, with_env, with_libraries, with_process
 
-EXCERPT = Path(__file__).parent / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
+EXCERPT = Path(__file__).parents[1] / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
 HAS_GPU = bool(collect_node_facts().gpus)
 needs_no_gpu = pytest.mark.skipif(HAS_GPU, reason="checks the no-driver path")
 

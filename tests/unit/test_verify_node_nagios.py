@@ -9,7 +9,7 @@ import sys
 from envcheck.report import Report, Result, Status
 from envcheck.verify.facts import facts_to_dict
 from envcheck.verify.node.nagios import nagios_line
-from tests.factories import healthy_a100x8, with_process
+from tests.support.factories import healthy_a100x8, with_process
 
 
 def envcheck(*args: str) -> subprocess.CompletedProcess:

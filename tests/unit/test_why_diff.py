@@ -12,9 +12,9 @@ from envcheck.resolve.changes import compare
 from envcheck.resolve.diff import lock_diff
 from envcheck.resolve.lockgraph import read_graph
 from envcheck.resolve.why import chains_to, why_lock
-from tests.channel import demo_channel, write_recipe
+from tests.support.channel import demo_channel, write_recipe
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 PANGEO_ML = ROOT / "locks" / "pangeo-ml-2023.10.conda-lock.yml"
 PIXI = DATA / "holoviz_holoviews_fb85eeb_pixi.lock"
