@@ -85,7 +85,7 @@ def main() -> int:
         path.write_text(text)
         recipe = load_recipe(path)
         from tests.support.channel import write_channel
-        from tests.unit.test_recipe_new import base_packages, release_packages
+        from tests.support.rapids_channel import base_packages, release_packages
 
         records = {}
         for r in [*base_packages(), *release_packages("22.08")]:

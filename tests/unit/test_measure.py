@@ -4,24 +4,18 @@ LocalCluster of worker processes (host memory, small sizes so CI stays quick).""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import time
 
 import pytest
 
-from envcheck.report import Status
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.smoke.measure import (
-    MiB,
     allreduce_reference,
     allreduce_verdict,
     bus_bandwidth,
-    measure_transfers,
     network_reference,
     pair_verdict,
     pick_pairs,
     reference_bandwidth,
-    run_measurements,
     transfer_verdict,
 )
 from tests.support.factories import (
@@ -199,48 +193,7 @@ def test_pairs_form_a_ring_over_gpu_workers_capped():
     assert pick_pairs({"tcp://h:1": no_driver_node()}, 4) == []
 
 
-# --- on a real cluster --------------------------------------------------------------------
 
-
-def test_transfers_and_gloo_allreduce_on_a_local_cluster(local_cluster):
-    client, facts = local_cluster
-    started = time.monotonic()
-    ms = run_measurements(
-        client, facts, sizes=(1 * MiB, 4 * MiB), repeats=2, allreduce_sizes=(MiB,)
-    )
-    took = time.monotonic() - started
-    transfers = [m for m in ms if m.name.startswith("transfer tcp host")]
-    assert [m.name for m in transfers] == [
-        "transfer tcp host (NumPy) 1 MiB",
-        "transfer tcp host (NumPy) 4 MiB",
-    ]
-    a, b = sorted(facts)
-    assert all(m.node == f"{a} -> {b}" and m.value > 0 and m.unit == "GB/s" for m in transfers)
-    assert all(m.reference is None and m.verdict == "" for m in transfers)
-    if importlib.util.find_spec("torch") is not None:
-        busbw = [m for m in ms if m.name == "gloo all-reduce 1 MiB busbw"]
-        algbw = [m for m in ms if m.name == "gloo all-reduce 1 MiB algbw"]
-        assert busbw and algbw and busbw[0].value == algbw[0].value  # 2 ranks: factor 1
-        assert ms.problems == []
-    else:
-        assert [p.message for p in ms.problems] == ["torch is not installed on any worker"]
-    assert took < 60
-
-
-def test_a_worker_that_never_runs_the_task_is_an_error_not_a_hang(local_cluster):
-    client, facts = local_cluster
-    real = sorted(facts)[0]
-    ghost = "tcp://127.0.0.1:9"  # in the facts, but no such worker: its task never runs
-    fake = {real: facts[real], ghost: dataclasses.replace(facts[real], address=ghost)}
-    started = time.monotonic()
-    out = measure_transfers(client, fake, sizes=(MiB,), repeats=1, timeout=1.0)
-    assert time.monotonic() - started < 15
-    assert list(out) == []
-    assert len(out.problems) == 1
-    problem = out.problems[0]
-    assert problem.status is Status.ERROR
-    assert problem.check == "bench.transfer"
-    assert "not measured" in problem.message and "TimeoutError" in problem.message
 
 
 def test_pairs_across_hosts_alternate_with_pairs_within_a_host():
