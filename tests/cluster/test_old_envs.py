@@ -24,7 +24,7 @@ from tests.support.old_envs import (
 )
 from tests.support.subprocess_cluster import ROOT, run_envcheck, start_cluster
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.oldenv]  # venvs of pyenv's Python 3.8 and 3.9
 
 OLDEST = OLD_ENVS[0]  # RAPIDS 22.08: Python 3.9, dask == distributed == 2022.7.1
 CLEAN_STDERR_MARKERS = ("Traceback", "Exception ignored", "Error in atexit")

@@ -17,7 +17,7 @@ import pytest
 from tests.support.report_schema import validated
 from tests.support.tf_env import tf_python, tf_run_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.oldenv]  # a cached venv of tensorflow-cpu
 H100 = Path(__file__).parents[1] / "data" / "nvidia-proc" / "h100-open-580"
 
 

@@ -55,6 +55,7 @@ def test_the_pcie_link_under_load_is_the_best_seen_during_it():
     assert (merged.pcie_gen, merged.pcie_width, merged.pcie_replays) == (5, 16, 3)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 def test_the_load_child_runs_with_torch_here_and_says_it_sees_no_cuda_device():
     proc = subprocess.run([sys.executable, "-c", LOAD_CHILD, "torch", "0.2"],

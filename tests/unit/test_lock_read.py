@@ -45,6 +45,7 @@ def test_a_pixi_lock_is_left_to_yaml(path: Path) -> None:
     assert fast_document(path.read_text()) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("template", [WRITERS_LAYOUT, SORTED_LAYOUT], ids=["writer", "sorted"])
 def test_fast_path_reads_big_locks_as_yaml_does(template: Path) -> None:
     text = big_lock_text(5000, template)

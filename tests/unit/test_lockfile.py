@@ -101,6 +101,7 @@ def test_the_written_lock_is_read_line_by_line_as_yaml_reads_it(built) -> None:
     assert any(p["manager"] == "pip" for p in fast["package"])
 
 
+@pytest.mark.slow
 def test_conda_lock_parser_and_render_cli_accept_the_lock(built, tmp_path: Path) -> None:
     from conda_lock.lockfile import parse_conda_lock_file
 
@@ -162,6 +163,7 @@ def test_lock_texts_match_conda_locks_own_writer_and_renderer(
         assert explicit_text(model.model_copy(deep=True), platform) == "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 def test_lock_modules_load_without_conda_locks_cli() -> None:
     """conda-lock's package __init__ (its whole CLI) is skipped, and still runs when asked."""
     code = (

@@ -141,6 +141,7 @@ def test_pip_lock_matches_this_venv_and_drift_is_named(tmp_path):
     assert "missing 1: not-installed-pkg 2.0" in packages["message"]
 
 
+@pytest.mark.slow
 def test_conda_lock_in_a_venv_fails_the_packages_check(tmp_path):
     rc, report = _run(["--lock", str(EXCERPT), "--no-plugins"], tmp_path)
     [packages] = _by_check(report)["packages"]

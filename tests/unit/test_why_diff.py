@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from envcheck.cli import main
@@ -102,6 +103,7 @@ def _raw(path: Path) -> dict[tuple[str, str, str], str]:
     return out
 
 
+@pytest.mark.slow
 def test_diff_of_two_real_pangeo_locks_matches_an_independent_reading(tmp_path, capsys):
     changes = lock_diff(OLD, NEW)
     assert changes == compare(_raw(OLD), _raw(NEW))
