@@ -40,7 +40,8 @@ from envcheck.resolve.conflicts import SolveOutcome, diagnose  # noqa: E402
 from envcheck.resolve.recipe import load_recipe  # noqa: E402
 from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages  # noqa: E402
 from tests.support.channel import write_channel  # noqa: E402
-from tests.support.worlds import NEUTRAL, filler_packages, filler_roots, world_packages  # noqa: E402
+from tests.support.world_filler import filler_packages, filler_roots  # noqa: E402
+from tests.support.worlds import NEUTRAL, world_packages  # noqa: E402
 
 # The bare solve: nothing of envcheck, only what any rattler user writes. It leaves through
 # os._exit because rattler 0.28 may crash while the interpreter shuts down after a solve.

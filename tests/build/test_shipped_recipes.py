@@ -18,14 +18,9 @@ from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages
 from tests.support.channel import write_channel
 from tests.support.snapshot import write_snapshot
-from tests.support.worlds import (
-    RELEASES,
-    base_packages,
-    filler_packages,
-    filler_roots,
-    release_packages,
-    world_packages,
-)
+from tests.support.world_filler import filler_packages, filler_roots
+from tests.support.world_records import base_packages
+from tests.support.worlds import RELEASES, release_packages, world_packages
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "recipes").glob("*.yaml"))
