@@ -74,7 +74,7 @@ def test_ranks_without_master_port_meet_past_a_foreign_server_on_the_derived_por
     else (answering garbage) holds the first candidate: rank 0 takes the second, and rank 1,
     asking the first on its way, is not fooled."""
     from envcheck.verify.job.launch import launch_info
-    from tests.unit.test_job_rendezvous import _held
+    from tests.job.test_job_rendezvous import _held
 
     def env(job: str, rank: int) -> dict[str, str]:
         return {"OMPI_MCA_ess_base_jobid": job, "OMPI_COMM_WORLD_RANK": str(rank),

@@ -99,6 +99,7 @@ def test_probe_lines_and_a_dead_child() -> None:
     assert torch.archs == ("sm_90",) and cupy.error == "probe exited -11: "
 
 
+@pytest.mark.slow
 def test_probe_runs_in_a_child_and_its_answer_is_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

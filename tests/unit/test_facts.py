@@ -107,6 +107,7 @@ def test_conda_meta_file_names_give_versions_and_builds(tmp_path):
     assert packages_mod._conda_meta_packages(tmp_path / "nope") is None
 
 
+@pytest.mark.slow
 def test_probe_imports_reports_failure_hang_and_crash_and_goes_on(tmp_path, monkeypatch):
     (tmp_path / "good_mod.py").write_text("VALUE = 1\n")
     (tmp_path / "needs_blas.py").write_text(

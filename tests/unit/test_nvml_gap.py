@@ -200,6 +200,7 @@ def _verify_node(tmp_path: Path, root: Path, *argv: str, block_pynvml: bool) -> 
     return proc.returncode, json.loads(out.read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(HAS_NVML_GPU, reason="NVML must be unusable here (tests/gpu covers a GPU)")
 def test_verify_node_without_pynvml_fails_with_the_fix(tmp_path: Path) -> None:
     rc, report = _verify_node(tmp_path, make_root(tmp_path), block_pynvml=True)
@@ -215,6 +216,7 @@ def test_verify_node_without_pynvml_fails_with_the_fix(tmp_path: Path) -> None:
     assert "No module named 'pynvml'" in driver
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(HAS_NVML_GPU, reason="NVML must be unusable here (tests/gpu covers a GPU)")
 def test_verify_node_with_pynvml_but_no_libnvidia_ml(tmp_path: Path) -> None:
     # the real nvidia-ml-py of this environment, on a machine without libnvidia-ml.so.1

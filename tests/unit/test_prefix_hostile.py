@@ -58,6 +58,7 @@ def test_an_interpreter_too_old_for_the_collector_is_named(tmp_path, capsys, min
     assert "Try `python -h'" not in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_a_sleeping_grandchild_of_the_interpreter_is_gone_afterwards(tmp_path, capsys):
     """The wrapper leaves `sleep` running with the pipes open; the facts still arrive, and
     the whole process group goes with the call."""
@@ -75,6 +76,7 @@ def test_a_sleeping_grandchild_of_the_interpreter_is_gone_afterwards(tmp_path, c
     assert not any(map(alive, sleepers)), "a grandchild outlived --prefix"
 
 
+@pytest.mark.slow
 def test_a_timeout_kills_the_interpreters_whole_process_group(tmp_path):
     pids = tmp_path / "pids"
     prefix = prefix_with(tmp_path, f"sleep 300 & echo $! >> {pids}\nsleep 300\n")
