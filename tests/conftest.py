@@ -57,6 +57,18 @@ def kind_dir(path: Path) -> str | None:
     return parts[0] if len(parts) > 1 and parts[0] in KIND_OF_DIR else None
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """``-m unit`` alone collects tests/unit only: no other directory holds a unit test, and
+    importing their modules (Dask, Ray, torch) would cost the inner loop seconds."""
+    if config.option.markexpr != "unit":
+        return None
+    try:
+        top = collection_path.resolve().relative_to(TESTS).parts[:1]
+    except ValueError:
+        return None
+    return True if top and top[0] in KIND_OF_DIR and top[0] != "unit" else None
+
+
 def heavy_fixtures(item: pytest.Item) -> list[str]:
     """The HEAVY_FIXTURES a test asks for; names given by @pytest.mark.parametrize are values."""
     callspec = getattr(item, "callspec", None)

@@ -79,3 +79,12 @@ def test_a_test_takes_its_kind_from_its_directory() -> None:
     assert conftest._kinds(_item("unit", ())) == {"unit"}
     assert conftest._kinds(_item("unit", (), marks=("slow",))) == set()  # left to the full suite
     assert conftest._kinds(_item("cluster", (), marks=("oldenv",))) == {"cluster", "oldenv"}
+
+
+@pytest.mark.parametrize(("markexpr", "where", "ignored"), [
+    ("unit", "cluster", True), ("unit", "build", True), ("unit", "unit", None),
+    ("unit", "support", None), ("", "cluster", None), ("unit and not slow", "cluster", None),
+])
+def test_minus_m_unit_alone_collects_only_tests_unit(markexpr: str, where: str, ignored) -> None:
+    config = SimpleNamespace(option=SimpleNamespace(markexpr=markexpr))
+    assert conftest.pytest_ignore_collect(TESTS / where, config) is ignored  # type: ignore[arg-type]
