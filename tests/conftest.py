@@ -5,11 +5,12 @@ directory it lives in (``KIND_OF_DIR``): ``pytest -m unit`` is the inner loop (t
 subprocess cluster, solve, install, image, Slurm or namespace), CI runs them all. A test under
 tests/unit marked ``slow`` is left out of the unit lane and runs with the full suite. A module may
 add a kind by marker where its tests need more than their directory says (``oldenv``: pyenv's old
-Pythons). A test under tests/unit that asks for a fixture of ``HEAVY_FIXTURES`` is a collection
-error naming both. What a kind needs from the machine (root, podman, slurmd, a GPU, pyenv's
-Pythons) is checked here, not in fixtures: without it the test is skipped saying why, and with
-``ENVCHECK_TESTS_REQUIRE_ALL=1`` (.ci/run sets it) it fails instead, so a CI machine that lost a
-tool cannot turn a suite green by skipping. ``gpu`` always skips without a GPU: CI has none.
+Pythons). A test under tests/unit that asks for a fixture of ``HEAVY_FIXTURES`` stops the collection
+naming both, and ``-m unit`` alone collects tests/unit only. What a kind needs from the machine
+(root, podman, slurmd, a GPU, pyenv's Pythons) is checked here, not in fixtures: without it the test
+is skipped saying why, and with ``ENVCHECK_TESTS_REQUIRE_ALL=1`` (.ci/run sets it) it fails instead,
+so a CI machine that lost a tool cannot turn a suite green by skipping. ``gpu`` always skips without
+a GPU: CI has none.
 """
 
 from __future__ import annotations
