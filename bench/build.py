@@ -2,7 +2,7 @@
 
     python bench/build.py [--records 50000] [--repeat 3] [--json FILE]
 
-On a generated channel of at least 50,000 records (tests/worlds.py: RAPIDS-shaped releases
+On a generated channel of at least 50,000 records (tests/support/worlds.py: RAPIDS-shaped releases
 plus named-like C/C++ libraries with deep depends):
 1. `envcheck build` of a seed recipe as a user runs it, a fresh process each time, against a
    bare `rattler.solve` of the same specs, virtual packages and exclusion constraints, also a
@@ -35,12 +35,13 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from envcheck.resolve.build import exclusion_constraints  # noqa: E402
 from envcheck.resolve.conflicts import SolveOutcome, diagnose  # noqa: E402
 from envcheck.resolve.recipe import load_recipe  # noqa: E402
 from envcheck.resolve.solve import SolveFailed, solve_specs, virtual_packages  # noqa: E402
-from tests.channel import write_channel  # noqa: E402
-from tests.worlds import NEUTRAL, filler_packages, filler_roots, world_packages  # noqa: E402
+from envcheck.resolve.solve_recipe import exclusion_constraints  # noqa: E402
+from tests.support.channel import write_channel  # noqa: E402
+from tests.support.world_filler import filler_packages, filler_roots  # noqa: E402
+from tests.support.worlds import NEUTRAL, world_packages  # noqa: E402
 
 # The bare solve: nothing of envcheck, only what any rattler user writes. It leaves through
 # os._exit because rattler 0.28 may crash while the interpreter shuts down after a solve.

@@ -2,8 +2,8 @@
 
     python bench/install.py [--repeat 5] [--process-rounds 31] [--json FILE]
 
-The test channel (tests/install_world.py: CPython 3.9 from pyenv, dask + distributed 2024.8.0
-and their dependencies, 22 packages, ~19 MB) is built, served over loopback HTTP and locked
+The test channel (tests/support/install_world.py: CPython 3.9 from pyenv, dask + distributed
+2024.8.0 and their dependencies, 22 packages, ~19 MB) is built, served over loopback HTTP and locked
 with `envcheck build` (no pip entries: py-rattler's install has no pip part to compare). Then,
 alternating so neither side gets a warmer page cache:
 
@@ -54,9 +54,9 @@ import rattler  # noqa: E402
 
 from envcheck.provision.install import install  # noqa: E402
 from envcheck.provision.plan import read_plan  # noqa: E402
-from tests.channel import write_recipe  # noqa: E402
-from tests.condapkg import serve  # noqa: E402
-from tests.install_world import build_py39_channel, pyenv_python  # noqa: E402
+from tests.support.channel import write_recipe  # noqa: E402
+from tests.support.condapkg import serve  # noqa: E402
+from tests.support.install_world import build_py39_channel, pyenv_python  # noqa: E402
 
 
 def bare(records: list, prefix: Path, cache: Path) -> None:

@@ -2,8 +2,8 @@
 
     python bench/install_staging.py [--repeat 3] [--files 50000] [--json FILE]
 
-A test channel of five noarch packages of 10,000 small files each (tests/condapkg.py), locked
-as a pixi.lock with file:// URLs. Each round:
+A test channel of five noarch packages of 10,000 small files each (tests/support/condapkg.py),
+locked as a pixi.lock with file:// URLs. Each round:
 
 - cold: `install()` into a new prefix from an empty cache (unpack, verify, link into the
   staging tree, swap). Inside the same round the pieces the lock and the staging add are timed
@@ -36,7 +36,7 @@ import rattler  # noqa: E402
 from envcheck.provision import prefix_lock, staging  # noqa: E402
 from envcheck.provision.install import install  # noqa: E402
 from envcheck.provision.plan import read_plan  # noqa: E402
-from tests.small_channels import many_files, noarch_package, pixi_lock, records  # noqa: E402
+from tests.support.small_channels import many_files, noarch_package, pixi_lock, records  # noqa: E402
 
 
 def _pieces(prefix: Path) -> float:

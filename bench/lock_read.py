@@ -2,9 +2,9 @@
 
     python bench/lock_read.py [--sizes 5000,10000,20000] [--repeat 5] [--before DIR]
 
-Big conda-lock files are made from a shipped lock's real records, renamed (tests/big_locks.py,
-writer's layout; no numpy, dask, ... among the names, so the lock implies no import probes
-and the difference is the lock alone). In the same run:
+Big conda-lock files are made from a shipped lock's real records, renamed
+(tests/support/big_locks.py, writer's layout; no numpy, dask, ... among the names, so the lock
+implies no import probes and the difference is the lock alone). In the same run:
 
 - in process: ``read_lock`` (what verify calls) against the old reader's load, PyYAML's
   pure-Python ``yaml.safe_load`` (once per size: it takes seconds);
@@ -35,7 +35,7 @@ sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != 
 import yaml  # noqa: E402
 
 from envcheck.lockfile.read import read_lock  # noqa: E402
-from tests.big_locks import big_lock_text  # noqa: E402
+from tests.support.big_locks import big_lock_text  # noqa: E402
 
 CLI = "import sys; from envcheck.cli import main; sys.exit(main())"
 

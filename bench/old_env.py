@@ -1,8 +1,8 @@
 """verify cluster from inside a RAPIDS 22.08-era environment against distributed's own check.
 
 A venv of Python 3.9 with dask == distributed == 2022.7.1 and envcheck installed into it
-(tests/old_envs.py builds it, as the tests do), a scheduler and --workers workers started from
-it, and in that same environment, interleaved, --repeat times each:
+(tests/support/old_envs.py builds it, as the tests do), a scheduler and --workers workers started
+from it, and in that same environment, interleaved, --repeat times each:
 
 - process: `envcheck verify cluster ADDRESS --smoke none --quiet` as a whole process, against
   `python -c "Client(ADDRESS).get_versions(check=True)"` as a whole process (import, connect,
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.pairs import BARE_CLIENT, alternate, dask_cluster  # noqa: E402
-from tests.old_envs import OLD_ENVS, build_env  # noqa: E402
+from tests.support.old_envs import OLD_ENVS, build_env  # noqa: E402
 
 WARM = r"""
 import json, statistics, sys, time, warnings

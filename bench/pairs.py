@@ -48,7 +48,7 @@ def alternate(first: list[str], second: list[str], n: int, cwd: str | None = "/"
 @contextlib.contextmanager
 def dask_cluster(python: str, workers: int) -> Iterator[str]:
     """A scheduler and `workers` worker processes run by `python`, for the block: its address."""
-    from tests.subprocess_cluster import start_cluster
+    from tests.support.subprocess_cluster import start_cluster
 
     with tempfile.TemporaryDirectory() as tmp:
         cluster = start_cluster(Path(tmp) / "c", python=python)

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.channel import pkg, write_channel  # noqa: E402
+from tests.support.channel import pkg, write_channel  # noqa: E402
 
 RECIPE = ROOT / "tests" / "data" / "pypi-rapids-26.10-cuda12.yaml"
 CANDIDATES = ("cugraph-cu12==26.10.*", "pandas<2", "dask-sql", "xarray-spatial")

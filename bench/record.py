@@ -32,12 +32,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from envcheck.resolve.build import exclusion_constraints  # noqa: E402
 from envcheck.resolve.recipe import load_recipe  # noqa: E402
 from envcheck.resolve.record.lint import lint  # noqa: E402
 from envcheck.resolve.record.new import Options, compose  # noqa: E402
 from envcheck.resolve.record.table import load_record  # noqa: E402
 from envcheck.resolve.solve import shutdown, solve_specs, virtual_packages  # noqa: E402
+from envcheck.resolve.solve_recipe import exclusion_constraints  # noqa: E402
 from envcheck.resolve.why import why_lock  # noqa: E402
 
 SEED = [
@@ -84,8 +84,8 @@ def main() -> int:
         path = Path(tmp) / "r.yaml"
         path.write_text(text)
         recipe = load_recipe(path)
-        from tests.channel import write_channel
-        from tests.test_recipe_new import base_packages, release_packages
+        from tests.support.channel import write_channel
+        from tests.support.rapids_channel import base_packages, release_packages
 
         records = {}
         for r in [*base_packages(), *release_packages("22.08")]:

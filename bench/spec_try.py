@@ -9,7 +9,7 @@
    exit 5, before any solve), against `python -c pass`.
 2. `envcheck build RECIPE --try` over N candidates against N separate `envcheck build` runs of
    the recipe with one candidate added (each a fresh process, as a user adding add-ons one by
-   one), on a generated RAPIDS-shaped channel (tests/worlds.py). Target: at most 0.6x.
+   one), on a generated RAPIDS-shaped channel (tests/support/worlds.py). Target: at most 0.6x.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from envcheck.resolve.recipe import load_recipe  # noqa: E402
 from envcheck.resolve.record.lint import lint  # noqa: E402
 from envcheck.resolve.record.new import Options, compose  # noqa: E402
 from envcheck.resolve.record.table import load_record  # noqa: E402
-from tests.channel import write_recipe  # noqa: E402
-from tests.worlds import RELEASES, write_world  # noqa: E402
+from tests.support.channel import write_recipe  # noqa: E402
+from tests.support.worlds import RELEASES, write_world  # noqa: E402
 
 SEED = ROOT / "tests" / "data" / "seed-recipes" / "dask-cuda-22.08-final.yaml"
 CANDIDATES = ["cuml=22.08", "cugraph=22.12", "cuspatial=22.08", "cuxfilter=22.08", "cucim=22.08"]

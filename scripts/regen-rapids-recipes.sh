@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate the shipped RAPIDS recipes from the release record (`envcheck recipe new`).
-# tests/test_recipe_new.py fails when a shipped recipe differs from what its own header's
+# tests/unit/test_recipe_new.py fails when a shipped recipe differs from what its own header's
 # command produces; rerun this after changing the record or `recipe new`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,13 +1,16 @@
 """Shared test configuration: every test's kind, and what each kind needs, decided here once.
 
-Kinds are markers (pyproject's [tool.pytest.ini_options] lists them): ``pytest -m unit`` is the
-inner loop (no subprocess cluster, solve, install, image, Slurm or namespace), CI runs them all.
-A kind comes from the test's directory, its module, or the fixtures it uses; a test of no other
-kind and not ``slow`` is ``unit``. What a kind needs from the machine (root, podman, slurmd,
-a GPU, pyenv's Pythons) is checked here, not in fixtures: without it the test is skipped saying
-why, and with ``ENVCHECK_TESTS_REQUIRE_ALL=1`` (.ci/run sets it) it fails instead, so a CI
-machine that lost a tool cannot turn a suite green by skipping. ``gpu`` always skips without a
-GPU: CI has none.
+Kinds are markers (pyproject's [tool.pytest.ini_options] lists them) and a test's kind is the
+directory it lives in (``KIND_OF_DIR``): ``pytest -m unit`` is the inner loop (tests/unit: no
+subprocess cluster, solve, install, image, Slurm or namespace), CI runs them all. A test under
+tests/unit marked ``slow`` is left out of the unit lane and runs with the full suite. A module may
+add a kind by marker where its tests need more than their directory says (``oldenv``: pyenv's old
+Pythons). A test under tests/unit that asks for a fixture of ``HEAVY_FIXTURES`` stops the collection
+naming both, and ``-m unit`` alone collects tests/unit only. What a kind needs from the machine
+(root, podman, slurmd, a GPU, pyenv's Pythons) is checked here, not in fixtures: without it the test
+is skipped saying why, and with ``ENVCHECK_TESTS_REQUIRE_ALL=1`` (.ci/run sets it) it fails instead,
+so a CI machine that lost a tool cannot turn a suite green by skipping. ``gpu`` always skips without
+a GPU: CI has none.
 """
 
 from __future__ import annotations
@@ -20,72 +23,82 @@ from pathlib import Path
 import pytest
 
 KINDS = (
-    "unit", "cluster", "solve", "install", "image", "slurm", "netns", "oldenv", "ray", "gpu",
+    "unit", "cluster", "solve", "install", "image", "slurm", "netns", "oldenv", "ray", "job", "gpu",
 )
 
-# tests/<dir>/ -> kind
-_BY_DIR = {"gpu": "gpu", "slurm": "slurm", "hosts": "netns", "ray": "ray"}
-# module -> kinds of every test in it
-_BY_MODULE: dict[str, tuple[str, ...]] = {
-    "test_images": ("image", "install"),
-    "test_install": ("install",),
-    "test_old_envs": ("oldenv", "cluster"),
-    "test_tensorflow": ("oldenv",),  # a cached venv of tensorflow-cpu
-    "test_build_crash": ("solve",),
-    "test_conflicts": ("solve",),
-    "test_shipped_recipes": ("solve",),
-    "test_solve": ("solve",),
-    "test_build_cli": ("solve",),
-    "test_faults_build": ("solve",),  # the solver child under real signals
-    "test_verify_cluster_cli": ("cluster",),
-    "test_connect_faults": ("cluster",),
-    "test_tls": ("cluster",),
-    "test_gather": ("cluster",),
-    "test_smoke": ("cluster",),
+TESTS = Path(__file__).resolve().parent
+# tests/<dir>/ -> the kinds of every test in it (tests/support holds harnesses, no tests)
+KIND_OF_DIR: dict[str, tuple[str, ...]] = {
+    "unit": ("unit",),
+    "build": ("solve",),
+    "install": ("install",),
+    "cluster": ("cluster",),
+    "job": ("job",),
+    "ray": ("ray",),
+    "slurm": ("slurm",),
+    "images": ("image", "install"),  # the images install the session's served channel
+    "hosts": ("netns",),
+    "gpu": ("gpu",),
 }
-# fixture -> kind, for modules that mix quick tests with heavier ones
-_BY_FIXTURE = {
-    "local_cluster": "cluster",
-    "two_workers": "cluster",
-    "tls_cluster": "cluster",
-    "venv_without_envcheck": "cluster",
-    "venv_with_other_msgpack": "cluster",
-    "venv_distributed_only": "cluster",
-    "channel": "solve",
-    "world": "solve",
-    "py39_world": "install",
-    "py39_env": "install",
-    "slurm": "slurm",
-    "hosts": "netns",
-    "ray_hosts": "netns",
-    "ucx_env": "oldenv",
-}
+# fixtures that start a cluster, daemon, venv build, solve or install: never in a unit test
+HEAVY_FIXTURES = frozenset({
+    "local_cluster", "two_workers", "tls_cluster", "cuda_cluster",
+    "venv_without_envcheck", "venv_with_other_msgpack", "venv_distributed_only",
+    "channel", "world", "envcheck_lock", "py39_world", "py39_env", "two_locks", "many_lock",
+    "images", "slurm", "hosts", "ray_hosts", "ray_other_numpy_env", "ucx_env", "hvd",
+})
 
 
-# tests of otherwise quick modules that take seconds (big locks, child interpreters, fuzzing)
-_SLOW = {
-    "test_lock_document_loader_reads_mutated_locks_as_yaml_does",
-    "test_conda_lock_in_a_venv_fails_the_packages_check",
-    "test_fast_path_reads_big_locks_as_yaml_does",
-    "test_the_load_child_runs_with_torch_here_and_says_it_sees_no_cuda_device",
-    "test_conda_lock_parser_and_render_cli_accept_the_lock",
-    "test_diff_of_two_real_pangeo_locks_matches_an_independent_reading",
-    "test_lock_modules_load_without_conda_locks_cli",
-}
+def kind_dir(path: Path) -> str | None:
+    """The kind directory a test file lives in (tests/<dir>/...), None outside one."""
+    try:
+        parts = path.resolve().relative_to(TESTS).parts
+    except ValueError:
+        return None
+    return parts[0] if len(parts) > 1 and parts[0] in KIND_OF_DIR else None
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """``-m unit`` alone collects tests/unit only: no other directory holds a unit test, and
+    importing their modules (Dask, Ray, torch) would cost the inner loop seconds."""
+    if config.option.markexpr != "unit":
+        return None
+    try:
+        top = collection_path.resolve().relative_to(TESTS).parts[:1]
+    except ValueError:
+        return None
+    return True if top and top[0] in KIND_OF_DIR and top[0] != "unit" else None
+
+
+def heavy_fixtures(item: pytest.Item) -> list[str]:
+    """The HEAVY_FIXTURES a test asks for; names given by @pytest.mark.parametrize are values."""
+    callspec = getattr(item, "callspec", None)
+    params = set(callspec.params) if callspec is not None else set()
+    return sorted(f for f in getattr(item, "fixturenames", ()) if f in HEAVY_FIXTURES - params)
+
+
+def unit_guard(item: pytest.Item) -> str:
+    """Why a test under tests/unit may not run as a unit test ("" when it may): it asks for a
+    heavy fixture, or a marker gives it another kind."""
+    if kind_dir(Path(str(item.fspath))) != "unit":
+        return ""
+    heavy = heavy_fixtures(item)
+    if heavy:
+        return (f"{item.nodeid} is under tests/unit but uses {', '.join(heavy)}, which starts a "
+                "cluster, daemon, solve or install: move it to the directory of its kind")
+    other = [k for k in KINDS if k != "unit" and item.get_closest_marker(k)]
+    if other:
+        return (f"{item.nodeid} is under tests/unit but marked {', '.join(other)}: "
+                "move it to the directory of its kind")
+    return ""
 
 
 def _kinds(item: pytest.Item) -> set[str]:
-    path = Path(str(item.fspath))
-    kinds = set()
-    if path.parent.name in _BY_DIR:
-        kinds.add(_BY_DIR[path.parent.name])
-    kinds.update(_BY_MODULE.get(path.stem, ()))
-    kinds.update(_BY_FIXTURE[f] for f in getattr(item, "fixturenames", ()) if f in _BY_FIXTURE)
+    where = kind_dir(Path(str(item.fspath)))
+    kinds = set(KIND_OF_DIR.get(where, ()))
     kinds.update(k for k in KINDS if k != "unit" and item.get_closest_marker(k))
-    if getattr(item, "originalname", item.name) in _SLOW:
-        item.add_marker(pytest.mark.slow)
-    if not kinds and not item.get_closest_marker("slow"):
-        kinds.add("unit")
+    if item.get_closest_marker("slow"):
+        kinds.discard("unit")
     return kinds
 
 
@@ -144,9 +157,23 @@ _NEEDS = {
 # peers give up on each other when starved of CPU.
 _GROUPED = {"slurm": "slurm", "netns": "heavy", "image": "heavy", "oldenv": "oldenv",
             "install": "install"}
+# kind -> the session fixture its group exists for: a test of that kind that does not use it
+# (an install of a small channel of its own) spreads over all workers like the rest
+_GROUPED_FOR = {"install": "py39_world"}
+
+
+def _group(item: pytest.Item, kinds: set[str]) -> str | None:
+    fixtures = getattr(item, "fixturenames", ())
+    for kind, group in _GROUPED.items():
+        if kind in kinds and _GROUPED_FOR.get(kind, "") in ("", *fixtures):
+            return group
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    misplaced = [why for why in map(unit_guard, items) if why]
+    if misplaced:
+        raise pytest.UsageError("\n".join(misplaced))
     strict = os.environ.get("ENVCHECK_TESTS_REQUIRE_ALL") == "1"
     xdist = config.pluginmanager.hasplugin("xdist")
     lacking: dict[str, str] = {}
@@ -154,7 +181,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         kinds = _kinds(item)
         for kind in sorted(kinds):
             item.add_marker(getattr(pytest.mark, kind))
-        group = next((_GROUPED[k] for k in _GROUPED if k in kinds), None)
+        group = _group(item, kinds)
         if xdist and group:
             item.add_marker(pytest.mark.xdist_group(group))
         for kind in sorted(kinds & set(_NEEDS)):
@@ -184,7 +211,7 @@ OTHER_MSGPACK = "1.1.0"  # wire-compatible with msgpack 1.2 but a different vers
 @pytest.fixture(scope="session")
 def venv_without_envcheck(tmp_path_factory: pytest.TempPathFactory) -> str:
     """python of a venv that sees this environment's packages but cannot import envcheck."""
-    from tests.subprocess_cluster import linked_venv
+    from tests.support.subprocess_cluster import linked_venv
 
     return linked_venv(tmp_path_factory.mktemp("venvs") / "same")
 
@@ -192,7 +219,7 @@ def venv_without_envcheck(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="session")
 def venv_with_other_msgpack(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Like venv_without_envcheck, but msgpack OTHER_MSGPACK shadows ours."""
-    from tests.subprocess_cluster import linked_venv
+    from tests.support.subprocess_cluster import linked_venv
 
     return linked_venv(
         tmp_path_factory.mktemp("venvs") / "odd", own_packages=(f"msgpack=={OTHER_MSGPACK}",)
@@ -204,7 +231,7 @@ def venv_distributed_only(tmp_path_factory: pytest.TempPathFactory) -> str:
     """python of a separate venv holding only our distributed version and its dependencies."""
     import importlib.metadata
 
-    from tests.subprocess_cluster import standalone_venv
+    from tests.support.subprocess_cluster import standalone_venv
 
     pin = f"distributed=={importlib.metadata.version('distributed')}"
     return standalone_venv(tmp_path_factory.mktemp("venvs") / "bare", (pin,))
@@ -212,7 +239,7 @@ def venv_distributed_only(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 # --- envcheck install and the images: a served channel of real packages, one installed env ----
 
-from tests.install_world import py39_env, py39_world  # noqa: E402, F401
+from tests.support.install_world import py39_env, py39_world  # noqa: E402, F401
 
 # --- every JSON report written in this test session validates against the schema -------------
 
@@ -222,9 +249,9 @@ def _json_reports_follow_the_schema():
     """Wraps ``envcheck.report.write_json`` (the one JSON writer: cli, --nagios, the API all
     call it by module attribute): each file written in-process is validated right after it
     is written, and a report that breaks envcheck/report.schema.json fails its test there.
-    Subprocess runs are validated by the tests that read them (tests.report_schema)."""
+    Subprocess runs are validated by the tests that read them (tests.support.report_schema)."""
     import envcheck.report as report
-    from tests.report_schema import validated
+    from tests.support.report_schema import validated
 
     original = report.write_json
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.errors import ExitCode
-from tests.subprocess_cluster import run_envcheck, start_cluster
+from tests.support.subprocess_cluster import run_envcheck, start_cluster
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 

@@ -12,7 +12,7 @@ import pytest
 
 from envcheck.report import Status
 from envcheck.verify.smoke.suite import run_smoke
-from tests.smoke_cluster import local_client
+from tests.support.smoke_cluster import local_client
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.hosts.netns import Hosts, Unavailable, namespaced_hosts
-from tests.old_envs import EnvSpec, OldEnv, build_env
+from tests.support.old_envs import EnvSpec, OldEnv, build_env
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from tests.hosts.netns import Hosts
 from tests.hosts.test_multihost import hosts_table, start_cluster, verify
 
@@ -15,6 +17,7 @@ from tests.hosts.test_multihost import hosts_table, start_cluster, verify
 UCX_ENV = {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0"}
 
 
+@pytest.mark.oldenv  # the UCX environment is an old env (tests/support/old_envs.py)
 def test_cluster_over_ucx_across_hosts_passes_with_ucx_transports_reported(
     hosts: Hosts, tmp_path, ucx_env
 ):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.hosts.netns import Hosts, Unavailable, namespaced_hosts
-from tests.old_envs import EnvSpec, OldEnv, build_env
+from tests.support.old_envs import EnvSpec, OldEnv, build_env
 
 PORT = 6390
 # Token authentication off: these clusters live in private namespaces, and a token left in

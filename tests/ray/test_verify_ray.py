@@ -9,8 +9,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.ray.conftest import OTHER_NUMPY, RAY_ENV
-from tests.report_schema import validated
+from tests.support.report_schema import validated
 
 
 def _report(proc: subprocess.CompletedProcess, path) -> dict:
@@ -22,6 +24,7 @@ def _by_check(report: dict, check: str) -> list[dict]:
     return [r for r in report["results"] if r["check"] == check]
 
 
+@pytest.mark.netns  # the head and nodes are network namespaces
 def test_two_hosts_pass_and_a_missing_third_is_counted(ray_hosts, tmp_path):
     out = tmp_path / "r.json"
     p = ray_hosts.verify("--expect-nodes", "2", "--json", str(out), "--quiet")
@@ -41,6 +44,7 @@ def test_two_hosts_pass_and_a_missing_third_is_counted(ray_hosts, tmp_path):
     assert short["message"] == "2 alive node(s), 3 expected: 1 node never joined"
 
 
+@pytest.mark.netns
 def test_a_drifted_node_advertising_gpus_it_lacks_is_named(ray_hosts, ray_other_numpy_env,
                                                            tmp_path):
     ray_hosts.start_node("nodeB", python=str(ray_other_numpy_env.prefix / "bin" / "python"),

@@ -1,6 +1,6 @@
 """verify job --tensorflow as every task of a real srun step (the session's single-node Slurm,
-two fake GRES GPUs, the real tensorflow-cpu of tests/tf_env.py): where Slurm granted GPUs the
-ranks run TensorFlow's own SlurmClusterResolver(), as a script does; without GPUs, TF_CONFIG
+two fake GRES GPUs, the real tensorflow-cpu of tests/support/tf_env.py): where Slurm granted GPUs
+the ranks run TensorFlow's own SlurmClusterResolver(), as a script does; without GPUs, TF_CONFIG
 from the step's node names. --skip tensorflow: each rank's node probe is not the subject.
 --debug: every rank prints its own outcome line, so a failed step says what each rank saw."""
 
@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from tests.tf_env import tf_python, tf_run_env
+from tests.support.tf_env import tf_python, tf_run_env
 
 pytestmark = pytest.mark.slow
 

@@ -229,7 +229,8 @@ def _render(opts, release, lines, system, os_words, python, libs) -> str:  # typ
     header = [
         f"# RAPIDS {rel} for {os_words} (glibc {system['glibc']}), drivers for CUDA {opts.cuda}.",
         *opts.command_lines(),
-        "# Regenerate rather than edit (tests/test_recipe_new.py keeps the shipped ones in sync).",
+        "# Regenerate rather than edit (tests/unit/test_recipe_new.py keeps the shipped ones"
+        " in sync).",
         f"# Every pin cites the RAPIDS release record ({RECORD}) by the file and line",
         "# it was read from, under tests/data/rapids-record/ (SOURCES.tsv: repository and commit).",
     ]

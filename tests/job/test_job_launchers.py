@@ -1,0 +1,197 @@
+"""verify job under real launchers on CPU ranks (gloo): torchrun, Open MPI's mpirun, ranks
+started by hand with RANK/WORLD_SIZE (as pdsh or ssh loops do), and real failures: a rank from
+another venv (another numpy), a rank that never starts, one SIGKILLed and one SIGSTOPped after
+it answered the roll call."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.support.old_envs import EnvSpec, build_env
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+ENVCHECK = str(BIN / "envcheck")
+TIMEOUT = 20  # verify job --timeout in the failure tests (ranks start slowly on busy cores)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def results(path: Path) -> list[dict]:
+    return [r for r in json.loads(path.read_text())["results"] if r["status"] != "skip"]
+
+
+def test_torchrun_four_ranks_pass(tmp_path):
+    report = tmp_path / "r.json"
+    p = subprocess.run(
+        [str(BIN / "torchrun"), "--nproc-per-node", "4", "--master-port", str(free_port()),
+         "--no-python", ENVCHECK, "verify", "job", "--timeout", "60", "--json", str(report)],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    got = {r["check"]: r for r in results(report)}
+    assert got["job.ranks"]["message"].startswith("4 of 4 ranks reported (torchrun)")
+    assert got["job.allreduce.gloo"]["status"] == "pass"
+    assert "known answer 10" in got["job.allreduce.gloo"]["message"]
+    # one report: rank 0's; the other ranks print nothing
+    assert p.stdout.count("verify job: job") == 1
+
+
+def test_mpirun_four_ranks_pass(tmp_path):
+    if shutil.which("mpirun") is None:
+        pytest.skip("Open MPI's mpirun is not installed (apt-get install openmpi-bin)")
+    report = tmp_path / "r.json"
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    p = subprocess.run(
+        ["mpirun", *root, "--oversubscribe", "-np", "4", ENVCHECK, "verify", "job",
+         "--timeout", "60", "--json", str(report)],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    got = {r["check"]: r for r in results(report)}
+    assert got["job.ranks"]["message"].startswith("4 of 4 ranks reported (openmpi)")
+    assert got["job.allreduce.gloo"]["status"] == "pass"
+
+
+def test_ranks_without_master_port_meet_past_a_foreign_server_on_the_derived_port(tmp_path):
+    """Open MPI's variables and no MASTER_PORT: the port is derived from the job id. Something
+    else (answering garbage) holds the first candidate: rank 0 takes the second, and rank 1,
+    asking the first on its way, is not fooled."""
+    from envcheck.verify.job.launch import launch_info
+    from tests.job.test_job_rendezvous import _held
+
+    def env(job: str, rank: int) -> dict[str, str]:
+        return {"OMPI_MCA_ess_base_jobid": job, "OMPI_COMM_WORLD_RANK": str(rank),
+                "OMPI_COMM_WORLD_LOCAL_RANK": str(rank), "OMPI_COMM_WORLD_SIZE": "2",
+                "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
+
+    job = f"{os.getpid()}{time.monotonic_ns() % 10**6}"
+    ports = launch_info(env(job, 0)).port_candidates
+    base = {k: v for k, v in os.environ.items() if k not in ("MASTER_PORT", "MASTER_ADDR")}
+    with _held(ports[0], "garbage") as accepted:
+        procs = [subprocess.Popen(
+            [ENVCHECK, "verify", "job", "--timeout", "60", "--json", str(tmp_path / f"r{r}.json")],
+            env={**base, **env(job, r)}, cwd=tmp_path, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True) for r in (1, 0)]
+        done = _finish(procs, time.monotonic())
+    assert [code for code, _, _ in done] == [0, 0], done
+    assert accepted, "rank 1 never asked the first candidate"
+    assert done[0][2].strip() == ""  # rank 1 prints nothing, no c10d warning either
+    where = json.loads((tmp_path / "r0.json").read_text())["environment"]["rendezvous"]
+    assert where.startswith(f"127.0.0.1:{ports[1]} (derived from the launch's ids "
+                            "(MASTER_PORT unset); candidate 2 of 6, store on port "), where
+
+
+# the same CPU torch as the test env (the local wheel), another numpy: one rank's venv after a
+# `pip install numpy==2.1.3` on one node
+OTHER_NUMPY = EnvSpec("job-rank-numpy-2.1.3", "3.11", ("torch==2.13.0+cpu", "numpy==2.1.3"),
+                      "a rank's venv with another numpy")
+
+
+def test_a_rank_from_another_venv_with_another_numpy_fails_skew_naming_it(tmp_path):
+    other = build_env(OTHER_NUMPY, extra=("--find-links", "/opt/wheels"))
+    import numpy
+
+    port = free_port()
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "WORLD_SIZE": "3", "LOCAL_WORLD_SIZE": "3"}
+    procs = [subprocess.Popen(
+        [str(envcheck), "verify", "job", "--timeout", "60", "--json", str(tmp_path / f"r{r}.json")],
+        env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for r, envcheck in enumerate((ENVCHECK, ENVCHECK, other.prefix / "bin" / "envcheck"))]
+    done = _finish(procs, time.monotonic())
+    assert [code for code, _, _ in done] == [2, 2, 2], done  # a failed check, on every rank
+    failed = {r["check"]: r for r in results(tmp_path / "r0.json") if r["status"] == "fail"}
+    assert list(failed) == ["job.skew.numpy"], failed
+    assert failed["job.skew.numpy"]["node"] == "rank 2"
+    assert failed["job.skew.numpy"]["message"] == (
+        f"numpy differs: rank 2 has 2.1.3; rank 0 and rank 1 have {numpy.__version__}")
+
+
+def _start(world: int, ranks: range, tmp_path: Path,
+           slow: int = -1) -> tuple[int, list[subprocess.Popen]]:
+    """Ranks as separate processes; rank `slow` spends a minute collecting its facts (it must
+    import a module that sleeps), so the others wait for it inside the facts gather."""
+    (tmp_path / "envcheck_test_slow.py").write_text("import time\ntime.sleep(60)\n")
+    port = free_port()
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world)}
+    procs = [
+        subprocess.Popen(
+            [ENVCHECK, "verify", "job", "--timeout", str(TIMEOUT),
+             "--json", str(tmp_path / f"r{r}.json"),
+             *(["--import", "envcheck_test_slow"] if r == slow else [])],
+            env={**env, "RANK": str(r), "LOCAL_RANK": str(r), "PYTHONPATH": str(tmp_path)},
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,  # its import probe goes with it
+        )
+        for r in ranks
+    ]
+    return port, procs
+
+
+def _arrived(port: int, rank: int) -> None:
+    """Wait until `rank` answered the roll call (its key in rank 0's store)."""
+    from torch.distributed import TCPStore
+
+    store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=240))
+    store.wait([f"envcheck-job/run/arrived/{rank}"], timedelta(seconds=240))
+
+
+def _finish(procs: list[subprocess.Popen], since: float) -> list[tuple[int, float, str]]:
+    out = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=120)
+        out.append((p.returncode, time.monotonic() - since, stdout + stderr))
+    return out
+
+
+def test_a_rank_that_never_starts_is_named_and_the_others_exit(tmp_path):
+    port, procs = _start(3, range(2), tmp_path)  # rank 2 of 3 never runs
+    _arrived(port, 0)  # from here on, not Python's start-up and torch's import (slow on a
+    t0 = time.monotonic()  # busy machine): the roll call's --timeout and the verdict
+    done = _finish(procs, t0)
+    assert [code for code, _, _ in done] == [3, 3], done
+    assert max(s for _, s, _ in done) < TIMEOUT + 10
+    errors = results(tmp_path / "r0.json")
+    assert [(r["check"], r["node"]) for r in errors] == [("job.ranks", "rank 2")]
+    assert "rank 2 (host" in errors[0]["message"] and "did not arrive" in errors[0]["message"]
+    assert done[1][2].strip() == ""  # rank 1 prints nothing: rank 0 reported
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "stopped"])
+def test_a_rank_that_dies_or_hangs_is_named_and_the_others_exit(tmp_path, sig):
+    port, procs = _start(3, range(3), tmp_path, slow=2)
+    try:
+        _arrived(port, 2)
+        time.sleep(1)  # rank 2 is in its import probe, the others in the gather
+        t0 = time.monotonic()
+        os.killpg(procs[2].pid, sig)
+        done = _finish(procs[:2], t0)
+    finally:
+        os.killpg(procs[2].pid, signal.SIGKILL)
+        procs[2].wait()
+    assert [code for code, _, _ in done] == [3, 3], done
+    assert max(s for _, s, _ in done) < 2 * TIMEOUT + 5, done
+    errors = results(tmp_path / "r0.json")
+    named = [r for r in errors if r["node"] == "rank 2"]
+    assert named and f"pid {procs[2].pid}" in named[0]["message"], errors
+    assert "stopped answering" in named[0]["message"]
+    assert not [r for r in errors if r["node"] in ("rank 0", "rank 1")], errors

@@ -1,0 +1,134 @@
+"""envcheck recipe new: record-pinned recipes lint clean, solve, and refuse what it rules out."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from envcheck.cli import build_parser, main
+from envcheck.errors import ExitCode
+from envcheck.resolve.recipe import load_recipe
+from envcheck.resolve.record.lint import ERROR, lint
+from envcheck.resolve.record.new import command_in, compose
+from envcheck.resolve.record.table import load_record
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORD = load_record()
+COVERED = sorted(RECORD.releases)
+EXTRAS = ("xgboost", "ucx", "torch", "dask-sql")
+
+
+def test_shipped_rapids_recipes_are_what_their_own_command_generates():
+    shipped = sorted((ROOT / "recipes").glob("rapids-*.yaml"))
+    assert {p.stem for p in shipped} == {
+        "rapids-22.08-el7",
+        "rapids-24.04-el7",
+        "rapids-26.10-cuda12",
+    }
+    for path in shipped:
+        text = path.read_text()
+        argv = ["recipe", "new", *command_in(text)]
+        args = build_parser(argv).parse_args(argv)
+        from envcheck.resolve.record.new_command import options_from_args
+
+        assert compose(options_from_args(args)) == text, (
+            f"{path.name}: run scripts/regen-rapids-recipes.sh"
+        )
+        recipe = load_recipe(path)
+        findings = lint(recipe.dependencies, recipe.system, RECORD)
+        assert not [f for f in findings if f.severity == ERROR], path
+    r2208 = load_recipe(ROOT / "recipes" / "rapids-22.08-el7.yaml")
+    assert "dask==2022.7.1" in r2208.dependencies and "python=3.9" in r2208.dependencies
+    assert {e.name for e in r2208.exclude} == {"cuml", "cugraph"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "needle"),
+    [
+        (["--rapids", "24.06", "--cuda", "11.5", "--os", "el7"], ExitCode.UNSOLVABLE,
+         "rapids.glibc: RAPIDS 24.06 needs glibc >= 2.28"),
+        (["--rapids", "23.04", "--cuda", "11.5", "--os", "el7", "--python", "3.9"],
+         ExitCode.UNSOLVABLE, "rapids.python: recipe entry 'python=3.9' contradicts RAPIDS 23.04"),
+        (["--rapids", "22.08", "--cuda", "12.2", "--os", "el8"], ExitCode.UNSOLVABLE,
+         "rapids.cuda: recipe entry 'cudatoolkit=12.2' contradicts RAPIDS 22.08"),
+        (["--rapids", "26.10", "--cuda", "12.0", "--os", "el8"], ExitCode.UNSOLVABLE,
+         "rapids.cuda: RAPIDS 26.10 ('cudf=26.10'): RAPIDS 25.12 and later require CUDA >= 12.2"),
+        (["--rapids", "26.12", "--cuda", "12.2", "--os", "el8"], ExitCode.BAD_INPUT,
+         "RAPIDS 26.12 is not in the release record"),
+        (["--rapids", "24.04", "--cuda", "12.2", "--os", "el8", "--libs", "cudf,cusignal"],
+         ExitCode.BAD_INPUT, "cusignal: not part of RAPIDS 24.04"),
+    ],
+)  # fmt: skip
+def test_recipe_new_refuses_what_the_record_rules_out_in_one_line(capsys, argv, code, needle):
+    assert main(["recipe", "new", *argv]) == code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err
+    if code == ExitCode.UNSOLVABLE:
+        assert re.search(r"\[(integration/|docs/|RAPIDS support notice RSN 37)", err[0]), err[0]
+
+
+def test_recipe_new_writes_the_file_it_is_given(tmp_path, capsys):
+    out = tmp_path / "r.yaml"
+    argv = [
+        "recipe",
+        "new",
+        "--rapids",
+        "22.08",
+        "--cuda",
+        "11.5",
+        "--os",
+        "el7",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    assert load_recipe(out).system == {"cuda": "11.5", "glibc": "2.17"}
+    assert main(argv[:-2]) == 0
+    assert capsys.readouterr().out.split("\n", 1)[1] == out.read_text()
+
+
+BASE = ["recipe", "new", "--rapids", "22.08", "--cuda", "11.5", "--os", "el7", "--libs", "cudf"]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--description", "a\nname: evil"], "--description: control character '\\n'"),
+        (["--exclude-reason", "x\ry"], "--exclude-reason: control character '\\r'"),
+        (["--target", "A100\x1b[2J"], "--target: control character '\\x1b'"),
+        (["--pip", "torch\n- evil"], "--pip: control character"),
+        (["--with", "numpé"], "--with 'numpé': not a conda package spec"),
+        (["--exclude", "cüml"], "--exclude 'cüml': not a conda package spec"),
+        (["--name", "My Recipe"], "--name 'My Recipe': a recipe name is lower-case"),
+    ],
+)
+def test_recipe_new_refuses_what_build_could_not_read_in_one_line(capsys, tmp_path, args, says):
+    out = tmp_path / "r.yaml"
+    try:
+        rc = main([*BASE, *args, "--out", str(out)])
+    except SystemExit as e:
+        rc = e.code
+    err = capsys.readouterr().err
+    assert rc == ExitCode.BAD_INPUT and not out.exists()
+    assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_printable_hostile_text_lands_in_the_recipe_verbatim(capsys, tmp_path):
+    """YAML's own syntax in free text (': ', ' #', quotes, brackets, 'null', numbers) is read
+    back by build as the very text given."""
+    out = tmp_path / "r.yaml"
+    targets = ["x: y # z", "null", "1.5", "- dash", "'quoted' \"both\" {a} [b] é"]
+    pip = 'torch>=2; python_version<"3.10"'
+    args = [*BASE, "--description", "a: b # c 'd' \"e\" {f}", "--exclude", "cuspatial",
+            "--exclude-reason", "r: s # t", "--pip", pip, "--channels", "conda-forge,a: b",
+            "--out", str(out)]
+    for t in targets:
+        args += ["--target", t]
+    assert main(args) == 0, capsys.readouterr().err
+    recipe = load_recipe(out)
+    assert list(recipe.targets) == targets
+    assert list(recipe.pip) == [pip]
+    assert list(recipe.channels) == ["conda-forge", "a: b"]
+    assert recipe.description == "a: b # c 'd' \"e\" {f}"
