@@ -38,6 +38,7 @@ from envcheck.verify.job.rank import (
     first_line,
     rank_facts_to_dict,
 )
+from envcheck.verify.job.watchdog import Watchdog
 
 GRACE = 10.0  # the watchdog fires this long after a step's own timeout should have
 COLLECT_LIMIT = 120.0  # the facts of one rank (probes have their own --probe-timeout)
@@ -66,7 +67,7 @@ class JobRun:
         self.heard_rank0 = False
         self._gathers = 0  # numbers each gather: a rank's bytes are signed for one step only
         self.t0 = time.monotonic()
-        self.watchdog = grp.Watchdog(self._fired)
+        self.watchdog = Watchdog(self._fired)
 
     # --- the steps --------------------------------------------------------------------------
 
