@@ -106,11 +106,13 @@ class Rendezvous:
         an unsigned or forged value is never returned, only named."""
         why = "nothing was written"
         while True:
-            if self.has(key):
-                try:
+            try:
+                if self.has(key):
                     return self.get_json(key), ""
-                except auth.AuthError as e:
-                    why = f"a value that is not the job's was refused ({e})"
+            except auth.AuthError as e:
+                why = f"a value that is not the job's was refused ({e})"
+            except Exception as e:  # the store went away: say what was seen before
+                return None, f"{why}; then the store stopped answering ({listen.line(e)})"
             if time.monotonic() > deadline:
                 return None, why
             time.sleep(0.05)
