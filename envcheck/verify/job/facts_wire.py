@@ -1,5 +1,5 @@
 """One rank's gathered facts, read back from the JSON it sent: checked field by field against
-RankFacts and NodeFacts (wire.conforms) before they are built, so that a rank's malformed facts
+RankFacts and NodeFacts (bounded.conforms) before they are built, so that a rank's malformed facts
 are a result naming that rank and its host, never a traceback."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from envcheck.report import Result, Status
+from envcheck.verify import bounded
 from envcheck.verify.facts import NodeFacts, facts_from_dict
 from envcheck.verify.job import group as grp
 from envcheck.verify.job import wire
@@ -20,7 +21,7 @@ def read(got: Any) -> tuple[RankFacts, NodeFacts] | wire.Bad:
         return got
     if not isinstance(got, dict) or set(got) != {"rank", "facts"}:
         return wire.Bad(-1, "not an object of 'rank' and 'facts'")
-    why = wire.conforms(RankFacts, got["rank"], "rank.") or wire.conforms(
+    why = bounded.conforms(RankFacts, got["rank"], "rank.") or bounded.conforms(
         NodeFacts, got["facts"], "facts.")
     if why:
         return wire.Bad(-1, f"facts do not match envcheck's model ({why[:200]})")
@@ -41,7 +42,7 @@ def refused(rv: grp.Rendezvous, rank: int, bad: wire.Bad) -> Result:
 
 def horovod_rank(got: Any) -> HorovodRank:
     """HorovodRank from one rank's gathered dict; ValueError naming the field otherwise."""
-    why = wire.conforms(HorovodRank, got)
+    why = bounded.conforms(HorovodRank, got)
     if why:
         raise ValueError(f"a rank's Horovod answer does not match envcheck's model ({why[:200]})")
     return horovod_rank_from_dict(got)

@@ -4,20 +4,19 @@
 HMAC (auth.mac) naming the sender, the step and the launch: first every rank's length, then
 every rank's bytes padded to the longest within the cap. Each rank then reads each other
 rank's bytes on its own: the MAC, the size cap, UTF-8, JSON without NaN, the nesting cap, and
-(`conforms`) the shape of the dataclass the value stands for. A rank whose bytes fail any of
+(bounded.conforms) the shape of the dataclass the value stands for. A rank whose bytes fail any of
 these is a `Bad` naming it; nothing it sent is ever executed or unpickled.
 """
 
 from __future__ import annotations
 
-import types
-import typing
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
+from envcheck.verify import bounded
 from envcheck.verify.job import auth
 
-MAX_FACTS = 4 << 20  # bytes of one rank's facts
+MAX_FACTS = bounded.MAX_FACTS  # bytes of one rank's facts
 MAX_SMALL = 256 << 10  # bytes of one rank's value in the other gathers
 
 
@@ -74,72 +73,3 @@ def gather_all(dist: Any, key: bytes, purpose: str, value: Any,
     if bad:
         raise WireError("; ".join(f"rank {b.rank} sent unusable data: {b.why}" for b in bad))
     return got
-
-
-def conforms(cls: type, data: Any, where: str = "") -> str:
-    """Why `data` (plain JSON) is not a dict of `cls`'s fields with their types ("" when it
-    is). Keys the class does not have are allowed (a newer sender); missing ones default."""
-    hints = _hints(cls)
-    if not isinstance(data, dict):
-        return f"{where or cls.__name__}: {type(data).__name__}, not an object"
-    for name, value in data.items():
-        if name in hints:
-            why = _check(hints[name], value, f"{where}{name}")
-            if why:
-                return why
-    return ""
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        import sys
-
-        ns = {**vars(sys.modules[cls.__module__]), "Any": Any}
-        _HINTS[cls] = typing.get_type_hints(cls, ns)
-    return _HINTS[cls]
-
-
-def _check(hint: Any, value: Any, where: str) -> str:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is Any:
-        return ""
-    if origin in (typing.Union, types.UnionType):
-        if any(not _check(a, value, where) for a in args):
-            return ""
-        return f"{where}: {type(value).__name__} is not {hint}"
-    if hasattr(hint, "__dataclass_fields__"):
-        return conforms(hint, value, f"{where}.")
-    if origin is tuple:
-        if not isinstance(value, list):
-            return f"{where}: {type(value).__name__}, not a list"
-        if len(args) == 2 and args[1] is Ellipsis:
-            return _first(_check(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
-        if len(args) != len(value):
-            return f"{where}: {len(value)} items, not {len(args)}"
-        return _first(_check(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
-    if origin is dict:
-        if not isinstance(value, dict):
-            return f"{where}: {type(value).__name__}, not an object"
-        return _first(_check(args[1], v, f"{where}[{k!r}]") for k, v in value.items())
-    return "" if _scalar(hint)(value) else f"{where}: {type(value).__name__}, not {hint.__name__}"
-
-
-def _scalar(hint: Any) -> Callable[[Any], bool]:
-    if hint is bool:
-        return lambda v: isinstance(v, bool)
-    if hint is int:
-        return lambda v: isinstance(v, int) and not isinstance(v, bool)
-    if hint is float:
-        return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-    if hint is str:
-        return lambda v: isinstance(v, str)
-    if hint is type(None):
-        return lambda v: v is None
-    return lambda v: False  # a type JSON cannot carry
-
-
-def _first(whys: Any) -> str:
-    return next((w for w in whys if w), "")
