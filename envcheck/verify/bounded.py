@@ -6,6 +6,7 @@ them is ever unpickled by envcheck (Dask's and Ray's own protocols aside)."""
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from typing import Any, Callable
@@ -37,6 +38,8 @@ def read_facts(data: bytes | str, what: str = "facts") -> NodeFacts:
 
 def facts_of(value: Any, what: str = "facts") -> NodeFacts:
     """NodeFacts from parsed JSON, checked against the model first; Unreadable otherwise."""
+    if not isinstance(value, dict):
+        raise Unreadable(f"{json.dumps(value)[:40]} is not a JSON object")
     why = conforms(NodeFacts, value)
     if why:
         raise Unreadable(f"{what} do not match envcheck's model ({why[:200]})")
