@@ -251,3 +251,43 @@ def test_the_secret_file_is_the_job_uids_alone(tmp):
     path.chmod(0o644)
     with pytest.raises(auth.AuthError, match="must be a regular file of uid 0 with mode 0600"):
         auth.read_file(env, "env//127.0.0.1/29500")
+
+
+# A rank of the job (it holds the secret) whose facts are not envcheck's: its collector is
+# replaced before `envcheck verify job` runs.
+BAD_RANK = r"""
+import sys
+from envcheck.cli import main
+from envcheck.verify.job import run
+
+kind = sys.argv[1]
+
+
+def collect(self):
+    if kind == "oversize":
+        return {"rank": {}, "facts": {"host": "x" * (5 << 20)}}
+    return {"rank": {"rank": "one"}, "facts": {"gpus": 5}}
+
+
+run.JobRun._collect = collect
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize(("kind", "says"), [
+    ("malformed", "facts do not match envcheck's model (rank.rank: str, not int)"),
+    ("oversize", "more than the 4194304 allowed"),
+])
+def test_a_ranks_unusable_facts_are_an_error_naming_it(tmp, kind, says):
+    port = free_port()
+    rank0 = _rank(tmp, port, 0, 2, secret=SECRET)
+    out = open(tmp / "rank1.log", "w")  # noqa: SIM115
+    rank1 = subprocess.Popen(
+        [sys.executable, "-c", BAD_RANK, kind, "verify", "job", "--timeout", str(TIMEOUT)],
+        env=_env(tmp, port, 1, 2, "127.0.0.1", SECRET), stdout=out, stderr=subprocess.STDOUT)
+    codes = _wait([rank0, rank1], TIMEOUT * 3 + 30)
+    logs = _log(tmp, "rank0") + _log(tmp, "rank1")
+    assert codes == [3, 3] and "Traceback" not in logs, (codes, logs)
+    errors = _errors(tmp / "rank0.json")
+    assert any(m.startswith(f"rank 1 (host {socket.gethostname()}, pid {rank1.pid}) sent facts "
+                            "that cannot be used: ") and says in m for m in errors), errors
