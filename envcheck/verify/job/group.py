@@ -44,28 +44,12 @@ from typing import Any
 
 from envcheck.verify.job import auth, listen
 from envcheck.verify.job.launch import LaunchInfo
-from envcheck.verify.job.listen import GroupError
+from envcheck.verify.job.listen import GroupError, route_ip
 from envcheck.verify.job.listen import td as _td
 
 BEAT = 0.5  # seconds between heartbeats
 STALE = 3.0  # a heartbeat that has not moved for this long: the rank is dead or stopped
 ACK_WAIT = 10.0  # rank 0 waits at most this long for the others to read the verdict
-
-
-def route_ip(host: str) -> str:
-    """The local IP this process would reach `host` from ("" when there is no route)."""
-    try:
-        infos = socket.getaddrinfo(host, 9, proto=socket.IPPROTO_UDP)
-    except OSError:
-        return ""
-    for family, _, _, _, addr in infos:
-        try:
-            with socket.socket(family, socket.SOCK_DGRAM) as s:
-                s.connect(addr)  # UDP: no packet is sent, only the route is chosen
-                return str(s.getsockname()[0])
-        except OSError:
-            continue
-    return ""
 
 
 @dataclass
@@ -196,7 +180,7 @@ def _connect_given(launch: LaunchInfo, timeout: float, prefix: str,
     keep: list[Any] = []
     try:
         if master:
-            store, sock = listen.serve(launch.master_addr, launch.master_port, timeout)
+            store, sock = listen.serve(listen.bind_address(launch), launch.master_port, timeout)
             keep.append(sock)
         else:
             store = TCPStore(launch.master_addr, launch.master_port, None, False,
@@ -221,7 +205,7 @@ def _connect_derived(launch: LaunchInfo, timeout: float, prefix: str,
     if launch.rank == 0:
         sock, port = listen.listen_candidate(launch)
         try:
-            store, store_sock = listen.serve(launch.master_addr, 0, timeout)
+            store, store_sock = listen.serve(listen.bind_address(launch), 0, timeout)
         except Exception as e:
             sock.close()
             raise GroupError(f"rank 0 cannot serve the rendezvous store on "

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import errno
+import ipaddress
 import os
 import socket
 import threading
@@ -69,6 +70,42 @@ def identity(launch: LaunchInfo) -> str:
     return f"{launch.launcher}/{launch.run_id}/{launch.world_size}/{ports}"
 
 
+def route_ip(host: str) -> str:
+    """The local IP this process would reach `host` from ("" when there is no route)."""
+    try:
+        infos = socket.getaddrinfo(host, 9, proto=socket.IPPROTO_UDP)
+    except OSError:
+        return ""
+    for family, _, _, _, addr in infos:
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as s:
+                s.connect(addr)  # UDP: no packet is sent, only the route is chosen
+                return str(s.getsockname()[0])
+        except OSError:
+            continue
+    return ""
+
+
+def bind_address(launch: LaunchInfo) -> str:
+    """The address rank 0 listens on: MASTER_ADDR's. Where that resolves to loopback only
+    (a hostname /etc/hosts maps to 127.0.1.1) while ranks run on other hosts, the address this
+    host reaches the step's other nodes from instead: the one they reach it by."""
+    try:
+        infos = socket.getaddrinfo(launch.master_addr, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return launch.master_addr  # the bind fails and names it
+    ips = [str(info[4][0]).split("%")[0] for info in infos]
+    if not ips or not all(ipaddress.ip_address(ip).is_loopback for ip in ips):
+        return launch.master_addr
+    if launch.local_world_size == launch.world_size:  # every rank on this host
+        return launch.master_addr
+    for host in launch.hosts[1:]:
+        ip = route_ip(host)
+        if ip and not ipaddress.ip_address(ip.split("%")[0]).is_loopback:
+            return ip
+    return launch.master_addr
+
+
 def listen(addr: str, port: int) -> socket.socket:
     """A socket listening on `port` of `addr` only (the launcher's MASTER_ADDR, resolved);
     OSError (errno EADDRINUSE) when something listens there already."""
@@ -89,7 +126,7 @@ def listen_candidate(launch: LaunchInfo) -> tuple[socket.socket, int]:
     all when every one is in use."""
     for port in launch.port_candidates:
         try:
-            return listen(launch.master_addr, port), port
+            return listen(bind_address(launch), port), port
         except OSError as e:
             if e.errno != errno.EADDRINUSE:
                 raise GroupError(f"rank 0 cannot serve the rendezvous on {launch.master_addr}:"
