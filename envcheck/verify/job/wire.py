@@ -58,11 +58,18 @@ def gather(dist: Any, key: bytes, purpose: str, value: Any, limit: int) -> list[
             out.append(Bad(r, f"sent {size} bytes, more than the {limit} allowed"))
             continue
         try:
-            out.append(auth.verify(key, _name(purpose, r), chunk[:size].numpy().tobytes(),
-                                   limit))
+            out.append(auth.verify(key, _name(purpose, r), _bytes(chunk[:size]), limit))
         except auth.AuthError as e:
             out.append(Bad(r, str(e)))
     return out
+
+
+def _bytes(t: Any) -> bytes:
+    """A uint8 tensor's bytes (through numpy where torch has it)."""
+    try:
+        return bytes(t.numpy().tobytes())
+    except (RuntimeError, ImportError):  # a torch without numpy
+        return bytes(t.tolist())
 
 
 def gather_all(dist: Any, key: bytes, purpose: str, value: Any,
