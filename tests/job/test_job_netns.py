@@ -22,6 +22,7 @@ from tests.job.test_job_untrusted import (
     TIMEOUT,
     _env,
     _errors,
+    _ready,
 )
 
 pytest.importorskip("torch.distributed")
@@ -42,15 +43,16 @@ def test_a_stranger_on_another_host_reaches_the_store_and_is_refused(tmp_path: P
     try:
         with namespaced_hosts("hostA", "hostB", prefix="ej") as hosts:
             addr = hosts.ip("hostA")
+            stranger = hosts.start("hostB", [*AS_NOBODY, sys.executable, "-c", STRANGER, addr,
+                                             str(PORT), "rank2", str(marker), PREFIX],
+                                   tmp_path / "stranger.log")
+            _ready(tmp_path, "stranger.log")
             ranks = [hosts.start("hostA", [ENVCHECK, "verify", "job", "--timeout", str(TIMEOUT),
                                            "--json", str(tmp_path / f"rank{r}.json"),
                                            *(["--debug"] if r else [])],
                                  tmp_path / f"rank{r}.log",
                                  env=_env(tmp_path, PORT, r, 3, addr, SECRET), cwd=tmp_path)
                      for r in (0, 1)]
-            stranger = hosts.start("hostB", [*AS_NOBODY, sys.executable, "-c", STRANGER, addr,
-                                             str(PORT), "rank2", str(marker), PREFIX],
-                                   tmp_path / "stranger.log")
             seen: list[str] = []
             end = time.monotonic() + TIMEOUT
             while not seen and time.monotonic() < end:

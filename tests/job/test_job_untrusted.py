@@ -36,7 +36,8 @@ import torch.distributed as dist
 from torch.distributed import TCPStore
 
 addr, port, mode, marker, prefix = sys.argv[1], int(sys.argv[2]), *sys.argv[3:6]
-end = time.monotonic() + 60
+print("ready", flush=True)
+end = time.monotonic() + 240  # killed by the test before that
 while True:
     try:
         store = TCPStore(addr, port, None, False, datetime.timedelta(seconds=5),
@@ -117,6 +118,15 @@ def _stranger(tmp: Path, port: int, mode: str, marker: Path) -> subprocess.Popen
          PREFIX], env=env, stdout=out, stderr=subprocess.STDOUT, cwd="/")
 
 
+def _ready(tmp: Path, log: str, limit: float = 180) -> None:
+    """Wait until the stranger has imported torch and is polling for the store: the ranks'
+    timeouts then start with the stranger already there, however slow its start."""
+    end = time.monotonic() + limit
+    while "ready" not in (tmp / log).read_text():
+        assert time.monotonic() < end, (tmp / log).read_text()
+        time.sleep(0.2)
+
+
 def _wait(procs: list[subprocess.Popen], limit: float) -> list[int]:
     end = time.monotonic() + limit
     codes = []
@@ -152,9 +162,10 @@ def tmp(tmp_path: Path) -> Path:
 
 def test_a_stranger_claiming_a_rank_runs_nothing_and_is_named(tmp):
     port, marker = free_port(), tmp / "marker"
-    ranks = [_rank(tmp, port, 0, 3, secret=SECRET),
-             _rank(tmp, port, 1, 3, "--debug", secret=SECRET)]
     stranger = _stranger(tmp, port, "rank2", marker)
+    _ready(tmp, "stranger-rank2.log")
+    ranks = [_rank(tmp, port, 0, 3, secret=SECRET), _rank(tmp, port, 1, 3, "--debug",
+                                                          secret=SECRET)]
     try:
         codes = _wait(ranks, TIMEOUT * 3 + 30)
     finally:
@@ -173,9 +184,10 @@ def test_a_stranger_claiming_a_rank_runs_nothing_and_is_named(tmp):
 def test_a_forged_verdict_is_never_taken(tmp):
     port, marker = free_port(), tmp / "marker"
     # rank 2 never comes: rank 0 fails the roll call; the stranger says pass, over and over
-    ranks = [_rank(tmp, port, 0, 3, secret=SECRET),
-             _rank(tmp, port, 1, 3, "--debug", secret=SECRET)]
     stranger = _stranger(tmp, port, "verdict", marker)
+    _ready(tmp, "stranger-verdict.log")
+    ranks = [_rank(tmp, port, 0, 3, secret=SECRET), _rank(tmp, port, 1, 3, "--debug",
+                                                          secret=SECRET)]
     try:
         codes = _wait(ranks, TIMEOUT * 3 + 30)
     finally:
