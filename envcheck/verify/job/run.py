@@ -317,6 +317,8 @@ class JobRun:
             code = int(report.exit_code())
             first = next((r.message for r in results if r.status == Status.ERROR), "")
             line = f"verify job: {report.status.value}" + (f": {first}" if first else "")
+            # the acks wait has its own bound: the step before it must not run the watchdog out
+            self.watchdog.arm(grp.ACK_WAIT + GRACE, "waiting for the ranks to read the verdict")
             with contextlib.suppress(Exception):
                 grp.publish_verdict(self.rv, code, line[:2000])
                 grp.await_acks(self.rv, len(self.rv.arrived) - 1)
