@@ -436,6 +436,13 @@ def _sources(data: Path) -> dict[str, str]:
     return out
 
 
+def _libraries(data: Path) -> dict[str, Any]:
+    from rapids_axes import libraries
+    from rapids_pypi import RELEASES as PYPI_RELEASES
+
+    return libraries(data, list(PYPI_RELEASES))
+
+
 def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[str, Any]:
     releases = tuple(releases)
     from rapids_wheels import pypi_releases, pypi_sources  # it imports this module
@@ -457,6 +464,8 @@ def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[
             for rel in PATCHES
             if rel in releases
         },
+        # each library's releases on pypi.org and its last (cuspatial ends with 25.04)
+        "libraries": _libraries(data),
         # minimums that hold from a release on, whether the data covers the release or not
         "floors": {"cuda": _cuda_floor(data)},
         "sources": sources,
