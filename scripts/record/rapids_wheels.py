@@ -14,12 +14,10 @@ from typing import Any
 from rapids_pypi import (
     ARCH,
     CUDA_PROJECTS,
-    FILE_PROJECTS,
     LIB_PROJECTS,
     RELEASES,
     Wheel,
     chosen,
-    read_files,
     read_index,
     release_of,
 )
