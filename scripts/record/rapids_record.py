@@ -338,6 +338,11 @@ def _run_requirements(data: Path, rel: str) -> dict[str, dict[str, Any]]:
     ucx, via = _templated_run(pyraft, cbc, "ucx"), _run_line(cuml, r"pyraft\s+\{\{")
     if ucx and via:  # cuml requires pyraft, which requires ucx
         out["run:cuml:ucx"] = known(ucx[0], via, *ucx[1], note="pyraft, which cuml requires")
+    raft_dask = Source(data, f"raft/{rel}/conda/recipes/raft-dask/meta.yaml")
+    raft_cbc = Source(data, f"raft/{rel}/conda/recipes/raft-dask/conda_build_config.yaml")
+    ucx_py = _templated_run(raft_dask, raft_cbc, "ucx-py")
+    if ucx_py:
+        out["run:raft-dask:ucx-py"] = known(ucx_py[0], *ucx_py[1], note="raft-dask's conda recipe")
     pyproject = Source(data, f"dask-cuda/{rel}/pyproject.toml")
     hit = pyproject.find(r'^\s+"pandas\s*([<>=!,.\w]+)",')
     if hit and "<" in hit[0].group(1):  # an upper bound: 24.04's plain ">=1.3" says nothing new
