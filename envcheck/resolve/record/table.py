@@ -60,6 +60,8 @@ class Record:
     after: dict[str, Value]  # what is known about releases newer than the newest covered
     sources: dict[str, str]  # copied file -> "repo@commit (branch) path"
     floors: dict[str, Value] = field(default_factory=dict)  # from a release on: {"since", ...}
+    # library -> {"releases": [...], "last": "25.04", "ended": bool}, from pypi.org's files
+    libraries: dict[str, Value] = field(default_factory=dict)
 
     @property
     def newest(self) -> str:
@@ -114,7 +116,8 @@ def parse_record(data: dict[str, Any]) -> Record:
     }
     after = {k: _value(f) for k, f in data.get("after", {}).items()}
     floors = {k: _value(f) for k, f in data.get("floors", {}).items()}
-    return Record(releases, after, dict(data.get("sources", {})), floors)
+    libraries = {k: _value(f) for k, f in data.get("libraries", {}).items()}
+    return Record(releases, after, dict(data.get("sources", {})), floors, libraries)
 
 
 @cache
