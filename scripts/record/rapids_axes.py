@@ -95,6 +95,21 @@ def conda_axis(data: Path, rel: str, pip_majors: dict[str, Any]) -> dict[str, di
     }
 
 
+def conda_glibc(data: Path, rel: str, floor: dict[str, Any]) -> dict[str, Any]:
+    """cudf's conda c_stdlib_version: the glibc its conda packages are built against. Where it
+    is below the release's floor (2.17 through 24.12) the floor wins: RAPIDS support notice 37
+    removes glibc 2.17 in 24.06 and the wheels need their manylinux tag's glibc."""
+    cfg = Source(data, f"cudf/{rel}/conda/recipes/cudf/conda_build_config.yaml")
+    kv = cfg.key_value("c_stdlib_version")
+    if kv is None:
+        return unknown("no cudf conda_build_config.yaml of this release in the data")
+    note = "cudf's conda recipe: c_stdlib_version"
+    if floor["value"] != "unknown" and _key(kv[0]) < _key(floor["value"]):
+        note += (f" {kv[0]}, below the release's glibc {floor['value']}, which wins: RAPIDS "
+                 "support notice 37 removes glibc 2.17 (CentOS 7) in 24.06")  # fmt: skip
+    return known(kv[0], kv[1], note=note)
+
+
 def libraries(data: Path, releases: list[str]) -> dict[str, dict[str, Any]]:
     """Each library's releases on pypi.org (wheels or placeholder sdists) and its last one;
     'ended' when the last is older than the newest release of the data."""

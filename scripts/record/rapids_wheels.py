@@ -286,6 +286,9 @@ def pypi_release_entry(data: Path, rel: str) -> dict[str, Any]:
     entry.update(_run_requirements(ws, rel))
     entry.update(_ucx(ws, rel))
     entry.update(_glibc(ws, rel))
+    from rapids_axes import conda_glibc
+
+    entry["glibc_conda"] = conda_glibc(data, rel, entry["glibc"])
     for field in ("cuda_rule", "members", "xgboost", "nccl", "pytorch",
                   "cuda-python", "ucx-proc"):  # fmt: skip
         entry[field] = unknown(f"{note}; they do not say")
