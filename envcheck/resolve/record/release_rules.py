@@ -71,7 +71,7 @@ def release_rules(
     for names, sev in ((META_RANGES, ERROR), (ADVICE_RANGES, WARN)):
         for name in names:
             fact = release.get(name)
-            if sev == WARN and name in required:
+            if name in required:  # a run requirement already said it, with its owner
                 continue
             for e in (e for e in entries if e.name == name):
                 if e.version and fact.known and not overlaps(e.version, str(fact.value)):
