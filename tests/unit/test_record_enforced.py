@@ -1,18 +1,13 @@
-"""What a package enforces at install is an error, in every spec form, conda or pip; the lint's
-rows ride on every report of `build`, whatever its exit code."""
+"""What a package enforces at install is an error, in every spec form, conda or pip
+(tests/build/test_lint_reports.py: the lint's rows on every report of `build`)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from envcheck.cli import main
-from envcheck.errors import ExitCode
 from envcheck.resolve.record.entries import pep440_to_conda, pip_entries
 from envcheck.resolve.record.lint import ERROR, lint
 from envcheck.resolve.record.table import load_record
-from tests.support.channel import write_recipe
 
 RECORD = load_record()
 EL8 = {"cuda": "12.8", "glibc": "2.28"}
@@ -105,23 +100,3 @@ def test_pip_entries_keep_the_text_the_recipe_wrote():
         ("cupy-cuda12x>=13", "cupy", ">=13"),
         ("libucx-cu12", "ucx", None),
     ]
-
-
-def test_build_check_lints_and_every_report_carries_the_lint_rows(tmp_path, capsys):
-    from tests.support.channel import demo_channel
-
-    channel = demo_channel(tmp_path / "channel")
-    warn = write_recipe(tmp_path, channel, "[python=3.9, dask-cuda=22.08, pandas=2.0]")
-    out, xml = tmp_path / "r.json", tmp_path / "r.xml"
-    args = ["build", str(warn), "--check", "--out", str(tmp_path / "locks")]
-    # no lock yet: exit 6, and the error report has the lint's warning row
-    assert main([*args, "--json", str(out), "--junit", str(xml)]) == ExitCode.STALE
-    (table,) = json.loads(out.read_text())["tables"]
-    assert [r[2] for r in table["rows"]] == ["rapids.range"]
-    assert 'name="RAPIDS release record[0]"' in xml.read_text()
-    bad = write_recipe(tmp_path, channel, "[python=3.9, dask-cuda=22.08, dask=2023.1]", name="bad")
-    args = ["build", str(bad), "--check", "--out", str(tmp_path / "locks"), "--json", str(out)]
-    assert main(args) == ExitCode.UNSOLVABLE  # --check lints before it looks at the locks
-    (table,) = json.loads(out.read_text())["tables"]
-    assert [r[1:3] for r in table["rows"]] == [["error", "rapids.pin"]]
-    assert "rapids.pin" in capsys.readouterr().err
