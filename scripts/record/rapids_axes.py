@@ -1,5 +1,5 @@
-"""The conda axis of the releases known from their PyPI wheels (24.06-26.10), and the libraries'
-lifetimes on pypi.org.
+"""The conda axis of the releases known from their PyPI wheels (24.06-26.10), the libraries'
+lifetimes on pypi.org and the CUDA floor RAPIDS support notice 54 sets.
 
 Conda and pip are separate axes: a release can ship CUDA 11 on the rapidsai conda channel and
 not on pypi.org. The conda axis is read from shared-workflows' build matrix of the release's
@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rapids_pypi import FILE_PROJECTS, read_files, release_of
+from rapids_pypi import FILE_PROJECTS, RELEASES, read_files, release_of
 from rapids_source import PLATFORMS, Source, known, unknown
 
 WORKFLOW = "shared-workflows/{rel}/.github/workflows/conda-python-build.yaml"
@@ -110,10 +110,10 @@ def conda_glibc(data: Path, rel: str, floor: dict[str, Any]) -> dict[str, Any]:
     return known(kv[0], kv[1], note=note)
 
 
-def libraries(data: Path, releases: list[str]) -> dict[str, dict[str, Any]]:
+def libraries(data: Path) -> dict[str, dict[str, Any]]:
     """Each library's releases on pypi.org (wheels or placeholder sdists) and its last one;
     'ended' when the last is older than the newest release of the data."""
-    newest = max(releases, key=_key)
+    newest = max(RELEASES, key=_key)
     out: dict[str, dict[str, Any]] = {}
     for project in FILE_PROJECTS:
         rows = read_files(data, project)
@@ -137,4 +137,50 @@ def libraries(data: Path, releases: list[str]) -> dict[str, dict[str, Any]]:
             note += f"; none of {newest}: its last release is {last}"
         value = {"releases": have, "last": last, "ended": last != newest}
         out[lib] = known(value, seen[last], note=note)
+    return out
+
+
+NOTICE_54 = "docs/main/_notices/rsn0054.md"
+
+
+def cuda_floor(data: Path) -> dict[str, Any]:
+    """The CUDA minimum RAPIDS support notice 54 sets from a release on, held against the
+    platform-support table of RAPIDS' docs (CUDA 12's toolkit_min of each release it lists)."""
+    notice = Source(data, NOTICE_54)
+    hit = notice.find(
+        r"minimum required CUDA version .* from ([\d.]+) to ([\d.]+) starting with the "
+        r"v(\d+\.\d+) release"
+    )
+    if hit is None:
+        return unknown(f"{NOTICE_54} does not state a CUDA minimum")
+    need, since = hit[0].group(2), hit[0].group(3)
+    table = Source(data, PLATFORMS)
+    agree = []
+    for rel, major, low, ptr in _toolkit_mins(table):
+        if major != need.split(".")[0] or _key(rel) < _key(since):
+            continue
+        if low != need:
+            raise ValueError(f"{ptr}: RAPIDS {rel} CUDA {major} toolkit_min {low}, not {need}")
+        agree.append(ptr)
+    notice_id = notice.find(r"^notice_id: (\d+)")
+    name = f"RAPIDS support notice {notice_id[0].group(1) if notice_id else '?'}"
+    return known(
+        {"since": since, "cuda": need, "by": name},
+        hit[1],
+        *agree,
+        note=f"{name}; RAPIDS docs' platform support gives CUDA {need.split('.')[0]} toolkit_min "
+        f"{need} for each release it lists from {since} on",
+    )
+
+
+def _toolkit_mins(table: Source) -> list[tuple[str, str, str, str]]:
+    """(release, CUDA major, toolkit_min, pointer) of each cuda entry in platform_support.yml."""
+    out, rel, major = [], "", ""
+    for i, line in enumerate(table.lines, 1):
+        if m := re.match(r'^  - version: "(\d+\.\d+)"', line):
+            rel = m.group(1)
+        elif m := re.match(r"^      - major: (\d+)", line):
+            major = m.group(1)
+        elif m := re.match(r'^        toolkit_min: "([\d.]+)"', line):
+            out.append((rel, major, m.group(1), f"{table.rel}:{i}"))
     return out
