@@ -176,6 +176,25 @@ def _run_requirements(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _members_pip(ws: Wheels, rel: str) -> dict[str, Any]:
+    """Packages the release's wheels require at the release's own version ('libcudf-cu12==
+    25.8.*' in cudf-cu12's METADATA): they carry the release as their version too."""
+    names, ptrs = [], []
+    for project in (*RUN_OWNERS, "dask-cuda"):
+        got = ws.metadata(project, rel)
+        if got is None:
+            continue
+        rx = rf"^Requires-Dist: ([a-z0-9_.-]+?)(-cu\d+)?=={re.escape(series_of(rel))}\*"
+        for m, ptr in _all(got[1], rx):
+            name = m.group(1).lower().replace("_", "-")
+            if name not in names:
+                names.append(name)
+                ptrs.append(ptr)
+    if not names:
+        return unknown("no wheel of this release in the data names another at its version")
+    return known(names, *ptrs, note="required by the release's wheels at its own version")
+
+
 def _cudf_ranges(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
     got = ws.metadata("cudf-cu12", rel)
     out: dict[str, dict[str, Any]] = {}
@@ -284,6 +303,7 @@ def pypi_release_entry(data: Path, rel: str) -> dict[str, Any]:
     entry.update(_dask(ws, rel))
     entry.update(_cudf_ranges(ws, rel))
     entry.update(_run_requirements(ws, rel))
+    entry["members_pip"] = _members_pip(ws, rel)
     entry.update(_ucx(ws, rel))
     entry.update(_glibc(ws, rel))
     from rapids_axes import conda_glibc

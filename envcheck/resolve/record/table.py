@@ -72,10 +72,11 @@ class Record:
 
     def release_versioned_names(self) -> frozenset[str]:
         """Packages that carry the RAPIDS release as their version (cudf 22.08.00 ...)."""
-        names = {"rapids"}
+        names = {"rapids", *self.libraries}
         for r in self.releases.values():
-            if r.get("members").known:
-                names.update(r.get("members").value)
+            for fact in ("members", "members_pip"):
+                if r.get(fact).known:
+                    names.update(r.get(fact).value)
         return frozenset(names)
 
     def origin(self, pointer: str) -> str:
