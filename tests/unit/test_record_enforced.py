@@ -67,6 +67,9 @@ def test_arbitrary_equality_pin_is_linted_not_a_traceback():
         # distributed-ucxx of another series than the release's cannot install beside it
         (["python=3.12"], ["dask-cuda==25.10.*", "distributed-ucxx-cu12==0.45.*"],
          "rapids.ucxx", "its UCXX is 0.46.*"),
+        # a package cudf-cu12 pins to its own release, from another release
+        (["python=3.12"], ["cudf-cu12==25.8.*", "pylibcudf-cu12==25.6.*"],
+         "rapids.one-release", "'pylibcudf-cu12==25.6.*' (25.06)"),
         # a Python pinned through python_abi
         (["cudf=26.10", "python_abi 3.10.* *_cp310"], [], "rapids.python",
          "it was built for Python 3.11, 3.12, 3.13, 3.14"),
