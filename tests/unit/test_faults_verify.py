@@ -81,6 +81,10 @@ def test_locks_that_check_nothing_or_nonsense_are_bad_input(
         (["verify", "cluster", "--timeout=-3"], "--timeout must be positive"),
         (["verify", "cluster", "--smoke-timeout", "nan"], "seconds must be a finite number"),
         (["verify", "cluster", "--smoke-timeout", "1e999"], "seconds must be a finite number"),
+        (["verify", "job", "--timeout", "1e308"], "at most 2.592e+06 (30 days)"),
+        (["verify", "job", "--timeout", "inf"], "seconds must be a finite number"),
+        (["verify", "job", "--timeout", "nan"], "seconds must be a finite number"),
+        (["verify", "ray", "--timeout", "1e308"], "at most 2.592e+06 (30 days)"),
     ],
 )
 def test_non_finite_or_non_positive_seconds_are_one_line_exit_4(
