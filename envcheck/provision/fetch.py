@@ -10,6 +10,12 @@ thread cuts the socket of a download past its deadline or when the install stops
 elsewhere, Ctrl-C), so a server that drips one byte a second cannot hold the install and an
 interrupt takes effect within a fraction of a second. A download shorter than announced is
 retried like a network error; a full disk is reported as such at once.
+
+A ``file://`` source is read only when it is a regular file: it is opened without blocking
+(a FIFO with no writer returns at once) and refused after fstat when it is a FIFO, a device, a
+directory or a socket (one BadInput line, exit 4); it is read under the same deadline. A
+mismatch of a file:// source names the lock's hash and says the file does not match: the
+hash of a local file the lock names (/etc/shadow, as root) is never printed.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from envcheck.errors import BadInput, Unreachable
+from envcheck.inputs import kind
 from envcheck.lockfile.model import LockedPackage
 from envcheck.provision.cache_layout import archive_path
 from envcheck.record import frozen
@@ -68,24 +75,60 @@ def _hashes(path: Path) -> tuple[str, str]:
     return sha.hexdigest(), md5.hexdigest()
 
 
-def check(artifact: LockedPackage, sha256: str, md5: str) -> None:
-    """HashMismatch naming the package and both hashes when the file is not the locked one."""
+def check(artifact: LockedPackage, sha256: str, md5: str, *, reveal: bool = True) -> None:
+    """HashMismatch naming the package and the lock's hash when the file is not the locked
+    one; the file's own hash too when ``reveal`` (not for a file:// source: an oracle)."""
     a = artifact
     what = f"{a.manager} package {a.name} {a.version} ({a.file_name})"
-    if a.sha256 and sha256 != a.sha256:
-        raise HashMismatch(f"{what}: sha256 mismatch: lock says {a.sha256}, file has {sha256}")
-    if a.md5 and md5 != a.md5:
-        raise HashMismatch(f"{what}: md5 mismatch: lock says {a.md5}, file has {md5}")
+    for name, locked, got in (("sha256", a.sha256, sha256), ("md5", a.md5, md5)):
+        if locked and got != locked:
+            has = f"file has {got}" if reveal else "the file does not match"
+            raise HashMismatch(f"{what}: {name} mismatch: lock says {locked}, {has}")
+
+
+def is_local(url: str) -> bool:
+    """A file:// URL: its bytes are a file on this machine, not an answer from a server."""
+    return urlparse(url).scheme == "file"
 
 
 def cache_path(cache: Path, artifact: LockedPackage) -> Path:
     return archive_path(cache, artifact.sha256, artifact.md5, artifact.file_name)
 
 
-def _open(url: str, timeout: float):  # noqa: ANN202 - a urllib response or a file
+class _LocalFile:
+    """A file:// source: a regular file, read under its download's deadline."""
+
+    def __init__(self, url: str, path: str, watch: _Watch) -> None:
+        # O_NONBLOCK: a FIFO without a writer opens at once, to be refused below
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            mode = os.fstat(self.fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise BadInput(f"cannot fetch {url}: it is {kind(mode)}, not a regular file")
+            os.set_blocking(self.fd, True)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.watch = watch
+
+    def read(self, n: int) -> bytes:
+        if self.watch.cut or self.watch.left() <= 0:
+            raise OSError("cut")  # past --fetch-timeout (a file on a hung network mount)
+        return os.read(self.fd, n)
+
+    def __enter__(self) -> _LocalFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
+def _open(url: str, timeout: float, watch: _Watch):  # noqa: ANN202 - a urllib response or a file
     parsed = urlparse(url)
     if parsed.scheme == "file":
-        return open(unquote(parsed.path), "rb")  # noqa: SIM115 - closed by the caller
+        if parsed.netloc not in ("", "localhost"):
+            raise BadInput(f"cannot fetch {url}: a file:// URL names a file on this machine")
+        return _LocalFile(url, unquote(parsed.path), watch)
     if parsed.scheme in ("http", "https"):
         import urllib.request  # loaded by _fetch_threads already: nothing to fetch, no import
 
@@ -173,7 +216,8 @@ def _download(
             break
         sha, md5, done = hashlib.sha256(), hashlib.md5(), 0
         try:
-            with _open(artifact.url, min(TIMEOUT_S, watch.left())) as src, dest.open("wb") as out:
+            with _open(artifact.url, min(TIMEOUT_S, watch.left()), watch) as src, \
+                    dest.open("wb") as out:
                 watch.attach(src)
                 done = _stream(src, out, sha, md5, progress)
             if watch.cut:
@@ -295,7 +339,7 @@ def fetch_one(
         sha, md5 = _download(
             artifact, tmp, progress, stop or threading.Event(), watch or _Watch(DEADLINE_S)
         )
-        check(artifact, sha, md5)
+        check(artifact, sha, md5, reveal=not is_local(artifact.url))
         os.replace(tmp, final)
         _mark(final, sha, md5)
     finally:
