@@ -13,6 +13,7 @@ from pathlib import Path
 
 from envcheck import __version__
 from envcheck.errors import EnvcheckError, ExitCode
+from envcheck.text import say
 
 TYPE_CHECKING = False  # typing itself is not imported: `envcheck --version` stays cheap
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         # one line, as every other bad input; the usage block is one --help away
-        print(f"envcheck: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        say(f"error: {message} (see {self.prog} --help)")
         raise SystemExit(ExitCode.BAD_INPUT)
 
 
@@ -192,7 +193,7 @@ def _print(report: Report, args: argparse.Namespace) -> None:
         sys.stdout.write(report.output)
         for r in report.results:  # what went wrong goes beside it, one line each
             if r.status not in (Status.PASS, Status.SKIP):
-                print(f"envcheck: {r.message}", file=sys.stderr)
+                say(r.message)
     elif args.quiet:
         c = report.counts()
         print(f"{report.status.value.upper()}: " + ", ".join(f"{n} {s}" for s, n in c.items() if n))
@@ -239,7 +240,7 @@ def _main(argv: list[str]) -> int:
     try:
         parser = build_parser(argv)
     except EnvcheckError as e:
-        print(f"envcheck: {e.message}", file=sys.stderr)
+        say(e.message)
         return int(e.exit_code)
     args = parser.parse_args(argv)
     from envcheck import destinations
@@ -248,7 +249,7 @@ def _main(argv: list[str]) -> int:
         destinations.check_destinations(_report_destinations(args))
         destinations.check_stdout()
     except EnvcheckError as e:
-        print(f"envcheck: {e.message}", file=sys.stderr)
+        say(e.message)
         return int(e.exit_code)
     try:
         outcome = _call(args)
@@ -260,7 +261,7 @@ def _main(argv: list[str]) -> int:
         from envcheck import interrupts
 
         written = " (the locks were written)" if interrupts.committed() else ""
-        print(f"envcheck: the report cannot be written: {e}{written}", file=sys.stderr)
+        say(f"the report cannot be written: {e}{written}")
         return int(ExitCode.ERROR)
 
 
@@ -277,9 +278,9 @@ def _call(args: argparse.Namespace) -> Report | int:
             import traceback
 
             traceback.print_exc()
-        print(f"envcheck: {e.message}", file=sys.stderr)
+        say(e.message)
         if e.detail and (debug or getattr(args, "explain", False)):
-            print(e.detail, file=sys.stderr)
+            say(e.detail, prefix="")
         failed = error_report(args._title, e.message, e.exit_code, tables=e.tables)  # type: ignore[arg-type]
     except OSError as e:  # an unwritable --save-facts path, and the like
         if debug:
@@ -287,7 +288,7 @@ def _call(args: argparse.Namespace) -> Report | int:
 
             traceback.print_exc()
         message = f"{e.strerror or e}: {e.filename or ''}".rstrip(": ")
-        print(f"envcheck: {message}", file=sys.stderr)
+        say(message)
         failed = error_report(args._title, message, ExitCode.BAD_INPUT)
     write_reports(failed, args)
     return int(failed.exit_code())

@@ -75,3 +75,11 @@ def for_terminal(text: str, max_line: int = MAX_LINE) -> str:
         else f"{line[:max_line]}... ({len(line) - max_line} more characters)"
         for line in lines
     )
+
+
+def say(message: str, prefix: str = "envcheck: ") -> None:
+    """One message on stderr, as for_terminal makes it: how envcheck tells the user what went
+    wrong (error lines, lint notes, install's steps)."""
+    import sys
+
+    print(prefix + for_terminal(message), file=sys.stderr, flush=True)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -35,6 +34,7 @@ from envcheck.provision.fetch import DEADLINE_S as FETCH_DEADLINE_S
 from envcheck.provision.fetch import DiskFull, Fetched, clear_partials, fetch_all
 from envcheck.provision.plan import Plan
 from envcheck.record import frozen
+from envcheck.text import say
 
 LOCK_TIMEOUT_S = 600.0  # how long an install waits for another one into the same prefix
 STAMP = "envcheck-install.json"  # under <prefix>/conda-meta/
@@ -112,7 +112,7 @@ def write_stamp(prefix: Path, plan: Plan) -> None:
 
 
 def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    say(line, prefix="")
 
 
 def _target(prefix: Path) -> Path:
