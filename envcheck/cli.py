@@ -75,7 +75,56 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         # one line, as every other bad input; the usage block is one --help away
         say(f"error: {message} (see {self.prog} --help)")
-        raise SystemExit(ExitCode.BAD_INPUT)
+        raise _BadArguments(self.prog, f"{message} (see {self.prog} --help)")
+
+
+class _BadArguments(SystemExit):
+    """The command line does not parse: exit 4, after the --json/--junit report if it named
+    one (a SystemExit, so that a parse outside main exits as argparse's own would)."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(ExitCode.BAD_INPUT)
+        self.prog, self.message = prog, message
+
+
+class _Quiet(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ValueError(message)
+
+
+def _named_reports(argv: list[str]) -> argparse.Namespace | None:
+    """--json and --junit as the command line gives them, read apart from the verb's parser
+    (which refused the line); None when even they do not parse."""
+    p = _Quiet(add_help=False)
+    for flag in REPORT_FLAGS:
+        p.add_argument(f"--{flag}", type=Path)
+    try:
+        return p.parse_known_args(argv)[0]
+    except ValueError:
+        return None
+
+
+def _title_of(argv: list[str], prog: str) -> str:
+    """The report title of the verb ``argv`` names ('envcheck verify node'), else ``prog``."""
+    words = tuple(a for a in argv if not a.startswith("-"))
+    path = next((p for p in COMMANDS if words[: len(p)] == p), None)
+    return f"envcheck {' '.join(path)}" if path else prog
+
+
+def _report_stopped(args: argparse.Namespace, title: str, message: str, code: ExitCode) -> None:
+    """The --json/--junit report of a run that a signal or its command line stopped: one
+    error result saying what stopped it. Nothing when no report was asked for, or its
+    destination is refused (said on stderr: the run is over anyway)."""
+    from envcheck import destinations
+    from envcheck.report import error_report
+
+    if not any(getattr(args, flag, None) for flag in REPORT_FLAGS):
+        return
+    try:
+        destinations.check_destinations(_report_destinations(args))
+        write_reports(error_report(title, message, code), args)
+    except (EnvcheckError, _ReportNotWritten) as e:
+        say(f"the report cannot be written: {getattr(e, 'message', e)}")
 
 
 def _add_report_arguments(p: argparse.ArgumentParser) -> None:
@@ -242,7 +291,14 @@ def _main(argv: list[str]) -> int:
     except EnvcheckError as e:
         say(e.message)
         return int(e.exit_code)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except _BadArguments as e:  # said on stderr already
+        named = _named_reports(argv)
+        if named is not None:
+            _report_stopped(named, _title_of(argv, e.prog), f"error: {e.message}",
+                            ExitCode.BAD_INPUT)
+        return int(ExitCode.BAD_INPUT)
     from envcheck import destinations
 
     try:  # nothing is written anywhere when a destination is bad
@@ -257,6 +313,16 @@ def _main(argv: list[str]) -> int:
             return outcome
         render(outcome, args)
         return int(outcome.exit_code())
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (Terminated): the report says so
+        from envcheck.interrupts import Terminated
+
+        if isinstance(e, Terminated):
+            _report_stopped(args, args._title, "terminated by SIGTERM before it finished",
+                            ExitCode.TERMINATED)
+        else:
+            _report_stopped(args, args._title, "interrupted (SIGINT, Ctrl-C) before it "
+                            "finished", ExitCode.INTERRUPTED)
+        raise
     except _ReportNotWritten as e:
         from envcheck import interrupts
 

@@ -217,6 +217,8 @@ def test_ctrl_c_exits_130_and_leaves_no_prefix(py39_world: World, tmp_path: Path
                 str(prefix),
                 "--cache-dir",
                 str(cache),
+                "--json",
+                str(tmp_path / "r.json"),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -231,6 +233,9 @@ def test_ctrl_c_exits_130_and_leaves_no_prefix(py39_world: World, tmp_path: Path
     assert proc.returncode == 130, out + err
     assert "interrupted" in err
     assert not prefix.exists()
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["exit_code"] == 130 and report["title"] == "envcheck install"
+    assert report["results"][0]["message"] == "interrupted (SIGINT, Ctrl-C) before it finished"
     assert not list(cache.glob("archives/*/.part-*"))
 
 

@@ -19,6 +19,7 @@ import yaml
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.verify.facts import conda_platform
+from tests.report_schema import validated
 
 EXCERPT = Path(__file__).parents[1] / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
 
@@ -250,10 +251,15 @@ def _tree(pid: int) -> list[int]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("when", ["workers starting", "workers running"])
-def test_ctrl_c_to_the_whole_process_group_is_one_line_and_exit_130(when: str) -> None:
-    """A terminal sends SIGINT to every process of the foreground group, workers included."""
+def test_ctrl_c_to_the_whole_process_group_is_one_line_and_exit_130(
+    when: str, tmp_path: Path
+) -> None:
+    """A terminal sends SIGINT to every process of the foreground group, workers included;
+    the --json report says the run was interrupted."""
+    report = tmp_path / "r.json"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envcheck", "verify", "cluster", "--quiet", "--workers", "2"],
+        [sys.executable, "-m", "envcheck", "verify", "cluster", "--quiet", "--workers", "2",
+         "--json", str(report)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     seen: set[int] = set()
@@ -282,6 +288,10 @@ def test_ctrl_c_to_the_whole_process_group_is_one_line_and_exit_130(when: str) -
     assert proc.returncode == ExitCode.INTERRUPTED, err
     assert err == "envcheck: interrupted\n"
     assert not left, f"processes {left} outlived envcheck"
+    data = validated(report)
+    assert data["exit_code"] == 130 and data["title"] == "envcheck verify cluster"
+    assert [r["message"] for r in data["results"]] == [
+        "interrupted (SIGINT, Ctrl-C) before it finished"]
 
 
 def test_a_full_disk_message_names_the_file(capsys) -> None:
