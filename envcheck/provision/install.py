@@ -137,6 +137,8 @@ def install(
     """Steps 1-6 of the module docstring; raises EnvcheckError subclasses."""
     start = time.perf_counter()
     prefix = _target(prefix)
+    # relative to the working directory, as any path given; the linker needs file:// URLs
+    cache = Path(os.path.abspath(cache))
     check_writable(prefix)
     with prefix_lock.hold(prefix_lock.lock_path(prefix), f"prefix {prefix}", lock_timeout, say):
         for note in staging.recover(prefix):
