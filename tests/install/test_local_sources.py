@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.install_world import World, envcheck
+from tests.support.install_world import World, envcheck
 
 DASK = "noarch/dask-2024.8.0-py_0.conda"
 

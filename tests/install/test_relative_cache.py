@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.install_world import World, envcheck
+from tests.support.install_world import World, envcheck
 
 
 @pytest.mark.parametrize("how", ["--cache-dir", "ENVCHECK_CACHE"])

@@ -19,7 +19,7 @@ import yaml
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.verify.facts import conda_platform
-from tests.report_schema import validated
+from tests.support.report_schema import validated
 
 EXCERPT = Path(__file__).parents[1] / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
 

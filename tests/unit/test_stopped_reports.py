@@ -17,7 +17,7 @@ import pytest
 
 from envcheck.cli import main
 from envcheck.errors import ExitCode
-from tests.report_schema import validated
+from tests.support.report_schema import validated
 
 ROOT = Path(__file__).resolve().parents[2]
 
