@@ -293,12 +293,12 @@ def _main(argv: list[str]) -> int:
         return int(e.exit_code)
     try:
         args = parser.parse_args(argv)
-    except _BadArguments as e:  # said on stderr already
+    except _BadArguments as e:  # said on stderr already; it leaves as argparse's exit would
         named = _named_reports(argv)
         if named is not None:
             _report_stopped(named, _title_of(argv, e.prog), f"error: {e.message}",
                             ExitCode.BAD_INPUT)
-        return int(ExitCode.BAD_INPUT)
+        raise
     from envcheck import destinations
 
     try:  # nothing is written anywhere when a destination is bad

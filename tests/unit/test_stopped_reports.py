@@ -81,8 +81,9 @@ def test_an_argument_error_writes_the_report_too(
     tmp_path: Path, capsys, argv: list[str], title: str, says: str
 ) -> None:
     json_out, junit_out = tmp_path / "r.json", tmp_path / "r.xml"
-    code = main([*argv, "--json", str(json_out), "--junit", str(junit_out)])
-    assert code == ExitCode.BAD_INPUT
+    with pytest.raises(SystemExit) as left:  # argparse's refusals leave through SystemExit(4)
+        main([*argv, "--json", str(json_out), "--junit", str(junit_out)])
+    assert left.value.code == ExitCode.BAD_INPUT
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err, err
     data = validated(json_out)
@@ -94,8 +95,9 @@ def test_an_argument_error_writes_the_report_too(
 
 
 def test_an_argument_error_with_a_refused_report_path_writes_nothing(tmp_path: Path, capsys):
-    code = main(["verify", "node", "--bogus", "--json", str(tmp_path)])  # a directory
-    assert code == ExitCode.BAD_INPUT
+    with pytest.raises(SystemExit) as left:
+        main(["verify", "node", "--bogus", "--json", str(tmp_path)])  # a directory
+    assert left.value.code == ExitCode.BAD_INPUT
     lines = capsys.readouterr().err.strip().splitlines()
     assert "unrecognized arguments: --bogus" in lines[0]
     assert len(lines) == 2 and "the report cannot be written" in lines[1]
