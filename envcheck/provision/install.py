@@ -184,9 +184,7 @@ def _build(
     conda = [f for f in fetched if f.artifact.manager == "conda"]
     with _errors(prefix):
         ready = unpacked.prepare(
-            [(f.artifact, f.path) for f in conda],
-            cache,
-            lambda items: child.run({"op": "extract", "items": items}, f"unpacking into {cache}"),
+            [(f.artifact, f.path) for f in conda], cache, lambda items: _unpack(child, items, cache)
         )
         for u in ready:
             if u.validated:  # validated before, not changed since (the stat marker)
@@ -230,6 +228,18 @@ def _build(
     if old is not None:
         staging.remove_tree(old)
     renewal.write()
+
+
+def _unpack(child: linker.Linker, items: list[tuple[str, str, str]], cache: Path) -> None:
+    """The linker child unpacks checked archives into the cache. An archive py-rattler refuses
+    to unpack (a member outside its folder, through a symlink of its own) is a bad package,
+    exit 4: the folders of this batch are removed, nothing of it stays in the cache."""
+    try:
+        child.run({"op": "extract", "items": items}, f"unpacking into {cache}")
+    except linker.JobFailed as e:
+        for _archive, folder, _key in items:
+            unpacked.forget(Path(folder))
+        raise validate.UnsafePackage(f"{e.message} (the package is refused)") from None
 
 
 @contextmanager
