@@ -28,7 +28,7 @@ import shutil
 import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -102,9 +102,12 @@ class _LocalFile:
         # O_NONBLOCK: a FIFO without a writer opens at once, to be refused below
         self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            mode = os.fstat(self.fd).st_mode
-            if not stat.S_ISREG(mode):
-                raise BadInput(f"cannot fetch {url}: it is {kind(mode)}, not a regular file")
+            st = os.fstat(self.fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise BadInput(f"cannot fetch {url}: it is {kind(st.st_mode)}, not a regular file")
+            if watch.limit is not None and st.st_size > watch.limit:
+                raise TooLarge(f"cannot fetch {url}: it is {st.st_size} bytes, more than the "
+                               f"{watch.limit} the lock states (not read)")
             os.set_blocking(self.fd, True)
         except BaseException:
             os.close(self.fd)
@@ -144,12 +147,18 @@ class _Short(Exception):
     """The server closed the connection before sending what it announced."""
 
 
-class _Watch:
-    """One download's deadline and socket, which the watchdog cuts when it is time."""
+class TooLarge(BadInput):
+    """A source larger than the size the lock states: refused, never read to its end."""
 
-    def __init__(self, seconds: float) -> None:
+
+class _Watch:
+    """One download's deadline and socket, which the watchdog cuts when it is time, and the
+    size the lock states for it (None: the lock does not say)."""
+
+    def __init__(self, seconds: float, limit: int | None = None) -> None:
         self.end = time.monotonic() + seconds
         self.seconds = seconds
+        self.limit = limit
         self.sock: socket.socket | None = None
         self.cut = False
 
@@ -177,10 +186,15 @@ def _watchdog(watches: list[_Watch], stop: threading.Event, done: threading.Even
                 w.cut_now()
 
 
-def _stream(src, out, sha, md5, progress: Callable[[int], None]) -> int:  # noqa: ANN001
+def _stream(  # noqa: ANN001
+    src, out, sha, md5, progress: Callable[[int], None], limit: int | None = None
+) -> int:
     done = 0
     read = getattr(src, "read1", src.read)  # read1: what has arrived, not a full chunk
     while chunk := read(CHUNK):
+        if limit is not None and done + len(chunk) > limit:
+            raise TooLarge(f"{getattr(src, 'url', None) or out.name}: more than the {limit} "
+                           "bytes the lock states (the rest is not read)")
         try:
             out.write(chunk)
         except OSError as e:
@@ -219,7 +233,7 @@ def _download(
             with _open(artifact.url, min(TIMEOUT_S, watch.left()), watch) as src, \
                     dest.open("wb") as out:
                 watch.attach(src)
-                done = _stream(src, out, sha, md5, progress)
+                done = _stream(src, out, sha, md5, progress, watch.limit)
             if watch.cut:
                 raise OSError("cut")
             got = (sha.hexdigest(), md5.hexdigest())
@@ -353,16 +367,18 @@ def fetch_all(
     progress: Callable[[int], None] = lambda n: None,
     workers: int = 4,
     deadline: float = DEADLINE_S,
+    sizes: Mapping[str, int] | None = None,
 ) -> list[Fetched]:
     """Fetch and check every artifact (in parallel); the first failure stops the rest.
 
+    ``sizes``: url -> the size the lock states; a source is never read past it (TooLarge).
     Workers are daemon threads: an interrupt returns at once, whatever they are blocked in.
     """
     known = [_known(a, cache, progress) for a in artifacts]
     missing = [a for a, k in zip(artifacts, known) if k is None]
     if not missing:  # all cached and unchanged: no threads to start
         return [k for k in known if k is not None]
-    fetched = iter(_fetch_threads(missing, cache, progress, workers, deadline))
+    fetched = iter(_fetch_threads(missing, cache, progress, workers, deadline, sizes or {}))
     merged = [k if k is not None else next(fetched, None) for k in known]
     return [f for f in merged if f is not None]
 
@@ -373,6 +389,7 @@ def _fetch_threads(
     progress: Callable[[int], None],
     workers: int,
     deadline: float,
+    sizes: Mapping[str, int],
 ) -> list[Fetched]:
     import urllib.request  # noqa: F401 - here, before the threads: a warm install needs none
 
@@ -388,7 +405,7 @@ def _fetch_threads(
                 if not todo:
                     return
                 i = todo.pop(0)
-                watch = _Watch(deadline)
+                watch = _Watch(deadline, sizes.get(artifacts[i].url))
                 watches.append(watch)
             try:
                 results[i] = fetch_one(artifacts[i], cache, progress, stop, watch)

@@ -152,7 +152,8 @@ def install(
         with linker.Linker(plan, cache) as child:  # forked now, while envcheck has no threads
             try:
                 fetched = fetch_all(
-                    [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout
+                    [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout,
+                    sizes=_sizes(plan),
                 )
             finally:
                 clear_partials(cache)
@@ -228,6 +229,17 @@ def _build(
     if old is not None:
         staging.remove_tree(old)
     renewal.write()
+
+
+def _sizes(plan: Plan) -> dict[str, int]:
+    """url -> the size a conda record states (a pixi.lock's ``size``; conda-lock files have
+    none): no source is read past it."""
+    out = {}
+    for r in plan.records:
+        size = getattr(r, "size", None)
+        if isinstance(size, int) and size > 0:
+            out[str(r.url)] = size
+    return out
 
 
 def _unpack(child: linker.Linker, items: list[tuple[str, str, str]], cache: Path) -> None:

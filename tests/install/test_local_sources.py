@@ -95,3 +95,31 @@ def test_a_local_file_with_a_wrong_hash_is_named_but_its_hash_never_printed(
         for digest in (hashlib.sha256(data).hexdigest(), hashlib.md5(data).hexdigest()):
             assert digest not in stderr
         assert not (tmp_path / "env").exists()
+
+
+@pytest.mark.parametrize("transport", ["file", "http"])
+def test_a_source_larger_than_the_lock_states_is_refused_without_reading_it_all(
+    tmp_path: Path, transport: str
+) -> None:
+    from tests.support.condapkg import serve
+    from tests.support.small_channels import noarch_package, pixi_lock, records
+
+    root = tmp_path / "channel"
+    archive = noarch_package(root, "grown", {"share/grown.txt": (b"grown\n", 0o644, None)})
+    size = archive.stat().st_size
+    with serve(root) as url:
+        recs = records(root, url if transport == "http" else None)  # pixi records state size
+        assert [r.size for r in recs] == [size]
+        lock = pixi_lock(tmp_path / "pixi.lock", url, recs)
+        # 8 GiB, sparse: reading it to the end would take minutes and fill the cache's disk
+        os.truncate(archive, 8 << 30)
+        started = time.monotonic()
+        done = envcheck("install", lock, "--prefix", tmp_path / "env", "--cache-dir",
+                        tmp_path / "cache", "--fetch-timeout", "60", timeout=120)
+    assert done.returncode == 4, done.stdout + done.stderr
+    line = _one_line(done.stderr)
+    assert f"more than the {size}" in line and "the lock states" in line, line
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "env").exists()
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()
+                and p.stat().st_size > size]
