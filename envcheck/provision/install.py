@@ -21,7 +21,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -35,6 +34,7 @@ from envcheck.provision.fetch import DEADLINE_S as FETCH_DEADLINE_S
 from envcheck.provision.fetch import DiskFull, Fetched, clear_partials, fetch_all
 from envcheck.provision.plan import Plan
 from envcheck.record import frozen
+from envcheck.text import say
 
 LOCK_TIMEOUT_S = 600.0  # how long an install waits for another one into the same prefix
 STAMP = "envcheck-install.json"  # under <prefix>/conda-meta/
@@ -112,7 +112,7 @@ def write_stamp(prefix: Path, plan: Plan) -> None:
 
 
 def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    say(line, prefix="")
 
 
 def _target(prefix: Path) -> Path:
@@ -137,6 +137,8 @@ def install(
     """Steps 1-6 of the module docstring; raises EnvcheckError subclasses."""
     start = time.perf_counter()
     prefix = _target(prefix)
+    # relative to the working directory, as any path given; the linker needs file:// URLs
+    cache = Path(os.path.abspath(cache))
     check_writable(prefix)
     with prefix_lock.hold(prefix_lock.lock_path(prefix), f"prefix {prefix}", lock_timeout, say):
         for note in staging.recover(prefix):
@@ -150,7 +152,8 @@ def install(
         with linker.Linker(plan, cache) as child:  # forked now, while envcheck has no threads
             try:
                 fetched = fetch_all(
-                    [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout
+                    [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout,
+                    sizes=_sizes(plan),
                 )
             finally:
                 clear_partials(cache)
@@ -182,9 +185,7 @@ def _build(
     conda = [f for f in fetched if f.artifact.manager == "conda"]
     with _errors(prefix):
         ready = unpacked.prepare(
-            [(f.artifact, f.path) for f in conda],
-            cache,
-            lambda items: child.run({"op": "extract", "items": items}, f"unpacking into {cache}"),
+            [(f.artifact, f.path) for f in conda], cache, lambda items: _unpack(child, items, cache)
         )
         for u in ready:
             if u.validated:  # validated before, not changed since (the stat marker)
@@ -228,6 +229,29 @@ def _build(
     if old is not None:
         staging.remove_tree(old)
     renewal.write()
+
+
+def _sizes(plan: Plan) -> dict[str, int]:
+    """url -> the size a conda record states (a pixi.lock's ``size``; conda-lock files have
+    none): no source is read past it."""
+    out = {}
+    for r in plan.records:
+        size = getattr(r, "size", None)
+        if isinstance(size, int) and size > 0:
+            out[str(r.url)] = size
+    return out
+
+
+def _unpack(child: linker.Linker, items: list[tuple[str, str, str]], cache: Path) -> None:
+    """The linker child unpacks checked archives into the cache. An archive py-rattler refuses
+    to unpack (a member outside its folder, through a symlink of its own) is a bad package,
+    exit 4: the folders of this batch are removed, nothing of it stays in the cache."""
+    try:
+        child.run({"op": "extract", "items": items}, f"unpacking into {cache}")
+    except linker.JobFailed as e:
+        for _archive, folder, _key in items:
+            unpacked.forget(Path(folder))
+        raise validate.UnsafePackage(f"{e.message} (the package is refused)") from None
 
 
 @contextmanager

@@ -90,6 +90,10 @@ def _write_line(fd: int, job: dict[str, Any]) -> None:
     write_all(fd, (json.dumps(job) + "\n").encode())
 
 
+class JobFailed(EnvcheckError):
+    """The child ran a job and answered that it failed (py-rattler raised): not a death."""
+
+
 class Linker:
     """One linker child, started when the block is entered; ``run`` sends it a job and waits.
     ``cache``: the install's cache directory, which the child gets ready to link from."""
@@ -200,7 +204,7 @@ class Linker:
             raise DiskFull(f"disk full {what}: {outcome['error'].splitlines()[0]}")
         if outcome:
             first = outcome["error"].splitlines()[0]
-            raise EnvcheckError(f"{what} failed: {first}", detail=outcome["error"])
+            raise JobFailed(f"{what} failed: {first}", detail=outcome["error"])
         code = self._reap(True) or 0
         self.err.seek(0)
         tail = self.err.read()[-4000:].decode(errors="replace")

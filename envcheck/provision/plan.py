@@ -6,6 +6,7 @@ from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.lockfile.model import LockedPackage
+from envcheck.lockfile.package import check_unique
 from envcheck.lockfile.read import packages_from_rows
 from envcheck.record import frozen
 
@@ -28,12 +29,14 @@ def read_plan(lock: Path, platform: str | None) -> Plan:
     """Read a conda-lock file or a pixi.lock (py-rattler reads both) for ``platform``.
 
     ``platform`` defaults to this machine's. BadInput when the lock is missing, unreadable,
-    lacks the platform (naming the ones it has), or has a package without a hash to check.
+    lacks the platform (naming the ones it has), lists a package twice (naming both records),
+    or has a package without a hash to check.
     """
     from envcheck.lockfile import rattler_read
 
     sha256, want, records, rows = rattler_read.read(str(lock), platform)
     packages = packages_from_rows(rows, want)
+    check_unique(lock, packages)
     for p in packages:
         if not p.sha256 and not p.md5:
             raise BadInput(f"{lock}: {p.manager} package {p.name} {p.version} has no hash to check")

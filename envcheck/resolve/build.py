@@ -3,7 +3,6 @@ current. ``BuildOptions`` in, a Report out; the command line and the API both ca
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from envcheck.resolve.solve_recipe import (
     explain_failure,
     solve_platform,
 )
+from envcheck.text import say
 
 
 @dataclass(frozen=True)
@@ -300,4 +300,4 @@ def _print_notes(notes: Sequence[Table]) -> None:
     for table in notes:
         for recipe, severity, rule, message, source in table.rows:
             where = f" [{source}]" if source else ""
-            print(f"envcheck: {recipe}: {severity}: {rule}: {message}{where}", file=sys.stderr)
+            say(f"{recipe}: {severity}: {rule}: {message}{where}")

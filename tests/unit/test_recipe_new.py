@@ -59,6 +59,15 @@ def test_shipped_rapids_recipes_are_what_their_own_command_generates():
          "RAPIDS 26.12 is not in the release record"),
         (["--rapids", "24.04", "--cuda", "12.2", "--os", "el8", "--libs", "cudf,cusignal"],
          ExitCode.BAD_INPUT, "cusignal: not part of RAPIDS 24.04"),
+        # a value that is no version is bad input, not a contradiction of the record
+        (["--rapids", "24.08", "--cuda", "eleven", "--os", "el8"], ExitCode.BAD_INPUT,
+         "--cuda 'eleven' is not a version (e.g. 12.4)"),
+        (["--rapids", "24.08", "--cuda", "12.4", "--os", "el8", "--python", "x"],
+         ExitCode.BAD_INPUT, "--python 'x' is not a version (e.g. 3.11)"),
+        (["--rapids", "24.08", "--cuda", "12.4", "--os", "el8", "--toolkit", "x"],
+         ExitCode.BAD_INPUT, "--toolkit 'x' is not a version (e.g. 11.8)"),
+        (["--rapids", "24.08", "--cuda", "1" * 5000, "--os", "el8"], ExitCode.BAD_INPUT,
+         "--cuda a str of 5000 characters is not a version"),
     ],
 )  # fmt: skip
 def test_recipe_new_refuses_what_the_record_rules_out_in_one_line(capsys, argv, code, needle):

@@ -9,6 +9,7 @@ The pipeline: Options (new_options.py) -> recipe_new() -> Report; the flags are 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ from envcheck.resolve.record.table import (
     load_record,
     release_key,
 )
+from envcheck.text import shown
 
 if TYPE_CHECKING:
     from envcheck.report import Report
@@ -62,9 +64,25 @@ def _refuse(findings: Sequence[object]) -> None:
         raise Unsolvable(f"recipe new: {f.line()} (from {RECORD})")  # type: ignore[attr-defined]
 
 
+# version flags -> (form, example): anything else is bad input (exit 4), not a contradiction
+_VERSION_FLAGS = {
+    "cuda": (re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){0,2}"), "12.4"),
+    "toolkit": (re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){0,2}"), "11.8"),
+    "python": (re.compile(r"[0-9]{1,2}\.[0-9]{1,3}"), "3.11"),
+}
+
+
+def _check_versions(opts: Options) -> None:
+    for name, (form, example) in _VERSION_FLAGS.items():
+        value = getattr(opts, name)
+        if value is not None and not (isinstance(value, str) and form.fullmatch(value)):
+            raise BadInput(f"--{name} {shown(value)} is not a version (e.g. {example})")
+
+
 def _release(record: Record, opts: Options) -> Release:
     if not is_release(opts.rapids):
         raise BadInput(f"--rapids {opts.rapids!r} is not a RAPIDS release (YY.MM, e.g. 22.08)")
+    _check_versions(opts)
     if opts.os not in OSES:
         raise BadInput(f"--os {opts.os!r}: one of {', '.join(OSES)}")
     glibc = OSES[opts.os][0]

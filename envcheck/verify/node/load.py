@@ -20,6 +20,7 @@ import time
 
 from envcheck.report import Measurement, Result, Status
 from envcheck.verify.facts import GpuHealth, NodeFacts, collect_gpu_health
+from envcheck.verify.facts.orphans import dies_with_parent
 from envcheck.verify.node.checks.gpu.nvml_gap import gap_results
 from envcheck.verify.node.gemm import GEMM_CHILD, gemm_runs
 
@@ -121,7 +122,8 @@ def run_load(
     order = [by_uuid.get(u) for u in facts.visible_gpu_uuids]  # CUDA device d -> NVML index
     indices = [i for i in order if i is not None]
     proc = subprocess.Popen(
-        [python or sys.executable, "-c", LOAD_CHILD + GEMM_CHILD, framework, str(seconds)],
+        [python or sys.executable, "-c", dies_with_parent(LOAD_CHILD + GEMM_CHILD), framework,
+         str(seconds)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -43,8 +43,13 @@ def verify_ray(opts: RayOptions) -> Report:
     rexp = RayExpect(exp, opts.expect_nodes, frozenset(exp.skip))
     ray = collect.import_ray()
     t0 = time.monotonic()
-    collect.connect(ray, opts.address, opts.timeout)
+    # shut down once connected, and for a local cluster always: a SIGTERM or Ctrl-C inside
+    # ray.init too, or the processes it started would outlive the run (a remote ray.init
+    # left running in its thread after the timeout is not shut down under it)
+    connected = False
     try:
+        collect.connect(ray, opts.address, opts.timeout)
+        connected = True
         kwargs = {"import_modules": list(exp.import_modules), "libraries": list(exp.libraries),
                   "probe_timeout": exp.probe_timeout}
         facts = collect.gather(ray, opts.address or "", opts.timeout, kwargs)
@@ -55,7 +60,8 @@ def verify_ray(opts: RayOptions) -> Report:
             facts = dataclasses.replace(
                 facts, train=collect.train_allreduce(ray, workers, gpus > 0, opts.timeout))
     finally:
-        ray.shutdown()
+        if connected or opts.address is None:
+            collect.shutdown(ray, local=opts.address is None)
     return _report(facts, rexp, time.monotonic() - t0)
 
 
