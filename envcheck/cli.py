@@ -83,7 +83,8 @@ def _add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.add_argument(
         "--verbose", action="store_true",
-        help="show every skipped check as a row (by default skips fold into one line per reason)",
+        help="show every check with its message and the measurements (by default passes fold "
+        "into one line per group, skips into one line per reason, measurements into a count)",
     )
 
 
@@ -194,10 +195,11 @@ def _print(report: Report, args: argparse.Namespace) -> None:
             if r.status not in (Status.PASS, Status.SKIP):
                 print(f"envcheck: {r.message}", file=sys.stderr)
     elif args.quiet:
-        c = report.counts()
+        c = report.counts
         print(f"{report.status.value.upper()}: " + ", ".join(f"{n} {s}" for s, n in c.items() if n))
     else:
-        render_table(report, verbose=getattr(args, "verbose", False))
+        verbose = getattr(args, "verbose", False)
+        render_table(report, verbose=verbose, measurements=getattr(args, "bench", False))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,7 +257,7 @@ def _main(argv: list[str]) -> int:
         if isinstance(outcome, int):
             return outcome
         render(outcome, args)
-        return int(outcome.exit_code())
+        return int(outcome.exit_code)
     except _ReportNotWritten as e:
         from envcheck import interrupts
 
@@ -290,4 +292,4 @@ def _call(args: argparse.Namespace) -> Report | int:
         print(f"envcheck: {message}", file=sys.stderr)
         failed = error_report(args._title, message, ExitCode.BAD_INPUT)
     write_reports(failed, args)
-    return int(failed.exit_code())
+    return int(failed.exit_code)

@@ -302,7 +302,7 @@ class JobRun:
             environment=self._environment(job),
         )
         if self.rv is not None:
-            code = int(report.exit_code())
+            code = int(report.exit_code)
             with contextlib.suppress(Exception):
                 grp.publish_verdict(self.rv, code, f"verify job: {report.status.value}")
                 grp.await_acks(self.rv, len(self.rv.arrived) - 1)
