@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envcheck.errors import BadInput
+from envcheck.record import replace
 from envcheck.report import Result, Status
 from envcheck.text import first_line
 from envcheck.verify.across.skew import wire_skew
@@ -387,6 +388,15 @@ def applicability(
 # --- the runner -----------------------------------------------------------------------------
 
 
+def _asked_for(why_not: Result, selected: Collection[str] | None) -> Result:
+    """A test named in --smoke that cannot run is a warning saying why, never a quiet skip."""
+    if selected is None or why_not.status is not Status.SKIP:
+        return why_not
+    fix = why_not.fix or "install what it needs on the workers, or leave it out of --smoke"
+    return replace(why_not, status=Status.WARN,
+                   message=f"asked for (--smoke) but not run: {why_not.message}", fix=fix)
+
+
 def _held_out(test: SmokeTest, held: Mapping[str, tuple[str, ...]]) -> list[Result]:
     """What ``test`` says about the workers held out of the smoke tests for wire skew."""
     if not held:
@@ -438,7 +448,7 @@ def run_smoke(
             continue
         not_applicable = applicability(test, workers) if workers or not held else None
         if not_applicable is not None:
-            results.append(not_applicable)
+            results.append(_asked_for(not_applicable, selected))
             continue
         results.extend(_held_out(test, held))
         if test.pinned or not held:
