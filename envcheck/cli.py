@@ -30,7 +30,7 @@ EPILOG = (
     "  envcheck verify node            check this machine (driver, GPUs, libraries, health)\n"
     "  envcheck verify cluster [ADDR]  audit a Dask cluster (none given: start a local one)\n"
     "  envcheck build RECIPE           lint and solve a recipe into conda-lock lockfiles\n"
-    "exit codes: 0 pass, 1 warn, 2 fail, 3 error, 4 bad input (README: Exit codes)"
+    "exit codes: 0 pass, 1 warn, 2 fail, 3 error, 4 bad input (docs/exit-codes.md)"
 )
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
