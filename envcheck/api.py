@@ -5,7 +5,7 @@
     report = envcheck.build("recipes/rapids-24.04-el7.yaml", out="locks")
     report = envcheck.install("locks/rapids-24.04-el7.conda-lock.yml", "/opt/envs/rapids")
     report = envcheck.verify_node(expect_gpus=8, min_gpu_memory="40GiB", skip=("xid",))
-    report                       # in Jupyter: a table; report.exit_code(), report.to_json()
+    report                       # in Jupyter: a table; report.exit_code, report.to_json()
 
 Each function builds the Options its command line builds, through the same constructor, so a
 value the command refuses is refused here too (BadInput, exit code 4), and calls the same

@@ -31,7 +31,7 @@ EPILOG = (
     "  envcheck verify node            check this machine (driver, GPUs, libraries, health)\n"
     "  envcheck verify cluster [ADDR]  audit a Dask cluster (none given: start a local one)\n"
     "  envcheck build RECIPE           lint and solve a recipe into conda-lock lockfiles\n"
-    "exit codes: 0 pass, 1 warn, 2 fail, 3 error, 4 bad input (README: Exit codes)"
+    "exit codes: 0 pass, 1 warn, 2 fail, 3 error, 4 bad input (docs/exit-codes.md)"
 )
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
@@ -133,7 +133,8 @@ def _add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.add_argument(
         "--verbose", action="store_true",
-        help="show every skipped check as a row (by default skips fold into one line per reason)",
+        help="show every check with its message and the measurements (by default passes fold "
+        "into one line per group, skips into one line per reason, measurements into a count)",
     )
 
 
@@ -244,10 +245,11 @@ def _print(report: Report, args: argparse.Namespace) -> None:
             if r.status not in (Status.PASS, Status.SKIP):
                 say(r.message)
     elif args.quiet:
-        c = report.counts()
+        c = report.counts
         print(f"{report.status.value.upper()}: " + ", ".join(f"{n} {s}" for s, n in c.items() if n))
     else:
-        render_table(report, verbose=getattr(args, "verbose", False))
+        verbose = getattr(args, "verbose", False)
+        render_table(report, verbose=verbose, measurements=getattr(args, "bench", False))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -312,7 +314,7 @@ def _main(argv: list[str]) -> int:
         if isinstance(outcome, int):
             return outcome
         render(outcome, args)
-        return int(outcome.exit_code())
+        return int(outcome.exit_code)
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (Terminated): the report says so
         from envcheck.interrupts import Terminated
 
@@ -357,4 +359,4 @@ def _call(args: argparse.Namespace) -> Report | int:
         say(message)
         failed = error_report(args._title, message, ExitCode.BAD_INPUT)
     write_reports(failed, args)
-    return int(failed.exit_code())
+    return int(failed.exit_code)

@@ -108,7 +108,7 @@ def test_worker_started_without_gres_is_caught(slurm, tmp_path, monkeypatch):
     assert "started without --gres/--gpus-per-task" in shared[0].message
     idle = [r for r in slurm_results if r.check == "slurm.gpu-idle"]
     assert idle and "holds GPU 1" in idle[0].message
-    assert int(report.exit_code()) == 2
+    assert int(report.exit_code) == 2
     job = report.environment["slurm job"].split()[0]
     assert left_running(job, str(slurm.conf)) == []
 

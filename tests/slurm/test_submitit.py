@@ -21,7 +21,7 @@ def _tasks(slurm, monkeypatch, folder: Path, **params) -> list[tuple[int, list]]
         import envcheck
 
         report = envcheck.verify_job(timeout=60)
-        return int(report.exit_code()), [
+        return int(report.exit_code), [
             (r.check, r.status.value, r.node, r.message) for r in report.results]
 
     executor = submitit.SlurmExecutor(folder=folder, python=sys.executable)

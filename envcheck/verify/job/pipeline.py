@@ -35,7 +35,7 @@ def verify_job(opts: JobOptions) -> Report:
     if report.shown:
         return report
     line = report.results[0].message
-    if opts.debug or (report.exit_code() == ExitCode.ERROR and not job.heard_rank0):
+    if opts.debug or (report.exit_code == ExitCode.ERROR and not job.heard_rank0):
         grp.debug_line(launch, line)
     return report
 

@@ -323,7 +323,7 @@ class JobRun:
             environment=self._environment(job),
         )
         if self.rv is not None:
-            code = int(report.exit_code())
+            code = int(report.exit_code)
             first = next((r.message for r in results if r.status == Status.ERROR), "")
             line = f"verify job: {report.status.value}" + (f": {first}" if first else "")
             # the acks wait has its own bound: the step before it must not run the watchdog out
