@@ -86,8 +86,8 @@ def build(
     from envcheck.extras import require_build_extra
 
     require_build_extra("build")
-    from envcheck.resolve.build import BuildOptions
-    from envcheck.resolve.build import build as run
+    from envcheck.resolve.options import BuildOptions
+    from envcheck.resolve.pipeline import build as run
 
     options = BuildOptions(
         recipes=_paths(recipe), out=_path(out), check=check, platform=platform,
@@ -348,7 +348,7 @@ def verify_ray(
     """``envcheck verify ray``: a Ray cluster at ``address`` (host:port on a node of it, or
     ray://host:port), or a local one started and shut down when None; ``train`` also runs a
     Ray Train all-reduce."""
-    from envcheck.verify.ray.pipeline import RayOptions
+    from envcheck.verify.ray.options import RayOptions
     from envcheck.verify.ray.pipeline import verify_ray as run
 
     return run(RayOptions(address=address, timeout=timeout, expect_nodes=expect_nodes,
