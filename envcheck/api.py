@@ -325,7 +325,7 @@ def verify_job(
     """``envcheck verify job`` in every task of a parallel launch (a submitit job's function,
     an srun/torchrun/mpirun task): the group forms from the launcher's environment, rank 0
     judges, and every task gets a Report with the same exit code (rank 0's is the full report;
-    another rank's holds one ``job.verdict`` result carrying rank 0's line). Bounded by
+    another rank's holds one ``job.ranks.verdict`` result carrying rank 0's line). Bounded by
     ``timeout`` per step; a rank that never arrives is named."""
     from envcheck.verify.job.options import JobOptions
     from envcheck.verify.job.pipeline import verify_job as run
