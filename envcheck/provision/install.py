@@ -28,13 +28,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from envcheck import __version__, interrupts
+from envcheck import interrupts
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.provision import linker, pip_part, prefix_lock, staging, unpacked, validate
 from envcheck.provision.fetch import DEADLINE_S as FETCH_DEADLINE_S
 from envcheck.provision.fetch import DiskFull, Fetched, clear_partials, fetch_all
 from envcheck.provision.plan import Plan
 from envcheck.record import frozen
+from envcheck.version import __version__
 
 LOCK_TIMEOUT_S = 600.0  # how long an install waits for another one into the same prefix
 STAMP = "envcheck-install.json"  # under <prefix>/conda-meta/
