@@ -22,7 +22,6 @@ from __future__ import annotations
 import errno
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -71,8 +70,8 @@ def check_writable(prefix: Path) -> None:
     if not os.access(p, os.W_OK | os.X_OK):
         raise BadInput(f"cannot write prefix {prefix}: {p} is not writable")
     try:  # root passes os.access everywhere; a read-only filesystem still refuses
-        fd, probe = tempfile.mkstemp(dir=p, prefix=".envcheck-probe-")
-        os.close(fd)
+        probe = p / f".envcheck-probe-{os.getpid()}-{time.monotonic_ns()}"
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         os.unlink(probe)
     except OSError as e:
         raise BadInput(f"cannot write prefix {prefix}: {e.strerror} ({p})") from None
