@@ -280,7 +280,7 @@ def _call(args: argparse.Namespace) -> Report | int:
         print(f"envcheck: {e.message}", file=sys.stderr)
         if e.detail and (debug or getattr(args, "explain", False)):
             print(e.detail, file=sys.stderr)
-        failed = error_report(args._title, e.message, e.exit_code)
+        failed = error_report(args._title, e.message, e.exit_code, tables=e.tables)  # type: ignore[arg-type]
     except OSError as e:  # an unwritable --save-facts path, and the like
         if debug:
             import traceback

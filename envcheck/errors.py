@@ -30,6 +30,9 @@ class EnvcheckError(Exception):
         super().__init__(message)
         self.message = message
         self.detail = detail  # long text shown only with --explain / --debug
+        # tables the run had made when it failed (the lint's findings): the error report
+        # (--json / --junit) carries them
+        self.tables: tuple[object, ...] = ()
 
 
 class BadInput(EnvcheckError):

@@ -144,10 +144,13 @@ class Report:
         return to_html(self)
 
 
-def error_report(title: str, message: str, code: ExitCode, check: str = "") -> Report:
-    """The report of a run that failed as a whole: one error result, the failure's exit code."""
+def error_report(
+    title: str, message: str, code: ExitCode, check: str = "", tables: tuple[Table, ...] = ()
+) -> Report:
+    """The report of a run that failed as a whole: one error result, the failure's exit code,
+    and the tables the run had made before it failed."""
     result = Result(check or title, Status.ERROR, message, group="error")
-    return Report(title, results=(result,), code=code)
+    return Report(title, results=(result,), tables=tables, code=code)
 
 
 def write_json(report: Report, path: Path) -> None:
@@ -195,6 +198,11 @@ def to_junit(report: Report) -> Any:
             name=printable(f"{m.name}[{m.node}]"),
             value=printable(f"{m.value:.6g} {m.unit}"),
         )
+    for t in report.tables:  # one property per row: "title[n]" -> "col: value; ..."
+        for n, row in enumerate(t.rows):
+            value = "; ".join(f"{c}: {v}" for c, v in zip(t.columns, row, strict=False))
+            ET.SubElement(suite, "property", name=printable(f"{t.title}[{n}]"),
+                          value=printable(value))  # fmt: skip
     root = ET.Element("testsuites")
     root.append(suite)
     return root

@@ -25,8 +25,11 @@ class BuildOptions:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "recipes", tuple(values.path(r, "RECIPE") for r in values.sequence(
-            self.recipes, "RECIPE")))
+        set_(
+            self,
+            "recipes",
+            tuple(values.path(r, "RECIPE") for r in values.sequence(self.recipes, "RECIPE")),
+        )
         if not self.recipes:
             raise BadInput("build: give at least one recipe")
         set_(self, "out", values.path(self.out, "--out"))

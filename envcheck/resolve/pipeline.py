@@ -149,29 +149,28 @@ def build_one(
 
 
 def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
-    """Lint against the RAPIDS release record; errors raise Unsolvable, the rest is a table."""
-    from envcheck.resolve.record.entries import pip_entries
+    """Lint against the RAPIDS release record (conda entries and pip requirements); every
+    finding is a row of the table, and errors raise Unsolvable carrying it."""
     from envcheck.resolve.record.lint import ERROR, lint
     from envcheck.resolve.record.table import load_record
 
     record = load_record()
-    rows = []
+    rows, bad = [], []
     for r in recipes:
-        # RAPIDS wheels (cudf-cu12==26.10.*) are read as the release and CUDA major they name
-        findings = lint([*r.dependencies, *pip_entries(r.pip, record)], r.system, record)
-        bad = [f for f in findings if f.severity == ERROR]
-        if bad:
-            raise Unsolvable(
-                f"{r.path}: "
-                + "; ".join(f.line() for f in bad)
-                + " (the RAPIDS release record, envcheck/resolve/record/rapids.json; "
-                "--no-lint solves anyway)"
-            )
+        findings = lint(r.dependencies, r.system, record, pip=r.pip)
+        bad += [(r, f) for f in findings if f.severity == ERROR]
         rows += [(r.name, f.severity, f.rule, f.message, ", ".join(f.sources)) for f in findings]
-    if not rows:
-        return ()
     cols = ("recipe", "severity", "rule", "what the RAPIDS release record says", "source")
-    return (Table("RAPIDS release record", cols, tuple(rows)),)
+    tables = (Table("RAPIDS release record", cols, tuple(rows)),) if rows else ()
+    if bad:
+        err = Unsolvable(
+            "; ".join(f"{r.path}: {f.line()}" for r, f in bad)
+            + " (the RAPIDS release record, envcheck/resolve/record/rapids.json; "
+            "--no-lint solves anyway)"
+        )
+        err.tables = tables
+        raise err
+    return tables
 
 
 def build(opts: BuildOptions) -> Report:
@@ -181,14 +180,26 @@ def build(opts: BuildOptions) -> Report:
     names = [r.name for r in recipes]
     if len(set(names)) != len(names):
         raise BadInput("two recipes share a name: " + ", ".join(sorted(names)))
-    out = opts.out
-    if opts.check:
-        return check_all(recipes, out)
     if opts.fetch_timeout <= 0:
         raise BadInput(f"--fetch-timeout must be positive, not {opts.fetch_timeout:g}")
     for r in recipes:
         _platforms(r, opts.platform)
     notes = lint_recipes(recipes) if opts.lint else ()  # before any solve: fails fast
+    try:
+        return _build_linted(recipes, opts, notes)
+    except EnvcheckError as e:  # the error report carries what the lint found
+        e.tables = (*notes, *e.tables)
+        raise
+
+
+def _build_linted(
+    recipes: Sequence[Recipe], opts: BuildOptions, notes: tuple[Table, ...]
+) -> Report:
+    out = opts.out
+    if opts.check:
+        report = check_all(recipes, out)
+        return Report(report.title, results=report.results, tables=(*notes, *report.tables),
+                      environment=report.environment)  # fmt: skip
     for c in opts.channel_data:
         resolve_channel(c)  # a URL the solver cannot read is bad input before any work
     if opts.try_:

@@ -160,6 +160,11 @@ def _render_job(o: ScriptOptions) -> str:
     what = (f"every one of the {o.workers} tasks ({o.nodes} node(s) x {o.gpus_per_node} GPU(s))\n"
             "# runs `envcheck verify job` before anything else runs. Exit code: verify's.")
     return _preamble(o, what) + f"""
+# the rendezvous's secret: every task gets it from srun's environment, no other uid can read
+# it, and no process without it can join or sign a verdict (envcheck's docs/security.md)
+ENVCHECK_JOB_SECRET="$(od -An -N32 -tx1 /dev/urandom | tr -d ' \\n')"
+export ENVCHECK_JOB_SECRET
+
 # 1. every task checks itself and the others; srun's exit code is the verdict
 srun --nodes={o.nodes} --ntasks-per-node={o.gpus_per_node} --gpus-per-task=1 \\
     --cpus-per-task={o.cpus_per_gpu} --kill-on-bad-exit=0 \\

@@ -44,6 +44,19 @@ PROJECTS = (
 UCXX_PROJECTS = ("ucxx-cu12", "libucxx-cu12", "distributed-ucxx-cu12")
 UCXX_SERIES = tuple(f"0.{n}" for n in range(38, 53))
 CUDA_PROJECTS = {"11": "cudf-cu11", "12": "cudf-cu12", "13": "cudf-cu13"}
+# indexed only, for their wheels' manylinux tags: the C++ wheels the Python wheels require
+# (cudf-cu12 -> pylibcudf-cu12 -> libcudf-cu12), whose glibc floor is the release's
+LIB_PROJECTS = (
+    "libcudf-cu12", "pylibcudf-cu12", "librmm-cu12", "libraft-cu12", "libcuml-cu12",
+    "libcugraph-cu12", "libkvikio-cu12",
+)  # fmt: skip
+# every file (wheels and sdists) of these is listed under pypi/files/: which releases a
+# library has on pypi.org at all, the last one included
+FILE_PROJECTS = (
+    "cudf-cu12", "dask-cudf-cu12", "cuml-cu12", "cugraph-cu12", "cuspatial-cu12",
+    "cuxfilter-cu12", "cucim-cu12", "raft-dask-cu12", "pylibraft-cu12", "rmm-cu12",
+    "cuvs-cu12", "nx-cugraph-cu12", "dask-cuda",
+)  # fmt: skip
 ARCH = "x86_64"
 TIMEOUT = 60
 
@@ -207,6 +220,48 @@ def read_index(data: Path, project: str) -> list[Wheel]:
     return [Wheel(*ln.split("\t")) for ln in lines if ln and not ln.startswith("#")]
 
 
+def fetch_files(project: str) -> list[tuple[str, str]]:
+    """(version, file name) of every file, wheel or sdist, of the project's RELEASES."""
+    simple = json.loads(_get(f"{SIMPLE}/{project}/", "application/vnd.pypi.simple.v1+json"))
+    out = []
+    for f in simple["files"]:
+        name = f["filename"]
+        if f.get("yanked"):
+            continue
+        m = re.match(r"^[A-Za-z0-9_.-]+?-(\d[^-]*?)(-|\.tar\.gz$|\.zip$)", name)
+        if m and release_of(m.group(1)):
+            out.append((m.group(1), name))
+    return sorted(out)
+
+
+def read_files(data: Path, project: str) -> list[tuple[str, str]]:
+    """The kept (version, file name) list of ``project`` (pypi/files/<project>.tsv)."""
+    path = data / "pypi" / "files" / f"{project}.tsv"
+    if not path.exists():
+        return []
+    rows = [ln.split("\t") for ln in path.read_text().splitlines()]
+    return [(r[0], r[1]) for r in rows if r and not r[0].startswith("#")]
+
+
+def refresh_lists(data: Path) -> None:
+    """Fetch the index-only projects (LIB_PROJECTS) and the file lists (FILE_PROJECTS)."""
+    root = data / "pypi"
+    (root / "index").mkdir(parents=True, exist_ok=True)
+    (root / "files").mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(8) as pool:
+        indexes = dict(zip(LIB_PROJECTS, pool.map(fetch_index, LIB_PROJECTS), strict=True))
+        files = dict(zip(FILE_PROJECTS, pool.map(fetch_files, FILE_PROJECTS), strict=True))
+    for project, wheels in indexes.items():
+        (root / "index" / f"{project}.tsv").write_text(_index_text(project, wheels))
+    for project, rows in files.items():
+        head = (
+            f"# {SIMPLE}/{project}/ (application/vnd.pypi.simple.v1+json): every file, wheel or "
+            f"sdist, of RAPIDS {RELEASES[0]}-{RELEASES[-1]}\n# version\tfilename\n"
+        )
+        text = head + "".join(f"{v}\t{n}\n" for v, n in rows)
+        (root / "files" / f"{project}.tsv").write_text(text)
+
+
 def refresh(data: Path) -> list[str]:
     """Fetch every index and the METADATA of the chosen wheels into ``data``/pypi."""
     root = data / "pypi"
@@ -226,6 +281,7 @@ def refresh(data: Path) -> list[str]:
         sha = hashlib.sha256(body).hexdigest()
         rows.append(f"{w.metadata_name}\t{w.url}\t{w.sha256}\t{sha}\t{how}\n")
     (root / "METADATA.tsv").write_text("".join(rows))
+    refresh_lists(data)
     return [w.metadata_name for w in todo]
 
 

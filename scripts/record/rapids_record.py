@@ -338,6 +338,11 @@ def _run_requirements(data: Path, rel: str) -> dict[str, dict[str, Any]]:
     ucx, via = _templated_run(pyraft, cbc, "ucx"), _run_line(cuml, r"pyraft\s+\{\{")
     if ucx and via:  # cuml requires pyraft, which requires ucx
         out["run:cuml:ucx"] = known(ucx[0], via, *ucx[1], note="pyraft, which cuml requires")
+    raft_dask = Source(data, f"raft/{rel}/conda/recipes/raft-dask/meta.yaml")
+    raft_cbc = Source(data, f"raft/{rel}/conda/recipes/raft-dask/conda_build_config.yaml")
+    ucx_py = _templated_run(raft_dask, raft_cbc, "ucx-py")
+    if ucx_py:
+        out["run:raft-dask:ucx-py"] = known(ucx_py[0], *ucx_py[1], note="raft-dask's conda recipe")
     pyproject = Source(data, f"dask-cuda/{rel}/pyproject.toml")
     hit = pyproject.find(r'^\s+"pandas\s*([<>=!,.\w]+)",')
     if hit and "<" in hit[0].group(1):  # an upper bound: 24.04's plain ">=1.3" says nothing new
@@ -377,57 +382,6 @@ def _line_no(pointer: str) -> int:
     return int(pointer.rsplit(":", 1)[1])
 
 
-NOTICE_54 = "docs/main/_notices/rsn0054.md"
-
-
-def _cuda_floor(data: Path) -> dict[str, Any]:
-    """The CUDA minimum RAPIDS support notice 54 sets from a release on, held against the
-    platform-support table of RAPIDS' docs (CUDA 12's toolkit_min of each release it lists)."""
-    notice = Source(data, NOTICE_54)
-    hit = notice.find(
-        r"minimum required CUDA version .* from ([\d.]+) to ([\d.]+) starting with the "
-        r"v(\d+\.\d+) release"
-    )
-    if hit is None:
-        return unknown(f"{NOTICE_54} does not state a CUDA minimum")
-    need, since = hit[0].group(2), hit[0].group(3)
-    table = Source(data, PLATFORMS)
-    agree = []
-    for rel, major, low, ptr in _toolkit_mins(table):
-        if major != need.split(".")[0] or release_order(rel) < release_order(since):
-            continue
-        if low != need:
-            raise ValueError(f"{ptr}: RAPIDS {rel} CUDA {major} toolkit_min {low}, not {need}")
-        agree.append(ptr)
-    notice_id = notice.find(r"^notice_id: (\d+)")
-    name = f"RAPIDS support notice {notice_id[0].group(1) if notice_id else '?'}"
-    return known(
-        {"since": since, "cuda": need, "by": name},
-        hit[1],
-        *agree,
-        note=f"{name}; RAPIDS docs' platform support gives CUDA {need.split('.')[0]} toolkit_min "
-        f"{need} for each release it lists from {since} on",
-    )
-
-
-def _toolkit_mins(table: Source) -> list[tuple[str, str, str, str]]:
-    """(release, CUDA major, toolkit_min, pointer) of each cuda entry in platform_support.yml."""
-    out, rel, major = [], "", ""
-    for i, line in enumerate(table.lines, 1):
-        if m := re.match(r'^  - version: "(\d+\.\d+)"', line):
-            rel = m.group(1)
-        elif m := re.match(r"^      - major: (\d+)", line):
-            major = m.group(1)
-        elif m := re.match(r'^        toolkit_min: "([\d.]+)"', line):
-            out.append((rel, major, m.group(1), f"{table.rel}:{i}"))
-    return out
-
-
-def release_order(rel: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in rel.split("."))
-
-
-
 def _sources(data: Path) -> dict[str, str]:
     out = {}
     for line in (data / "SOURCES.tsv").read_text().splitlines():
@@ -438,6 +392,7 @@ def _sources(data: Path) -> dict[str, str]:
 
 def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[str, Any]:
     releases = tuple(releases)
+    from rapids_axes import cuda_floor, libraries
     from rapids_wheels import pypi_releases, pypi_sources  # it imports this module
 
     sources = {**_sources(data), **pypi_sources(data)}
@@ -457,8 +412,10 @@ def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[
             for rel in PATCHES
             if rel in releases
         },
+        # each library's releases on pypi.org and its last (cuspatial ends with 25.04)
+        "libraries": libraries(data),
         # minimums that hold from a release on, whether the data covers the release or not
-        "floors": {"cuda": _cuda_floor(data)},
+        "floors": {"cuda": cuda_floor(data)},
         "sources": sources,
     }
 

@@ -11,7 +11,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rapids_pypi import ARCH, CUDA_PROJECTS, RELEASES, Wheel, chosen, read_index, release_of
+from rapids_pypi import (
+    ARCH,
+    CUDA_PROJECTS,
+    LIB_PROJECTS,
+    RELEASES,
+    Wheel,
+    chosen,
+    read_index,
+    release_of,
+)
 from rapids_source import Source, known, unknown
 
 # package -> (record field, the PyPI name cudf-cu12 requires it under)
@@ -133,6 +142,59 @@ def _dask(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+# Requires-Dist a package enforces at install: owner project -> (owner, [(pip name, field)])
+RUN_OWNERS = {
+    "cudf-cu12": "cudf",
+    "dask-cudf-cu12": "dask-cudf",
+    "cuml-cu12": "cuml",
+}
+RUN_NAMES = {
+    "pandas": "pandas",
+    "numpy": "numpy",
+    "numba": "numba",
+    "cupy-cuda12x": "cupy",
+    "pyarrow": "pyarrow",
+    "cuda-python": "cuda-python",
+    "scikit-learn": "scikit-learn",
+    "scipy": "scipy",
+    "treelite": "treelite",
+}
+
+
+def _run_requirements(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
+    """'run:OWNER:NAME': the ranges cudf's, dask-cudf's and cuml's x86_64 wheels require."""
+    out: dict[str, dict[str, Any]] = {}
+    for project, owner in RUN_OWNERS.items():
+        got = ws.metadata(project, rel)
+        if got is None:
+            continue
+        for pip_name, field in RUN_NAMES.items():
+            hit = _requires(got[1], pip_name, marker=ARCH)
+            if hit and hit[0]:
+                note = f"{project} {got[0].version} requires {pip_name}{hit[0]}"
+                out[f"run:{owner}:{field}"] = known(hit[0], hit[1], note=note)
+    return out
+
+
+def _members_pip(ws: Wheels, rel: str) -> dict[str, Any]:
+    """Packages the release's wheels require at the release's own version ('libcudf-cu12==
+    25.8.*' in cudf-cu12's METADATA): they carry the release as their version too."""
+    names, ptrs = [], []
+    for project in (*RUN_OWNERS, "dask-cuda"):
+        got = ws.metadata(project, rel)
+        if got is None:
+            continue
+        rx = rf"^Requires-Dist: ([a-z0-9_.-]+?)(-cu\d+)?=={re.escape(series_of(rel))}\*"
+        for m, ptr in _all(got[1], rx):
+            name = m.group(1).lower().replace("_", "-")
+            if name not in names:
+                names.append(name)
+                ptrs.append(ptr)
+    if not names:
+        return unknown("no wheel of this release in the data names another at its version")
+    return known(names, *ptrs, note="required by the release's wheels at its own version")
+
+
 def _cudf_ranges(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
     got = ws.metadata("cudf-cu12", rel)
     out: dict[str, dict[str, Any]] = {}
@@ -159,6 +221,7 @@ def _ucx(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
         if ucxx
         else unknown("dask-cuda of this release names no distributed-ucxx"),
     }
+    out.update(_ucxx_series(ws, rel))
     lib = ws.metadata("libucxx-cu12", ucxx[0].group(1)) if ucxx else None
     hit = _requires(lib[1], "libucx-cu12") if lib else None
     if ucxx and lib and hit:
@@ -169,13 +232,37 @@ def _ucx(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _ucxx_series(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
+    """The UCXX series (0.NN) whose distributed-ucxx-cu12 requires this release's
+    rapids-dask-dependency: the only one that installs beside the release's dask-cuda."""
+    from rapids_pypi import UCXX_SERIES
+
+    for s in UCXX_SERIES:
+        got = ws.metadata("distributed-ucxx-cu12", s)
+        hit = _requires(got[1], "rapids-dask-dependency") if got else None
+        if got and hit and hit[0] == f"=={series_of(rel)}*":
+            note = (f"distributed-ucxx-cu12 {got[0].version} requires rapids-dask-dependency"
+                    f"{hit[0]}: UCXX {s} is the release's")  # fmt: skip
+            return {
+                "run:distributed-ucxx:ucxx": known(f"{s}.*", hit[1], note=note),
+                "ucxx_series": known(f"{s}.*", hit[1], note=note),
+            }
+    return {"ucxx_series": unknown("no distributed-ucxx-cu12 of the data requires this release")}
+
+
+def series_of(rel: str) -> str:
+    """'25.08' -> '25.8.'"""
+    yy, mm = rel.split(".")
+    return f"{int(yy)}.{int(mm)}."
+
+
 def _glibc(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
     """Each package's x86_64 wheel tag; the release's floor is the highest of their floors."""
     from rapids_pypi import PROJECTS
 
     tags: dict[str, str] = {}
     floors: list[tuple[tuple[int, ...], str, str]] = []
-    for project in PROJECTS:
+    for project in (*PROJECTS, *LIB_PROJECTS):
         w = chosen(ws.wheels(project), rel)
         if w is None or ARCH not in w.tags[2]:
             continue
@@ -197,9 +284,9 @@ def _glibc(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
         "manylinux": known(tags, *[p for _, _, p in floors], note="x86_64 wheel tag per package"),
         "glibc": known(
             top[1],
-            top[2],
-            note="the highest floor of the release's x86_64 wheels' "
-            "manylinux tags (each wheel's lowest tag)",
+            *[p for low, _, p in floors if low == top[0]],
+            note="the highest floor of the release's x86_64 wheels' manylinux tags (each "
+            "wheel's lowest tag), the C++ lib* wheels they require included",
         ),  # fmt: skip
     }
 
@@ -207,15 +294,41 @@ def _glibc(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
 def pypi_release_entry(data: Path, rel: str) -> dict[str, Any]:
     ws = Wheels(data)
     note = "from PyPI wheel METADATA: the conda packages of this release are not in the data"
-    entry: dict[str, Any] = {"python": _python(ws, rel), "cuda_majors": _cuda_majors(ws, rel)}
+    from rapids_axes import conda_axis
+
+    pip_majors = _cuda_majors(ws, rel)
+    entry: dict[str, Any] = {"python_pip": _python(ws, rel), "cuda_majors_pip": pip_majors}
+    entry.update(conda_axis(data, rel, pip_majors))
+    entry["python"] = _python_both(entry["python_pip"], entry["python_conda"])
     entry.update(_dask(ws, rel))
     entry.update(_cudf_ranges(ws, rel))
+    entry.update(_run_requirements(ws, rel))
+    entry["members_pip"] = _members_pip(ws, rel)
     entry.update(_ucx(ws, rel))
     entry.update(_glibc(ws, rel))
-    for field in ("cuda_builds", "cuda_rule", "members", "xgboost", "nccl", "pytorch",
+    from rapids_axes import conda_glibc
+
+    entry["glibc_conda"] = conda_glibc(data, rel, entry["glibc"])
+    for field in ("cuda_rule", "members", "xgboost", "nccl", "pytorch",
                   "cuda-python", "ucx-proc"):  # fmt: skip
         entry[field] = unknown(f"{note}; they do not say")
     return entry
+
+
+def _python_both(pip: dict[str, Any], conda: dict[str, Any]) -> dict[str, Any]:
+    """The Pythons of the release: the conda matrix's and the wheels' together (a recipe may
+    take either); the note says where they differ."""
+    have = [v for v in (pip, conda) if v["value"] != "unknown"]
+    if not have:
+        return pip
+    pys = sorted({p for v in have for p in v["value"]}, key=_minor_key)
+    ptrs = [p for v in have for p in v["from"]]
+    if len(have) == 2 and pip["value"] != conda["value"]:
+        note = (f"conda builds {', '.join(conda['value'])}; pypi.org wheels "
+                f"{', '.join(pip['value'])}")  # fmt: skip
+    else:
+        note = " and ".join(v.get("note", "") for v in have)
+    return known(pys, *ptrs, note=note)
 
 
 def pypi_releases(data: Path) -> dict[str, dict[str, Any]]:

@@ -32,6 +32,13 @@ def _env(job: str, rank: int, **extra: str) -> dict[str, str]:
             "MASTER_ADDR": "127.0.0.1", **extra}
 
 
+@pytest.fixture(autouse=True)
+def _secret_dir(tmp_path, monkeypatch):
+    """Rank 0's secret files in the test's own directory, not the user's cache."""
+    monkeypatch.delenv("ENVCHECK_JOB_SECRET", raising=False)
+    monkeypatch.setenv("ENVCHECK_JOB_SECRET_DIR", str(tmp_path / "secrets"))
+
+
 def _free(port: int) -> bool:
     try:
         with socket.create_server(("", port)):
@@ -209,7 +216,7 @@ def test_every_candidate_in_use_is_one_line_naming_them_all():
     assert f"{ports[0]}: no answer" in message  # a listener that never accepts
 
 
-def test_master_port_in_use_is_that_port_only_and_the_error_as_before():
+def test_master_port_in_use_is_that_port_only_and_named():
     job, ports = _launch()
     with socket.create_server(("", 0)) as held:
         port = held.getsockname()[1]
@@ -221,8 +228,8 @@ def test_master_port_in_use_is_that_port_only_and_the_error_as_before():
     message = str(e.value)
     assert message.startswith(
         f"rank 0 cannot serve the rendezvous on 127.0.0.1:{port} (MASTER_PORT): "
-        "DistNetworkError: The server socket has failed to listen")
-    assert "EADDRINUSE" in message and "\n" not in message
+        "OSError: [Errno 98] Address already in use")
+    assert "\n" not in message
     assert all(str(p) not in message for p in ports)  # no derived candidate was tried
 
 
@@ -240,3 +247,19 @@ def test_master_port_free_serves_the_store_on_it():
     finally:
         rv0.stop()
         rv1.stop()
+
+
+def test_a_rendezvous_signed_with_another_secret_is_not_joined(monkeypatch):
+    """Rank 0 of this launch, but its hello signed with another secret (another job's, or a
+    stranger's): the other rank names the rendezvous as not this job's."""
+    job, _ = _launch()
+    launches = [launch_info(_env(job, r)) for r in (0, 1)]
+    monkeypatch.setenv("ENVCHECK_JOB_SECRET", "a" * 64)
+    rv0 = grp.connect(launches[0], 5.0)
+    try:
+        monkeypatch.setenv("ENVCHECK_JOB_SECRET", "b" * 64)
+        with pytest.raises(grp.GroupError) as e:
+            grp.connect(launches[1], 3.0)
+    finally:
+        rv0.stop()
+    assert "a rendezvous not signed with this job's secret" in str(e.value), e.value

@@ -188,14 +188,20 @@ def test_pypi_releases_cite_the_kept_wheel_metadata_whose_hashes_match():
     assert "rapids-dask-dependency==25.6.*" in _line(dask.sources[0])
     assert _line(dask.sources[1]) == "Requires-Dist: dask==2025.5.0"
     assert r.get("python").value == ["3.10", "3.11", "3.12", "3.13"]
-    py = r.get("python").sources
+    py = r.get("python_pip").sources
     assert _line(py[0]) == "Requires-Python: >=3.10"
     tags = sorted(_line(p).split("-")[2] for p in py[1:])
     assert tags == ["cp310", "cp311", "cp312", "cp313"]  # x86_64 wheels, one per Python
-    assert r.get("cuda_majors").value == ["12"]
-    assert "cudf_cu12-25.6.0-" in _line(r.get("cuda_majors").sources[0])
+    # pip and conda are separate axes: CUDA 11.8 on conda (the build matrix), 12 on pypi.org
+    assert r.get("cuda_majors_pip").value == ["12"]
+    assert "cudf_cu12-25.6.0-" in _line(r.get("cuda_majors_pip").sources[0])
+    assert r.get("cuda_majors").value == ["11", "12"]
+    assert "CUDA_VER: '11.8.0'" in _line(r.get("cuda_majors").sources[0])
     assert "numba<0.62.0a0,>=0.59.1" in _line(r.get("numba").sources[0])
-    assert r.get("glibc").value == "2.24"  # manylinux_2_24 + manylinux_2_28 tags: 2.24 suffices
+    # cudf-cu12's own tags say 2.24, but the libcudf-cu12 it requires is manylinux_2_28 only
+    assert r.get("glibc").value == "2.28"
+    tops = [_line(p) for p in r.get("glibc").sources]
+    assert any(t.startswith("libcudf_cu12-25.6.0-py3-none-manylinux_2_28_x86_64.whl") for t in tops)
     r2610 = load_record().release("26.10")
     assert r2610.get("ucx").value == "<1.22,>=1.19.0"
     assert _line(r2610.get("ucx").sources[0]).startswith("Requires-Dist: distributed-ucxx-cu12")

@@ -45,3 +45,15 @@ def test_bad_flags_are_one_line_exit_4(capsys, args, said):
     assert main(["slurm", "script", *args]) == 4
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err
+
+
+def test_the_job_script_exports_a_fresh_secret_to_its_tasks(capsys, tmp_path):
+    text = script(capsys, "--job", "--nodes", "2")
+    lines = text.splitlines()
+    made = next(i for i, line in enumerate(lines) if line.startswith("ENVCHECK_JOB_SECRET="))
+    assert lines[made + 1] == "export ENVCHECK_JOB_SECRET"
+    assert made < next(i for i, line in enumerate(lines) if line.startswith("srun "))
+    shell = "\n".join(lines[made:made + 2]) + '\necho "$ENVCHECK_JOB_SECRET"'
+    one, two = (subprocess.run(["bash", "-c", shell], capture_output=True, text=True,
+                               check=True).stdout.strip() for _ in range(2))
+    assert len(one) == 64 and int(one, 16) >= 0 and one != two

@@ -9,11 +9,17 @@ Rules (ids as printed):
   rapids.cuda          a CUDA major the release does not ship, a toolkit below its oldest CUDA
                        (cuda_min), or below a floor from a release on (CUDA 12.2 from 25.12)
   rapids.glibc         a target glibc older than the release needs (RAPIDS 24.06+ on glibc 2.17)
+  rapids.ended         a library asked for in a release after its last (cuspatial after 25.04)
+  rapids.ucxx          a UCXX (ucxx, distributed-ucxx) of another series than the release's
+Pip requirements are read beside the conda entries (cudf-cu12==25.8.* is cudf 25.8.* and a
+CUDA 12 wheel, checked against the CUDA majors pypi.org has wheels of; PEP 440 ===, ~= and !=
+as their conda equals); python_abi is a Python entry.
 A release with patch releases that differ (23.04.00 / 23.04.01) is checked as each patch the
 recipe's rapids / rapids-xgboost entries admit; findings common to them all stand.
-Warnings (the build goes on): a range from versions.yaml that is not a run requirement of the
-meta-package (pandas, pytorch), ucx-py, a toolkit older than the release was built with, a
-release the record does not cover; info: entries the record says nothing about.
+Warnings (the build goes on): a range from versions.yaml that no package of the recipe requires
+at install (pandas, pytorch, ucx-py where no run requirement names it), a toolkit older than
+the release was built with, a release the record does not cover; info: entries the record
+says nothing about.
 """
 
 from __future__ import annotations
@@ -22,11 +28,14 @@ from collections.abc import Mapping, Sequence
 
 from envcheck.resolve.record.entries import (
     ADVICE_RANGES,
+    CUDA_WHEEL,
     EXACT,
     META_RANGES,
     TOOLKITS,
+    UCXX,
     Entry,
     parse_entries,
+    pip_entries,
 )
 from envcheck.resolve.record.finding import ERROR, INFO, WARN, Finding
 from envcheck.resolve.record.release_rules import release_rules, run_pins
@@ -35,13 +44,19 @@ from envcheck.resolve.record.specs import matches, overlaps
 from envcheck.resolve.record.table import Record, Release, release_key
 
 
-def lint(dependencies: Sequence[str], system: Mapping[str, str], record: Record) -> list[Finding]:
+def lint(
+    dependencies: Sequence[str],
+    system: Mapping[str, str],
+    record: Record,
+    pip: Sequence[str] = (),
+) -> list[Finding]:
     """Every rule, for every spec form: the release is what the RAPIDS entries admit together.
+    ``pip`` is the recipe's pip requirements, read beside its conda entries.
 
     One release admitted: its rules apply. Several: a finding stands when every admitted
     release gives it (`cudf>=23.08,<24.04` with `pandas>=2`). None: two releases are mixed.
     """
-    entries = parse_entries(dependencies)
+    entries = [*parse_entries(dependencies), *pip_entries(pip, record)]
     names = record.release_versioned_names()
     rapids = [e for e in entries if e.name in names and e.version is not None]
     if not rapids:
@@ -83,6 +98,7 @@ def lint_admitted(
     per_release = [_one_release(rel, anchor, entries, system, record) for rel in ordered]
     findings = _shared(per_release, f"every release the recipe admits: {describe(common)}")
     told = {"python", *EXACT, "xgboost", *META_RANGES, *ADVICE_RANGES, *TOOLKITS, *names}
+    told |= {CUDA_WHEEL, *UCXX, *record.libraries}
     told |= {name for r in record.releases.values() for _, name, _ in run_pins(r)}
     silent = sorted({e.name for e in entries} - told)
     if silent:
@@ -102,7 +118,7 @@ def _one_release(
     rel: str, anchor: str, entries: Sequence[Entry], system: Mapping[str, str], record: Record
 ) -> list[Finding]:
     release = record.release(rel)
-    floor = _cuda_floor(rel, anchor, entries, system, record)
+    floor = _cuda_floor(rel, anchor, entries, system, record) + _ended(rel, entries, record)
     if release is None:
         return floor + _uncovered(rel, anchor, system, record)
     patches = _patches(release, entries)
@@ -162,6 +178,28 @@ def _cuda_floor(
                 floor.sources,
             )
         )
+    return out
+
+
+def _ended(rel: str, entries: Sequence[Entry], record: Record) -> list[Finding]:
+    """Libraries asked for in a release after their last one on pypi.org."""
+    out = []
+    for e in entries:
+        lib = record.libraries.get(e.name)
+        if lib is None or not lib.known or not lib.value["ended"]:
+            continue
+        last = lib.value["last"]
+        if release_key(rel) > release_key(last):
+            out.append(
+                Finding(
+                    "rapids.ended",
+                    ERROR,
+                    f"recipe entry {e.text!r}: {e.name} has no RAPIDS {rel}: its last release "
+                    f"is {last} ({lib.note})",
+                    (e.text,),
+                    lib.sources,
+                )
+            )
     return out
 
 

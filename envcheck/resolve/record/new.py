@@ -127,13 +127,41 @@ def _toolkit(record: Record, release: Release, opts: Options, lines: _Lines) -> 
         )
 
 
-def _libs(release: Release, opts: Options) -> list[str]:
+def ended(record: Record, name: str, rel: str) -> Value | None:
+    """The library's lifetime when RAPIDS ``rel`` comes after its last release, else None."""
+    from envcheck.resolve.spec import conda_spec
+
+    try:
+        base = conda_spec(name).name.normalized
+    except ValueError:
+        return None
+    lib = record.libraries.get(base)
+    if lib is None or not lib.known or not lib.value["ended"]:
+        return None
+    return lib if release_key(rel) > release_key(lib.value["last"]) else None
+
+
+def _refuse_ended(record: Record, release: Release, names: Sequence[str], flag: str) -> None:
+    for name in names:
+        lib = ended(record, name, release.version)
+        if lib is not None:
+            raise Unsolvable(
+                f"recipe new: {flag} {name}: {name} has no RAPIDS {release.version}: its last "
+                f"release is {lib.value['last']} ({lib.note}; {cite(lib)})"
+            )
+
+
+def _libs(record: Record, release: Release, opts: Options) -> list[str]:
     members = release.get("members")
     wanted = opts.libs
+    _refuse_ended(record, release, [*(wanted or ()), *opts.with_], "--libs/--with")
     if wanted is None:
         wanted = LIBS_OLD if members.known and "cusignal" in members.value else LIBS
         wanted = tuple(
-            n for n in wanted if not members.known or n in members.value or n == "dask-cudf"
+            n
+            for n in wanted
+            if (not members.known or n in members.value or n == "dask-cudf")
+            and ended(record, n, release.version) is None
         )
     elif members.known:
         alien = [n for n in wanted if n not in members.value and n != "dask-cudf"]
@@ -176,7 +204,7 @@ def compose(opts: Options, record: Record | None = None) -> str:
     lines = _Lines()
     lines.add(f"python={python}", py_note)
     _toolkit(record, release, opts, lines)
-    libs = _libs(release, opts)
+    libs = _libs(record, release, opts)
     for name in libs:
         lines.add(f"{name}={rel}", _member_comment(release, name))
     extras = list(opts.with_)

@@ -12,13 +12,21 @@ from envcheck import values
 from envcheck.errors import BadInput
 from envcheck.resolve.recipe import _NAME
 
-# target OS -> (glibc it ships, words for the header)
+# target OS -> (glibc it ships, words for the header); each distribution's own glibc package
+# of its release (docs/recipes.md lists them with their sources)
 OSES = {
     "el7": ("2.17", "RHEL 7 / CentOS 7"),
     "el8": ("2.28", "RHEL / Rocky / Alma 8"),
     "el9": ("2.34", "RHEL / Rocky / Alma 9"),
+    "amzn2": ("2.26", "Amazon Linux 2"),
+    "amzn2023": ("2.34", "Amazon Linux 2023"),
+    "ubuntu18.04": ("2.27", "Ubuntu 18.04"),
     "ubuntu20.04": ("2.31", "Ubuntu 20.04"),
     "ubuntu22.04": ("2.35", "Ubuntu 22.04"),
+    "ubuntu24.04": ("2.39", "Ubuntu 24.04"),
+    "debian11": ("2.31", "Debian 11"),
+    "debian12": ("2.36", "Debian 12"),
+    "sles15": ("2.31", "SUSE Linux Enterprise 15 SP3 and later"),
 }
 DEFAULT_CHANNELS = ("rapidsai", "conda-forge", "nvidia")
 

@@ -8,9 +8,11 @@ from collections.abc import Mapping, Sequence
 
 from envcheck.resolve.record.entries import (
     ADVICE_RANGES,
+    CUDA_WHEEL,
     EXACT,
     META_RANGES,
     TOOLKITS,
+    UCXX,
     Entry,
 )
 from envcheck.resolve.record.finding import ERROR, WARN, Finding
@@ -47,24 +49,38 @@ def release_rules(
             clash("rapids.pin", ERROR, e, xgb, f"rapids-xgboost {rel} pins xgboost {xgb.value}")
     required = set()  # names a package the recipe installs requires: advice on them is moot
     for owner, name, fact in run_pins(release):
-        e = by_name.get(name)
-        if owner not in by_name and "rapids" not in by_name:
+        if not installs(owner, by_name):
             continue  # the recipe does not install the package that requires it
-        if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
-            what = f"{owner} {rel} requires {name} {fact.value} ({fact.note})"
-            clash("rapids.range", ERROR, e, fact, what)
-            required.add(name)
+        for e in entries:
+            if (
+                e.name == name
+                and e.version
+                and fact.known
+                and not overlaps(e.version, str(fact.value))
+            ):
+                what = f"{owner} {rel} requires {name} {fact.value} ({fact.note})"
+                clash("rapids.range", ERROR, e, fact, what)
+                required.add(name)
+    series = release.get("ucxx_series")
+    for e in entries:
+        if e.name in UCXX and e.version and series.known:
+            if not overlaps(e.version, str(series.value)):
+                what = f"its UCXX is {series.value} ({series.note})"
+                clash("rapids.ucxx", ERROR, e, series, what)
+            required.add(e.name)
     for names, sev in ((META_RANGES, ERROR), (ADVICE_RANGES, WARN)):
         for name in names:
-            fact, e = release.get(name), by_name.get(name)
-            if sev == WARN and name in required:
+            fact = release.get(name)
+            if name in required:  # a run requirement already said it, with its owner
                 continue
-            if e and e.version and fact.known and not overlaps(e.version, str(fact.value)):
-                where = "requires" if sev == ERROR else "was built and tested with"
-                clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
-    py, e = release.get("python"), by_name.get("python")
-    if e and e.version and py.known and not minors(e.version, py.value):
-        clash("rapids.python", ERROR, e, py, f"it was built for Python {', '.join(py.value)}")
+            for e in (e for e in entries if e.name == name):
+                if e.version and fact.known and not overlaps(e.version, str(fact.value)):
+                    where = "requires" if sev == ERROR else "was built and tested with"
+                    clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
+    py = release.get("python")
+    for e in (e for e in entries if e.name == "python"):
+        if e.version and py.known and not minors(e.version, py.value):
+            clash("rapids.python", ERROR, e, py, f"it was built for Python {', '.join(py.value)}")
     out += _cuda_rules(release, anchor, by_name, system, clash)
     out += _build_rules(release, entries, by_name)
     glibc, floor = system.get("glibc"), release.get("glibc")
@@ -80,6 +96,20 @@ def release_rules(
             )
         )
     return out
+
+
+# what a package requires at install that the recipe may not name: cuml and cugraph require
+# raft-dask, whose ucx-py pin then holds
+REQUIRED_BY = {"raft-dask": ("cuml", "cugraph")}
+
+
+def installs(owner: str, by_name: Mapping[str, Entry]) -> bool:
+    """Whether the recipe installs ``owner`` (named, through `rapids`, or required)."""
+    return (
+        owner in by_name
+        or "rapids" in by_name
+        or any(n in by_name for n in REQUIRED_BY.get(owner, ()))
+    )
 
 
 def run_pins(release: Release) -> list[tuple[str, str, Value]]:
@@ -98,6 +128,18 @@ def _cuda_rules(release, anchor, by_name, system, clash) -> list[Finding]:  # ty
     majors, builds = release.get("cuda_majors"), release.get("cuda_builds")
     if not majors.known:
         return out
+    wheels = release.get("cuda_majors_pip")
+    for e in by_name.values():
+        if (
+            e.name == CUDA_WHEEL
+            and e.version
+            and wheels.known
+            and not minors(e.version, [f"{m}.0" for m in wheels.value])
+        ):
+            have = ", ".join(wheels.value) or "no"
+            clash("rapids.cuda", ERROR, e, wheels,
+                      f"pypi.org has its wheels for CUDA {have}.x only (the conda packages: "
+                      f"CUDA {', '.join(majors.value)}.x)")  # fmt: skip
     for name in TOOLKITS:
         e = by_name.get(name)
         if not (e and e.version):

@@ -61,3 +61,12 @@ def admits_pin(spec: str, pin: str) -> bool:
 def minors(spec: str, versions: Sequence[str]) -> list[str]:
     """Which of the X.Y versions a Python / CUDA spec admits."""
     return [v for v in versions if any(matches(spec, p) for p in (v, f"{v}.0", f"{v}.99"))]
+
+
+def readable(spec: str) -> bool:
+    """Whether rattler reads ``spec`` as a version spec."""
+    try:
+        version_spec(spec)
+    except Exception:  # noqa: BLE001 - rattler raises its own types
+        return False
+    return True

@@ -60,6 +60,8 @@ class Record:
     after: dict[str, Value]  # what is known about releases newer than the newest covered
     sources: dict[str, str]  # copied file -> "repo@commit (branch) path"
     floors: dict[str, Value] = field(default_factory=dict)  # from a release on: {"since", ...}
+    # library -> {"releases": [...], "last": "25.04", "ended": bool}, from pypi.org's files
+    libraries: dict[str, Value] = field(default_factory=dict)
 
     @property
     def newest(self) -> str:
@@ -70,10 +72,11 @@ class Record:
 
     def release_versioned_names(self) -> frozenset[str]:
         """Packages that carry the RAPIDS release as their version (cudf 22.08.00 ...)."""
-        names = {"rapids"}
+        names = {"rapids", *self.libraries}
         for r in self.releases.values():
-            if r.get("members").known:
-                names.update(r.get("members").value)
+            for fact in ("members", "members_pip"):
+                if r.get(fact).known:
+                    names.update(r.get(fact).value)
         return frozenset(names)
 
     def origin(self, pointer: str) -> str:
@@ -114,7 +117,8 @@ def parse_record(data: dict[str, Any]) -> Record:
     }
     after = {k: _value(f) for k, f in data.get("after", {}).items()}
     floors = {k: _value(f) for k, f in data.get("floors", {}).items()}
-    return Record(releases, after, dict(data.get("sources", {})), floors)
+    libraries = {k: _value(f) for k, f in data.get("libraries", {}).items()}
+    return Record(releases, after, dict(data.get("sources", {})), floors, libraries)
 
 
 @cache

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from envcheck.report import Result, Status
 from envcheck.verify.across.processes import ClusterFacts
-from envcheck.verify.facts import NodeFacts, collect_node_facts, facts_from_dict
+from envcheck.verify.bounded import Unreadable, facts_of, read_facts
+from envcheck.verify.facts import NodeFacts, collect_node_facts
 from envcheck.verify.scheduler_info import all_workers_info
 from envcheck.verify.shipping import Payload, facts_payload, load_facts
 
@@ -84,7 +85,6 @@ def _make_runner() -> Callable[..., Any]:
             return b""  # "send the sources": this process has not loaded this version yet
 
         def collect() -> bytes:
-            import json
 
             facts = module.collect_node_facts(role, address, **kwargs)
             module._envcheck_last_seconds = facts.collect_seconds
@@ -354,9 +354,9 @@ def _decode(
     if "facts" in answer:
         try:
             data = answer["facts"]
-            return facts_from_dict(json.loads(data) if isinstance(data, bytes) else data)
-        except Exception as e:  # a collector of another version sent something unreadable
-            answer = {"error": "raised", "text": f"unreadable facts ({type(e).__name__}: {e})"}
+            return read_facts(data) if isinstance(data, (bytes, str)) else facts_of(data)
+        except Unreadable as e:  # another version's collector, or not a collector at all
+            answer = {"error": "raised", "text": f"unreadable facts ({e})"}
     errors.append(error_result(role, node, answer.get("error", "raised"), answer.get("text", ""),
                                deadline))
     return None

@@ -2,7 +2,11 @@
 
 launch   LaunchInfo from the launcher's environment (pure)
 rank     RankFacts: what torch gives the rank (device, CUDA runtime, NCCL, a kernel)
-group    the rendezvous store, roll call, heartbeats, watchdog, the gloo group
+group    the rendezvous store, roll call, heartbeats, the gloo group, the verdict
+listen   the store bound to MASTER_ADDR, the derived-port announcement
+auth     the job's secret, and the HMAC every value carries
+wire     the all-gather of signed, bounded JSON (never pickle); facts_wire reads facts back
+watchdog ends a rank whose step overruns its deadline
 checks   JobFacts and the judgements over them (a registry)
 run      one rank's steps; rank 0 builds the Report
 command  the verb

@@ -4,9 +4,9 @@ rank 0's verdict, so `srun envcheck verify job && srun python main.py` means wha
 This module only parses: flags -> JobOptions (options.py) -> pipeline.py -> Report.
 
 Steps, each bounded by --timeout: the roll call on the rendezvous store (who arrived), the gloo
-group, every rank's facts (all_gather_object), the known-answer all-reduces (gloo; NCCL when
-every rank has a GPU). A rank that never arrives, dies or hangs
-is named by rank 0 (its host, its pid), and the others still exit in time. This module and
+group, every rank's facts (signed, bounded JSON: never pickle), the known-answer all-reduces
+(gloo; NCCL when every rank has a GPU). A rank that never arrives, dies or hangs is named by
+rank 0 (its host, its pid), and the others still exit in time. This module and
 its imports never import dask or distributed: jobs without Dask run it.
 """
 

@@ -6,103 +6,50 @@ heartbeat and the phase it reached, and rank 0's verdict. Collectives run over g
 group's timeout; a watchdog thread ends the process with os._exit when a step overruns its
 deadline anyway (a collective stuck in native code, a store that never answers).
 
-Without MASTER_PORT the launch's ids give a few candidate ports (launch.derived_ports): rank 0
-listens on the first one free on its host and answers every connection there with one line,
-MAGIC and {"launch": this launch's identity, "store": the store's port}, and serves the store
-on a port the system picks. The other ranks ask the candidates in turn until one answers as
-their own launch: a port some other service holds (silent, or speaking another protocol), or
-another launch's rank 0, is passed over. They never speak TCPStore's protocol to a stranger:
-its client waits without end on a server that accepts and never answers (torch 2.13), and
-logs c10d tracebacks on one that answers garbage.
+Without MASTER_PORT, rank 0 announces the store on a port derived from the launch's ids
+(listen.py).
 
-Store keys, under envcheck-job/<run id>/:
-  arrived/<r>     {"host", "pid", "local_rank"} when rank r has joined
-  beat/<r>        a counter rank r's heartbeat thread increments every BEAT seconds
+The store listens on MASTER_ADDR's address only (a socket bound there, handed to TCPStore),
+never on every interface. Every value set in it is signed (auth.py): '<HMAC> <json>' under a
+key only the launch's processes can derive, over the key's name and the JSON. A rank acts on
+no value it cannot verify; a value that fails is named as unauthenticated. The derived port's
+announcement is signed alike.
+
+Store keys, under envcheck-job/<run id>/ (signed JSON unless said otherwise):
+  hello           {"world", "host", "pid"}: rank 0 is up; the others check its signature and
+                  WORLD_SIZE against their own
+  arrived/<r>     {"host", "pid", "local_rank", "world"} when rank r has joined; set only
+                  where unset (compare_set): a second claimant of r finds it taken
+  dup/<r>         a second claimant of rank r: {"host", "pid"}
+  stranger        a rank whose WORLD_SIZE differs from rank 0's: {"rank", "world", "host", "pid"}
+  beat/<r>        a counter rank r's heartbeat thread increments every BEAT seconds (unsigned:
+                  store.add; only ever used to name a rank as silent)
   phase/<p>/<r>   rank r reached phase p
+  roll            the ranks rank 0 found missing or refused at the roll call
   verdict         {"code", "line"}: rank 0's judgement, read by every other rank
-  acked           how many ranks read the verdict (rank 0 keeps the store up until then)
+  acked           how many ranks read the verdict (unsigned counter: only bounds rank 0's wait)
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime
-import errno
-import json
 import os
 import socket
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+from envcheck.verify.job import auth, listen
 from envcheck.verify.job.launch import LaunchInfo
+from envcheck.verify.job.listen import GroupError, route_ip
+from envcheck.verify.job.listen import td as _td
 
 BEAT = 0.5  # seconds between heartbeats
 STALE = 3.0  # a heartbeat that has not moved for this long: the rank is dead or stopped
 ACK_WAIT = 10.0  # rank 0 waits at most this long for the others to read the verdict
-MAGIC = "envcheck-job-rendezvous/1"  # the first word of rank 0's answer on a derived port
-PROBE = 2.0  # seconds a rank gives one candidate port to connect and answer
-
-
-class GroupError(Exception):
-    """The group could not form or broke: the message names who and why."""
-
-
-def _td(seconds: float) -> datetime.timedelta:
-    return datetime.timedelta(seconds=max(seconds, 0.1))
-
-
-class Watchdog:
-    """Ends the process (os._exit) when the current step overruns its deadline."""
-
-    def __init__(self, on_fire: Callable[[str], None]) -> None:
-        self._on_fire = on_fire
-        self._lock = threading.Lock()
-        self._deadline = float("inf")
-        self._what = ""
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="envcheck-watchdog", daemon=True)
-        self._thread.start()
-
-    def arm(self, seconds: float, what: str) -> None:
-        with self._lock:
-            self._deadline, self._what = time.monotonic() + seconds, what
-
-    def disarm(self) -> None:
-        with self._lock:
-            self._deadline = float("inf")
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.2):
-            with self._lock:
-                late, what = time.monotonic() > self._deadline, self._what
-            if late:
-                try:
-                    self._on_fire(what)
-                finally:
-                    os._exit(3)  # ExitCode.ERROR: the last resort, nothing else ran in time
-
-
-def route_ip(host: str) -> str:
-    """The local IP this process would reach `host` from ("" when there is no route)."""
-    try:
-        infos = socket.getaddrinfo(host, 9, proto=socket.IPPROTO_UDP)
-    except OSError:
-        return ""
-    for family, _, _, _, addr in infos:
-        try:
-            with socket.socket(family, socket.SOCK_DGRAM) as s:
-                s.connect(addr)  # UDP: no packet is sent, only the route is chosen
-                return str(s.getsockname()[0])
-        except OSError:
-            continue
-    return ""
 
 
 @dataclass
@@ -113,208 +60,216 @@ class Rendezvous:
     store: Any
     prefix: str
     port: int = 0  # the store's (launch.master_port unless the port was derived)
+    secret: auth.Secret | None = None  # what signs and verifies every value
     arrived: dict[int, dict[str, Any]] = field(default_factory=dict)
+    refused: dict[int, str] = field(default_factory=dict)  # rank -> why it was not admitted
     beats: dict[int, tuple[int, float]] = field(default_factory=dict)  # r -> (count, seen at)
     _beat_stop: threading.Event = field(default_factory=threading.Event)
+    _keep: list[Any] = field(default_factory=list)  # the listening socket TCPStore serves on
+
+    @property
+    def key_bytes(self) -> bytes:
+        assert self.secret is not None
+        return self.secret.key
 
     def key(self, *parts: object) -> str:
         return self.prefix + "/".join(str(p) for p in parts)
 
     def set_json(self, key: str, value: Any) -> None:
-        self.store.set(self.key(key), json.dumps(value))
+        self.store.set(self.key(key), auth.sign(self.key_bytes, self.key(key), value))
 
     def get_json(self, key: str) -> Any:
-        return json.loads(bytes(self.store.get(self.key(key))).decode())
+        """The value at `key`, verified; auth.AuthError when it is not signed by the job."""
+        return auth.verify(self.key_bytes, self.key(key), self.store.get(self.key(key)))
 
     def has(self, *keys: str) -> bool:
         return bool(self.store.check([self.key(k) for k in keys]))
 
+    def wait_signed(self, key: str, deadline: float) -> tuple[Any, str]:
+        """(the verified value at `key`, "") once one is there; (None, why) at `deadline`:
+        an unsigned or forged value is never returned, only named."""
+        why = "nothing was written"
+        while True:
+            try:
+                if self.has(key):
+                    return self.get_json(key), ""
+            except auth.AuthError as e:
+                why = f"a value that is not the job's was refused ({e})"
+            except Exception as e:  # the store went away: say what was seen before
+                return None, f"{why}; then the store stopped answering ({listen.line(e)})"
+            if time.monotonic() > deadline:
+                return None, why
+            time.sleep(0.05)
+
     def reached(self, phase: str) -> None:
-        self.store.set(self.key("phase", phase, self.launch.rank), "1")
+        self.set_json(f"phase/{phase}/{self.launch.rank}", 1)
 
     def stop(self) -> None:
         self._beat_stop.set()
+        if self.launch.rank == 0 and self.secret is not None:
+            auth.remove_file(self.secret)
 
 
 def connect(launch: LaunchInfo, timeout: float) -> Rendezvous:
-    """This rank's store client (rank 0: the store itself, unless torchrun's agent serves it).
+    """This rank's store client (rank 0: the store itself, unless torchrun's agent serves it),
+    authenticated: rank 0 signs `hello`, the others check it with their secret.
     A derived port: rank 0 answers on the first free candidate, the others find it there."""
-    from torch.distributed import TCPStore
-
     if not launch.master_addr:
         raise GroupError(
             f"{launch.launcher}: ranks on several hosts and MASTER_ADDR is unset: set it to "
             "rank 0's host for every rank (mpirun -x MASTER_ADDR=HOST, or export it before "
             "horovodrun)"
         )
+    deadline = time.monotonic() + timeout
     prefix = f"envcheck-job/{launch.run_id or 'run'}/"
-    if launch.port_candidates:
-        return _connect_derived(launch, timeout, prefix)
+    try:
+        secret = _first_secret(launch, deadline)
+        rv = (_connect_derived(launch, timeout, prefix, secret) if launch.port_candidates
+              else _connect_given(launch, timeout, prefix, secret))
+    except auth.AuthError as e:
+        raise GroupError(f"rank {launch.rank}: {e}") from None
+    if launch.rank == 0:
+        rv.set_json("hello", {"world": launch.world_size, "host": socket.gethostname(),
+                              "pid": os.getpid()})
+        return rv
+    _check_hello(rv, deadline, timeout)
+    return rv
+
+
+def _first_secret(launch: LaunchInfo, deadline: float) -> auth.Secret:
+    """ENVCHECK_JOB_SECRET, else rank 0 writes the secret file and the others read it."""
+    got = auth.from_env(os.environ)
+    if got is not None:
+        return got
+    if launch.rank == 0:
+        return auth.create_file(os.environ, listen.secret_name(launch))
+    return auth.wait_file(os.environ, listen.secret_name(launch), deadline)
+
+
+def _check_hello(rv: Rendezvous, deadline: float, timeout: float) -> None:
+    """A rank other than 0: rank 0's signed hello (re-reading a secret file rank 0 may have
+    replaced since), and the same WORLD_SIZE; GroupError naming what differs."""
+    launch = rv.launch
+    while True:
+        hello, why = rv.wait_signed("hello", min(deadline, time.monotonic() + 0.5))
+        if hello is not None:
+            break
+        if rv.secret is not None and rv.secret.source != auth.SECRET_ENV:
+            fresh = auth.read_file(os.environ, listen.secret_name(launch))
+            rv.secret = fresh or rv.secret
+        if time.monotonic() > deadline:
+            raise GroupError(f"rank {launch.rank}: the rendezvous at {launch.master_addr}:"
+                             f"{rv.port} is not this job's (no hello signed with its secret "
+                             f"within {timeout:g} s: {why}); every rank needs the same "
+                             f"{auth.SECRET_ENV}")
+    world = hello.get("world") if isinstance(hello, dict) else None
+    if world != launch.world_size:
+        with contextlib.suppress(Exception):
+            rv.set_json("stranger", {"rank": launch.rank, "world": launch.world_size,
+                                     "host": socket.gethostname(), "pid": os.getpid()})
+        raise GroupError(f"rank {launch.rank}: WORLD_SIZE differs between ranks: "
+                         f"{launch.world_size} here ({launch.launcher}), {world!r} on rank 0")
+
+
+def _connect_given(launch: LaunchInfo, timeout: float, prefix: str,
+                   secret: auth.Secret) -> Rendezvous:
+    from torch.distributed import TCPStore
+
     master = launch.rank == 0 and not launch.agent_store
     where = f"{launch.master_addr}:{launch.master_port}"
+    keep: list[Any] = []
     try:
-        store = TCPStore(launch.master_addr, launch.master_port, None, master, _td(timeout),
-                         wait_for_workers=False)
+        if master:
+            store, sock = listen.serve(listen.bind_address(launch), launch.master_port, timeout)
+            keep.append(sock)
+        else:
+            store = TCPStore(launch.master_addr, launch.master_port, None, False,
+                             _td(timeout), wait_for_workers=False)
     except Exception as e:
         if master:
             raise GroupError(f"rank 0 cannot serve the rendezvous on {where} "
-                             f"({launch.port_source}): {_line(e)}") from None
+                             f"({launch.port_source}): {listen.line(e)}") from None
         raise GroupError(f"rank {launch.rank}: rank 0's rendezvous at {where} did not answer "
-                         f"within {timeout:g} s: {_line(e)}") from None
-    return Rendezvous(launch, store, prefix, port=launch.master_port)
+                         f"within {timeout:g} s: {listen.line(e)}") from None
+    return Rendezvous(launch, store, prefix, port=launch.master_port, secret=secret, _keep=keep)
 
 
-def _connect_derived(launch: LaunchInfo, timeout: float, prefix: str) -> Rendezvous:
+def _connect_derived(launch: LaunchInfo, timeout: float, prefix: str,
+                     secret: auth.Secret) -> Rendezvous:
     """connect() on derived candidate ports: rank 0 answers on one, the store is elsewhere."""
     from torch.distributed import TCPStore
 
     deadline = time.monotonic() + timeout
     stop = threading.Event()
+    keep: list[Any] = []
     if launch.rank == 0:
-        sock, port = _listen_candidate(launch)
+        sock, port = listen.listen_candidate(launch)
         try:
-            store = TCPStore(launch.master_addr, 0, None, True, _td(timeout),
-                             wait_for_workers=False)
+            store, store_sock = listen.serve(listen.bind_address(launch), 0, timeout)
         except Exception as e:
             sock.close()
             raise GroupError(f"rank 0 cannot serve the rendezvous store on "
-                             f"{launch.master_addr}: {_line(e)}") from None
+                             f"{launch.master_addr}: {listen.line(e)}") from None
+        keep.append(store_sock)
         store_port = int(store.port)
-        hello = json.dumps({"launch": _identity(launch), "store": store_port})
-        threading.Thread(target=_answer, args=(sock, f"{MAGIC} {hello}\n".encode(), stop),
+        hello = auth.sign(secret.key, listen.identity(launch),
+                          {"launch": listen.identity(launch), "store": store_port})
+        line = f"{listen.MAGIC} {hello}\n".encode()
+        threading.Thread(target=listen.answer, args=(sock, line, stop),
                          name="envcheck-rendezvous", daemon=True).start()
     else:
-        port, store_port = _find_rank0(launch, timeout, deadline)
+        port, store_port, secret = listen.find_rank0(launch, timeout, deadline, secret)
         try:
             store = TCPStore(launch.master_addr, store_port, None, False,
                              _td(deadline - time.monotonic()), wait_for_workers=False)
         except Exception as e:
             raise GroupError(f"rank {launch.rank}: rank 0's store at {launch.master_addr}:"
                              f"{store_port} (announced on port {port}) did not answer: "
-                             f"{_line(e)}") from None
+                             f"{listen.line(e)}") from None
     n = launch.port_candidates.index(port) + 1
     source = (f"{launch.port_source}; candidate {n} of {len(launch.port_candidates)}, "
               f"store on port {store_port}")
     chosen = dataclasses.replace(launch, master_port=port, port_source=source)
-    return Rendezvous(chosen, store, prefix, port=store_port, _beat_stop=stop)
-
-
-def _identity(launch: LaunchInfo) -> str:
-    """What tells this launch's rank 0 from any other's: every rank computes it alike."""
-    ports = ",".join(str(p) for p in launch.port_candidates)
-    return f"{launch.launcher}/{launch.run_id}/{launch.world_size}/{ports}"
-
-
-def _listen(port: int) -> socket.socket:
-    """A socket listening on `port` of every local address (IPv6 too where the host has it);
-    OSError (errno EADDRINUSE) when something listens there already."""
-    if socket.has_dualstack_ipv6():
-        try:
-            return socket.create_server(("", port), family=socket.AF_INET6, backlog=128,
-                                        dualstack_ipv6=True)
-        except OSError as e:
-            if e.errno == errno.EADDRINUSE:
-                raise
-    return socket.create_server(("", port), backlog=128)
-
-
-def _listen_candidate(launch: LaunchInfo) -> tuple[socket.socket, int]:
-    """Rank 0: the first candidate port free on this host, listening; GroupError naming them
-    all when every one is in use."""
-    for port in launch.port_candidates:
-        try:
-            return _listen(port), port
-        except OSError as e:
-            if e.errno != errno.EADDRINUSE:
-                raise GroupError(f"rank 0 cannot serve the rendezvous on {launch.master_addr}:"
-                                 f"{port} ({launch.port_source}): {_line(e)}") from None
-    ports = ", ".join(str(p) for p in launch.port_candidates)
-    raise GroupError(f"rank 0 cannot serve the rendezvous on {launch.master_addr}: ports "
-                     f"{ports} ({launch.port_source}) are all in use: set MASTER_PORT to a "
-                     "free port for every rank")
-
-
-def _answer(sock: socket.socket, line: bytes, stop: threading.Event) -> None:
-    """Rank 0: tell whoever connects to the candidate port who this is and where the store
-    is, until the rendezvous stops."""
-    sock.settimeout(0.2)
-    with sock:
-        while not stop.is_set():
-            try:
-                conn, _ = sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            with conn, contextlib.suppress(OSError):
-                conn.settimeout(1.0)
-                conn.sendall(line)
-
-
-def _find_rank0(launch: LaunchInfo, timeout: float, deadline: float) -> tuple[int, int]:
-    """A rank other than 0: (the candidate where this launch's rank 0 answers, its store's
-    port), asking every candidate in turn until `deadline` (rank 0 may start late)."""
-    want = _identity(launch)
-    seen: dict[int, str] = {}
-    while True:
-        for port in launch.port_candidates:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                why = "; ".join(f"{p}: {w}" for p, w in seen.items())
-                ports = ", ".join(str(p) for p in launch.port_candidates)
-                raise GroupError(f"rank {launch.rank}: rank 0's rendezvous at "
-                                 f"{launch.master_addr} did not answer within {timeout:g} s on "
-                                 f"any of ports {ports} ({launch.port_source}): {why}")
-            got = _ask(launch.master_addr, port, min(PROBE, left), want)
-            if isinstance(got, int):
-                return port, got
-            seen[port] = got
-        time.sleep(max(min(0.1, deadline - time.monotonic()), 0))
-
-
-def _ask(host: str, port: int, limit: float, want: str) -> int | str:
-    """The store port rank 0 of launch `want` announces on host:port, or why not (a phrase)."""
-    end = time.monotonic() + limit
-    data = b""
-    try:
-        with socket.create_connection((host, port), timeout=limit) as s:
-            while not data.endswith(b"\n") and len(data) < 4096:
-                s.settimeout(max(end - time.monotonic(), 0.01))
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                data += chunk
-    except ConnectionRefusedError:
-        return "refused"
-    except socket.timeout:
-        return "no answer" if not data else "not an envcheck rendezvous"
-    except OSError as e:
-        return _line(e)
-    magic, _, body = data.decode("utf-8", "replace").strip().partition(" ")
-    try:
-        hello = json.loads(body) if magic == MAGIC else None
-        who, store = str(hello["launch"]), int(hello["store"])  # type: ignore[index]
-    except (ValueError, KeyError, TypeError):
-        return "not an envcheck rendezvous"
-    if who != want:
-        return f"another launch's rendezvous ({who})"
-    return store if 0 < store < 65536 else "not an envcheck rendezvous"
-
-
-def _line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]
+    return Rendezvous(chosen, store, prefix, port=store_port, secret=secret, _beat_stop=stop,
+                      _keep=keep)
 
 
 def arrive(rv: Rendezvous) -> None:
-    """Answer the roll call, and start this rank's heartbeat (its own store connection)."""
+    """Answer the roll call (claiming this rank where nobody holds it yet), and start this
+    rank's heartbeat (its own store connection). GroupError when the rank is taken."""
     launch = rv.launch
-    rv.set_json(f"arrived/{launch.rank}", {
-        "host": socket.gethostname(), "pid": os.getpid(), "local_rank": launch.local_rank,
-    })
+    me = {"host": socket.gethostname(), "pid": os.getpid(), "local_rank": launch.local_rank,
+          "world": launch.world_size}
+    key = rv.key("arrived", launch.rank)
+    signed = auth.sign(rv.key_bytes, key, me)
+    held = bytes(rv.store.compare_set(key, "", signed)).decode("utf-8", "replace")
+    if held != signed:
+        try:
+            other = auth.verify(rv.key_bytes, key, held)
+        except auth.AuthError:
+            raise GroupError(f"rank {launch.rank} is claimed by a process without this job's "
+                             "secret (unauthenticated): another process took its place in the "
+                             "rendezvous") from None
+        with contextlib.suppress(Exception):
+            rv.set_json(f"dup/{launch.rank}", {"host": me["host"], "pid": me["pid"]})
+        raise GroupError(f"rank {launch.rank} is claimed twice: by {_who(other)} and by this "
+                         f"process (host {me['host']}, pid {me['pid']})")
     if launch.rank != 0:
         threading.Thread(target=_beat, args=(rv,), name="envcheck-heartbeat",
                          daemon=True).start()
+
+
+def _who(seen: Any) -> str:
+    """'host gpu3, pid 42' from a verified arrival (or dup) record."""
+    if not isinstance(seen, dict):
+        return "a process"
+    return f"host {_text(seen.get('host'))}, pid {_text(seen.get('pid'))}"
+
+
+def _text(value: Any, limit: int = 100) -> str:
+    """A value another rank sent, as a short printable word."""
+    text = str(value)
+    return text if len(text) <= limit and text.isprintable() else repr(text[:limit])
 
 
 def _beat(rv: Rendezvous) -> None:
@@ -334,7 +289,8 @@ def _beat(rv: Rendezvous) -> None:
 
 
 def roll_call(rv: Rendezvous, timeout: float) -> list[int]:
-    """Rank 0: wait until every rank arrived or `timeout`; the ranks missing (sorted)."""
+    """Rank 0: wait until every rank arrived or `timeout`; the ranks missing (sorted). A rank
+    whose arrival is not signed by the job, or whose WORLD_SIZE differs, is in rv.refused."""
     world = rv.launch.world_size
     deadline = time.monotonic() + timeout
     missing = list(range(world))
@@ -345,8 +301,47 @@ def roll_call(rv: Rendezvous, timeout: float) -> list[int]:
         time.sleep(0.05)
     for r in range(world):
         if r not in missing:
-            rv.arrived[r] = rv.get_json(f"arrived/{r}")
+            why = _admit(rv, r)
+            if why:
+                rv.refused[r] = why
     return missing
+
+
+def _admit(rv: Rendezvous, r: int) -> str:
+    """Rank 0: read rank r's arrival into rv.arrived; why it is refused ("" when admitted)."""
+    try:
+        seen = rv.get_json(f"arrived/{r}")
+    except auth.AuthError as e:
+        return (f"rank {r} was claimed by a process without this job's secret "
+                f"(unauthenticated, untrusted: {e})")
+    if not (isinstance(seen, dict) and isinstance(seen.get("host"), str)
+            and all(type(seen.get(k)) is int for k in ("pid", "local_rank", "world"))):
+        return f"rank {r} sent a malformed roll-call record"
+    seen["host"] = _text(seen["host"])
+    rv.arrived[r] = seen
+    if seen["world"] != rv.launch.world_size:
+        return (f"{describe(rv, r)}: WORLD_SIZE differs between ranks: {seen['world']} there, "
+                f"{rv.launch.world_size} on rank 0")
+    return ""
+
+
+def intruders(rv: Rendezvous) -> list[str]:
+    """Rank 0: second claimants of a rank, and ranks whose WORLD_SIZE differs from rank 0's
+    that found so at their hello (signed records only), as sentences."""
+    out = []
+    for r in range(rv.launch.world_size):
+        if rv.has(f"dup/{r}"):
+            with contextlib.suppress(auth.AuthError):
+                other = rv.get_json(f"dup/{r}")
+                out.append(f"rank {r} is claimed twice: by {describe(rv, r)} and by "
+                           f"{_who(other)}")
+    if rv.has("stranger"):
+        with contextlib.suppress(auth.AuthError, TypeError, AttributeError):
+            s = rv.get_json("stranger")
+            out.append(f"rank {_text(s.get('rank'))} ({_who(s)}) has WORLD_SIZE "
+                       f"{_text(s.get('world'))}, rank 0 has {rv.launch.world_size}: WORLD_SIZE "
+                       "differs between ranks")
+    return out
 
 
 def watch_beats(rv: Rendezvous) -> None:
@@ -432,17 +427,17 @@ def publish_verdict(rv: Rendezvous, code: int, line: str) -> None:
 
 
 def await_verdict(rv: Rendezvous, timeout: float) -> tuple[int, str]:
-    """A rank other than 0: rank 0's (code, line), then acknowledge it."""
-    deadline = time.monotonic() + timeout
-    while not rv.has("verdict"):
-        if time.monotonic() > deadline:
-            raise GroupError(f"rank 0 ({rv.launch.master_addr}) gave no verdict within "
-                             f"{timeout:g} s")
-        time.sleep(0.05)
-    got = rv.get_json("verdict")
+    """A rank other than 0: rank 0's (code, line), verified, then acknowledge it. A verdict
+    not signed with the job's secret is never taken: GroupError when no signed one came."""
+    got, why = rv.wait_signed("verdict", time.monotonic() + timeout)
+    if not (isinstance(got, dict) and type(got.get("code")) is int
+            and 0 <= got["code"] < 256 and isinstance(got.get("line"), str)):
+        raise GroupError(f"rank 0 ({rv.launch.master_addr}) gave no verdict within "
+                         f"{timeout:g} s" + (f": {why}" if got is None else
+                                             ": its verdict is malformed"))
     with contextlib.suppress(Exception):
         rv.store.add(rv.key("acked"), 1)
-    return int(got["code"]), str(got["line"])
+    return got["code"], _text(got["line"], 2000)
 
 
 def await_acks(rv: Rendezvous, expected: int) -> None:

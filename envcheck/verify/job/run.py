@@ -15,8 +15,8 @@ from envcheck.errors import ExitCode
 from envcheck.report import Measurement, Report, Result, Status
 from envcheck.text import first_line
 from envcheck.verify.expectations import Expectations
-from envcheck.verify.facts import collect_node_facts, facts_from_dict, facts_to_dict
-from envcheck.verify.job import bench, tf_job
+from envcheck.verify.facts import collect_node_facts, facts_to_dict
+from envcheck.verify.job import bench, facts_wire, tf_job, wire
 from envcheck.verify.job import group as grp
 from envcheck.verify.job.bench import Timing, bench_measurements
 from envcheck.verify.job.checks import (
@@ -29,7 +29,6 @@ from envcheck.verify.job.checks import (
 from envcheck.verify.job.horovod_job import (
     STEP,
     HorovodRank,
-    horovod_rank_from_dict,
     horovod_rank_to_dict,
     run_horovod,
 )
@@ -37,9 +36,9 @@ from envcheck.verify.job.launch import LaunchInfo
 from envcheck.verify.job.rank import (
     RankFacts,
     collect_rank_facts,
-    rank_facts_from_dict,
     rank_facts_to_dict,
 )
+from envcheck.verify.job.watchdog import Watchdog
 
 GRACE = 10.0  # the watchdog fires this long after a step's own timeout should have
 COLLECT_LIMIT = 120.0  # the facts of one rank (probes have their own --probe-timeout)
@@ -66,8 +65,9 @@ class JobRun:
         self.debug = debug
         self.rv: grp.Rendezvous | None = None
         self.heard_rank0 = False
+        self._gathers = 0  # numbers each gather: a rank's bytes are signed for one step only
         self.t0 = time.monotonic()
-        self.watchdog = grp.Watchdog(self._fired)
+        self.watchdog = Watchdog(self._fired)
 
     # --- the steps --------------------------------------------------------------------------
 
@@ -91,12 +91,16 @@ class JobRun:
             return self._verdict(int(ExitCode.ERROR), str(e))
         self.launch = rv.launch  # a derived port: the candidate rank 0 answered on
         self.heard_rank0 = True
-        grp.arrive(rv)
+        try:
+            grp.arrive(rv)
+        except grp.GroupError as e:
+            return self._report([_err("job.ranks", str(e))]) if rank0 else (
+                int(ExitCode.ERROR), str(e))
         self.watchdog.arm(self.timeout + GRACE, "the roll call")
         if rank0:
             missing = grp.roll_call(rv, self.timeout)
-            rv.set_json("roll", missing)
-            if missing:
+            rv.set_json("roll", sorted(missing + list(rv.refused)))
+            if missing or rv.refused:
                 return self._missing(missing)
             grp.watch_beats(rv)
         else:
@@ -118,9 +122,16 @@ class JobRun:
         self.watchdog.arm(COLLECT_LIMIT, "collecting this rank's facts")
         mine = self._collect()
         rv.reached("gather")
-        gathered = self._step("gathering every rank's facts", lambda: _gather(dist, mine))
-        ranks = tuple(rank_facts_from_dict(g["rank"]) for g in gathered)
-        facts = tuple(facts_from_dict(g["facts"]) for g in gathered)
+        gathered = self._step("gathering every rank's facts", lambda: wire.gather(
+            dist, rv.key_bytes, "facts", mine, wire.MAX_FACTS))
+        read = [facts_wire.read(g) for g in gathered]
+        unusable = [(r, got) for r, got in enumerate(read) if isinstance(got, wire.Bad)]
+        if unusable:  # every rank read the same bytes alike: all stop here
+            if self.launch.rank != 0:
+                return self._verdict_or_error("gathering every rank's facts")
+            return self._report([facts_wire.refused(rv, r, bad) for r, bad in unusable])
+        ranks = tuple(got[0] for got in read)  # type: ignore[index]
+        facts = tuple(got[1] for got in read)  # type: ignore[index]
         rv.reached("allreduce")
         collectives = [self._allreduce(dist, "gloo", None)]
         horovod: tuple[HorovodRank, ...] = ()
@@ -139,6 +150,9 @@ class JobRun:
         self.watchdog.disarm()
         if self.launch.rank != 0:
             return self._verdict_or_error("the verdict")
+        odd = grp.intruders(rv)
+        if odd:
+            return self._report([_err("job.ranks", why) for why in odd])
         job = JobFacts(self.launch, ranks, facts, collectives=tuple(collectives),
                        lock_packages=tuple(p.name for p in self.exp.lock_packages),
                        horovod=horovod, bench=timings,
@@ -179,14 +193,14 @@ class JobRun:
 
         lo, hi = self._step(f"the {backend} all-reduce", reduce)
         got = self._step(f"gathering the {backend} all-reduce results",
-                         lambda: _gather(dist, (self.launch.rank, lo, hi)))
+                         lambda: self._gather(dist, (self.launch.rank, lo, hi)))
         return Collective(backend, expected, tuple(tuple(g) for g in got))
 
     def _tensorflow(self, dist: Any, ranks: tuple[RankFacts, ...]) -> Collective:
         launch, mine = self.launch, ranks[self.launch.rank]
         port = tf_job.free_port(mine.ip)
         where = self._step("gathering TensorFlow's worker addresses",
-                           lambda: _gather(dist, (launch.rank, mine.ip, port)))
+                           lambda: self._gather(dist, (launch.rank, mine.ip, port)))
         workers, slurm_port = tf_job.cluster(launch, sorted(where), ranks)
         self.tf_cluster = tf_job.describe(workers, slurm_port, launch)
         # the worker ends a few seconds before the others' gather of answers gives up on it
@@ -194,7 +208,7 @@ class JobRun:
         self.watchdog.arm(budget + 2 + GRACE, tf_job.STEP)
         answer = tf_job.run_worker(workers, launch.rank, budget, slurm_port)
         got = self._step("gathering TensorFlow's answers",
-                         lambda: _gather(dist, (launch.rank, answer)))
+                         lambda: self._gather(dist, (launch.rank, answer)))
         return tf_job.collective(sorted(got, key=lambda g: g[0]), launch.world_size)
 
     def _bench(self, dist: Any, ranks: tuple[RankFacts, ...], nccl: Any) -> tuple[Timing, ...]:
@@ -206,25 +220,28 @@ class JobRun:
 
         return self._step(f"timing the {backend} all-reduce (--bench)", lambda: bench.measure(
             dist, self.launch.rank, ranks, backend, nccl, pair_group,
-            lambda obj: _gather(dist, obj)))
+            lambda obj: self._gather(dist, obj)))
 
     def _horovod(self, dist: Any) -> tuple[HorovodRank, ...]:
         mine = self._step(STEP, lambda: run_horovod(self.launch, self.collective_timeout))
         got = self._step("gathering Horovod's answers",
-                         lambda: _gather(dist, horovod_rank_to_dict(mine)))
-        return tuple(horovod_rank_from_dict(g) for g in got)
+                         lambda: self._gather(dist, horovod_rank_to_dict(mine)))
+        return self._step("reading Horovod's answers",
+                          lambda: tuple(facts_wire.horovod_rank(g) for g in got))
 
     # --- failures ---------------------------------------------------------------------------
 
     def _await_roll(self) -> list[int]:
         rv = self.rv
         assert rv is not None
-        deadline = time.monotonic() + self.timeout + 5
-        while not rv.has("roll"):
-            if time.monotonic() > deadline:
-                return [-1]
-            time.sleep(0.05)
-        return list(rv.get_json("roll"))
+        roll, _ = rv.wait_signed("roll", time.monotonic() + self.timeout + 5)
+        return list(roll) if isinstance(roll, list) else [-1]
+
+    def _gather(self, dist: Any, obj: Any) -> list[Any]:
+        """Every rank's `obj` as signed, bounded JSON (wire.gather_all): never pickle."""
+        assert self.rv is not None
+        self._gathers += 1
+        return wire.gather_all(dist, self.rv.key_bytes, f"step{self._gathers}", obj)
 
     def _verdict_or_error(self, step: str) -> Report:
         assert self.rv is not None
@@ -248,10 +265,14 @@ class JobRun:
     def _missing(self, missing: list[int]) -> Report:
         rv = self.rv
         assert rv is not None
-        results = [_err("job.ranks", f"{grp.describe(rv, r)} did not arrive within "
-                        f"{self.timeout:g} s", node=f"rank {r}",
-                        fix="look at that rank's output and host: it failed to start, "
-                        "crashed, or cannot reach MASTER_ADDR:MASTER_PORT") for r in missing]
+        results = [_err("job.ranks", why, node=f"rank {r}", fix="only the launch's own "
+                        "processes may join: see docs/security.md")
+                   for r, why in sorted(rv.refused.items())]
+        results += [_err("job.ranks", f"{grp.describe(rv, r)} did not arrive within "
+                         f"{self.timeout:g} s", node=f"rank {r}",
+                         fix="look at that rank's output and host: it failed to start, "
+                         "crashed, or cannot reach MASTER_ADDR:MASTER_PORT") for r in missing]
+        results += [_err("job.ranks", why) for why in grp.intruders(rv)]
         return self._report(results)
 
     def _diagnose(self, failed: StepFailed) -> list[Result]:
@@ -303,8 +324,12 @@ class JobRun:
         )
         if self.rv is not None:
             code = int(report.exit_code())
+            first = next((r.message for r in results if r.status == Status.ERROR), "")
+            line = f"verify job: {report.status.value}" + (f": {first}" if first else "")
+            # the acks wait has its own bound: the step before it must not run the watchdog out
+            self.watchdog.arm(grp.ACK_WAIT + GRACE, "waiting for the ranks to read the verdict")
             with contextlib.suppress(Exception):
-                grp.publish_verdict(self.rv, code, f"verify job: {report.status.value}")
+                grp.publish_verdict(self.rv, code, line[:2000])
                 grp.await_acks(self.rv, len(self.rv.arrived) - 1)
         return report
 
@@ -327,12 +352,6 @@ class JobRun:
             env["horovod"] = h0.version + (f" ({h0.controller} controller)" if h0.controller
                                            else "")
         return env
-
-
-def _gather(dist: Any, obj: Any) -> list[Any]:
-    out: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(out, obj)
-    return out
 
 
 def _horovod_collective(ranks: tuple[HorovodRank, ...], world: int) -> list[Collective]:

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from envcheck.errors import BadInput, EnvcheckError
-from envcheck.inputs import loads_json
-from envcheck.verify.facts import NodeFacts, facts_from_dict
+from envcheck.verify.bounded import Unreadable, read_facts
+from envcheck.verify.facts import NodeFacts
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -73,13 +73,9 @@ def collect_prefix_facts(
     if rc != 0:
         raise BadInput(f"--prefix {prefix}: {_failure(python, err)}")
     try:
-        data = loads_json(out, "its output")
-        if not isinstance(data, dict):
-            raise TypeError(f"{json.dumps(data)[:40]} is not a JSON object")
-        return facts_from_dict(data)
-    except (BadInput, ValueError, TypeError, KeyError, AttributeError) as e:
-        why = e.message if isinstance(e, BadInput) else str(e)
-        raise EnvcheckError(f"--prefix {prefix}: unreadable facts from {python} ({why})") from None
+        return read_facts(out, "its output")
+    except Unreadable as e:
+        raise EnvcheckError(f"--prefix {prefix}: unreadable facts from {python} ({e})") from None
 
 
 # Works on every Python that might sit in an old prefix, 2.7 included (no -I there).

@@ -17,8 +17,10 @@ import time
 from typing import Any, Callable
 
 from envcheck.errors import BadInput, Unreachable
+from envcheck.inputs import loads_json
 from envcheck.text import first_line
-from envcheck.verify.facts import collect_node_facts, facts_from_dict
+from envcheck.verify.bounded import Unreadable, conforms, read_facts
+from envcheck.verify.facts import collect_node_facts
 from envcheck.verify.ray.model import GpuTask, RayFacts, RayNode, TrainRun
 from envcheck.verify.shipping import facts_payload, load_facts
 
@@ -106,7 +108,6 @@ def _make_tasks() -> tuple[Callable[..., str], Callable[..., str], type]:
 
     # this node's facts, as verify node collects them for a worker
     def node_facts(digest: str, blob: bytes, kwargs: dict) -> str:
-        import json
 
         module = load(digest, blob)
         facts = module.collect_node_facts("worker", "", **kwargs)
@@ -114,7 +115,6 @@ def _make_tasks() -> tuple[Callable[..., str], Callable[..., str], type]:
 
     # the GPU Ray gave this task, once every GPU task holds its GPU (so none is handed twice)
     def gpu_task(digest: str, blob: bytes, barrier: Any, count: int, wait: float) -> str:
-        import json
         import os
         import time
 
@@ -208,7 +208,10 @@ def gather(ray: Any, address: str, timeout: float, kwargs: dict) -> RayFacts:
         if isinstance(value, BaseException):
             errors[nid] = _told(value)
         else:
-            facts[nid] = facts_from_dict(json.loads(value))
+            try:
+                facts[nid] = read_facts(value)
+            except Unreadable as e:
+                errors[nid] = f"unreadable facts ({e})"
     return RayFacts(address=address, ray_version=getattr(ray, "__version__", ""),
                     nodes=nodes, facts=facts, fact_errors=errors, client=client,
                     gpu_tasks=tuple(_gpu_results(got, gpu_refs.values())))
@@ -221,9 +224,16 @@ def _gpu_results(got: dict[str, Any], keys: Any) -> list[GpuTask]:
         if isinstance(value, BaseException):
             out.append(GpuTask(node_id, (), None, (), 0, error=_told(value)))
             continue
-        d = json.loads(value)
-        out.append(GpuTask(d["node_id"], tuple(d["gpu_ids"]), d["visible"], tuple(d["uuids"]),
-                           int(d["node_gpus"]), problem=d.get("problem", "")))
+        try:
+            d = loads_json(value, "a GPU task's answer")
+            why = conforms(GpuTask, d)
+            if why:
+                raise ValueError(why)
+            out.append(GpuTask(d["node_id"], tuple(d["gpu_ids"]), d["visible"],
+                               tuple(d["uuids"]), d["node_gpus"], problem=d.get("problem", "")))
+        except (BadInput, KeyError, TypeError, ValueError) as e:
+            out.append(GpuTask(node_id, (), None, (), 0,
+                               error=f"unreadable answer ({type(e).__name__})"))
     return out
 
 

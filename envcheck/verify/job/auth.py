@@ -1,0 +1,199 @@
+"""The job's secret and what it signs: only the launch's own processes may join its rendezvous.
+
+Every value a rank writes to the rendezvous store, every announcement on a derived port and
+every rank's gathered bytes carry an HMAC-SHA256 under a key derived from a secret that only
+the launch's processes hold. A rank acts on no value whose MAC does not verify.
+
+Where the secret comes from, first match wins:
+
+ENVCHECK_JOB_SECRET   an environment variable the launch hands every task (at least 32
+                      characters; the sbatch script of `envcheck slurm script --job` exports a
+                      fresh one; export one before torchrun/mpirun/horovodrun on every host).
+                      Environment variables are readable only by the job's uid (and root).
+a secret file         otherwise: rank 0 writes a fresh random secret, mode 0600, into
+                      ENVCHECK_JOB_SECRET_DIR (default ~/.cache/envcheck/job-secrets, made
+                      0700), named for the launch; the other ranks read it there. That works
+                      where every rank shares that directory: one host, or a home directory on
+                      shared storage. Rank 0 removes it when the job ends.
+
+The launchers' own ids (TORCHELASTIC_RUN_ID, SLURM_JOB_ID.STEP, Open MPI's job id) are not
+secrets: anyone on the network can guess them. They only name the secret file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import stat
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SECRET_ENV = "ENVCHECK_JOB_SECRET"
+SECRET_DIR_ENV = "ENVCHECK_JOB_SECRET_DIR"
+MIN_SECRET = 32  # characters of ENVCHECK_JOB_SECRET
+MAC_HEX = 64  # hex digits of an HMAC-SHA256
+MAX_VALUE = 64 << 10  # bytes of one signed store value
+MAX_DEPTH = 32  # nesting of one JSON value
+
+
+class AuthError(Exception):
+    """No usable secret, or a value whose signature does not verify: the message says which."""
+
+
+@dataclass(frozen=True)
+class Secret:
+    key: bytes  # the signing key (derived from the secret, never the secret itself)
+    source: str  # "ENVCHECK_JOB_SECRET", or the secret file's path
+    path: str = ""  # the secret file rank 0 wrote ("" when the secret came from the env)
+
+
+def _derive(raw: bytes) -> bytes:
+    return hmac.new(raw, b"envcheck verify job/1", hashlib.sha256).digest()
+
+
+def secret_dir(env: Mapping[str, str]) -> Path:
+    given = env.get(SECRET_DIR_ENV, "").strip()
+    if given:
+        return Path(given)
+    return Path(env.get("HOME") or os.path.expanduser("~")) / ".cache/envcheck/job-secrets"
+
+
+def secret_path(env: Mapping[str, str], launch_id: str) -> Path:
+    """The secret file of the launch named `launch_id` (a file name of hex digits)."""
+    return secret_dir(env) / (hashlib.sha256(launch_id.encode()).hexdigest()[:32] + ".key")
+
+
+def from_env(env: Mapping[str, str]) -> Secret | None:
+    """The secret the launch exported (None when it exported none)."""
+    text = env.get(SECRET_ENV)
+    if text is None:
+        return None
+    if len(text.strip()) < MIN_SECRET:
+        raise AuthError(f"{SECRET_ENV} is set but shorter than {MIN_SECRET} characters: "
+                        "export a random one, e.g. $(openssl rand -hex 32)")
+    return Secret(_derive(text.strip().encode()), SECRET_ENV)
+
+
+def _private_dir(path: Path) -> None:
+    """Make `path` (0700) or check it: a directory of this uid that nobody else can enter."""
+    with contextlib.suppress(FileExistsError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise AuthError(f"secret directory {path} must be a directory of uid {os.geteuid()} "
+                        f"with mode 0700 (it is uid {st.st_uid}, mode "
+                        f"{stat.S_IMODE(st.st_mode):04o}); or export {SECRET_ENV}")
+
+
+def create_file(env: Mapping[str, str], launch_id: str) -> Secret:
+    """Rank 0: a fresh secret in the launch's secret file, mode 0600 (an old one replaced)."""
+    path = secret_path(env, launch_id)
+    _private_dir(path.parent)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    raw = secrets.token_hex(32).encode()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError as e:
+        raise AuthError(f"cannot write the job's secret file {path}: {e.strerror}; or export "
+                        f"{SECRET_ENV}") from None
+    with os.fdopen(fd, "wb") as f:
+        f.write(raw)
+    return Secret(_derive(raw), str(path), str(path))
+
+
+def read_file(env: Mapping[str, str], launch_id: str) -> Secret | None:
+    """A rank other than 0: the secret rank 0 wrote (None while the file is not there yet);
+    AuthError when the file is not a private regular file of this uid."""
+    path = secret_path(env, launch_id)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise AuthError(f"cannot read the job's secret file {path}: {e.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise AuthError(f"the job's secret file {path} must be a regular file of uid "
+                            f"{os.geteuid()} with mode 0600")
+        raw = f.read(256)
+    return Secret(_derive(raw), str(path)) if len(raw) >= MIN_SECRET else None
+
+
+def remove_file(secret: Secret) -> None:
+    if secret.path:
+        with contextlib.suppress(OSError):
+            os.unlink(secret.path)
+
+
+def mac(key: bytes, name: str, body: bytes) -> str:
+    """HMAC-SHA256 over the value's name (what it is, where it goes) and its bytes."""
+    return hmac.new(key, name.encode() + b"\0" + body, hashlib.sha256).hexdigest()
+
+
+def sign(key: bytes, name: str, value: Any) -> str:
+    """`value` as JSON behind its MAC: '<64 hex digits> <json>'."""
+    body = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return f"{mac(key, name, body.encode())} {body}"
+
+
+def verify(key: bytes, name: str, raw: bytes | str, limit: int = MAX_VALUE) -> Any:
+    """The value `sign` wrote under `name`; AuthError when unsigned, forged or too big."""
+    data = raw.encode() if isinstance(raw, str) else bytes(raw)
+    if len(data) > limit:
+        raise AuthError(f"{len(data)} bytes, more than the {limit} allowed")
+    tag, _, body = data.partition(b" ")
+    if len(tag) != MAC_HEX or not hmac.compare_digest(tag, mac(key, name, body).encode()):
+        raise AuthError("not signed with this job's secret")
+    return loads(body)
+
+
+def loads(body: bytes) -> Any:
+    """Bounded JSON: valid UTF-8, no NaN or infinities, nesting at most MAX_DEPTH."""
+    try:
+        value = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:
+        raise AuthError(f"not valid JSON ({type(e).__name__})") from None
+    if depth(value) > MAX_DEPTH:
+        raise AuthError(f"JSON nested deeper than {MAX_DEPTH}")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def depth(value: Any) -> int:
+    """How deeply lists and dicts nest in `value` (a scalar: 0), without recursion."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, (list, dict)):
+            deepest = max(deepest, d + 1)
+            if d + 1 > MAX_DEPTH:
+                return d + 1
+            todo.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def wait_file(env: Mapping[str, str], launch_id: str, deadline: float) -> Secret:
+    """A rank other than 0: the secret file once rank 0 wrote it, until `deadline`."""
+    while True:
+        got = read_file(env, launch_id)
+        if got is not None:
+            return got
+        if time.monotonic() > deadline:
+            raise AuthError(f"no {SECRET_ENV} and rank 0's secret file "
+                            f"{secret_path(env, launch_id)} did not appear: export the same "
+                            f"{SECRET_ENV} to every rank, or put {SECRET_DIR_ENV} on storage "
+                            "every host shares")
+        time.sleep(0.05)
