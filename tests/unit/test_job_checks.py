@@ -328,16 +328,19 @@ def test_every_job_result_reports_under_its_catalog_id_or_an_aspect_of_it():
             "job.slurm.gpu-shared", "job.skew.cuda-runtime", "job.skew.numpy"} <= seen, seen
 
 
-def test_the_group_results_of_verify_job_are_aspects_of_job_ranks():
-    # run.py makes the results of a group that fails (no rendezvous, a step, another rank's
-    # verdict) outside the registry: their ids are read from its source
+def test_every_result_id_written_in_verify_job_is_a_catalog_id_or_an_aspect_of_one():
+    # run.py and facts_wire.py make the results of a group that fails (no rendezvous, a step,
+    # facts that cannot be used, another rank's verdict) outside the registry: the ids are
+    # read from the sources of verify/job/
     import re
     from pathlib import Path
 
     from envcheck.verify.catalog import checks_of
     from envcheck.verify.job import run
 
-    ids = re.findall(r'(?:_err|Result)\(\s*"([^"]+)"', Path(run.__file__).read_text())
+    ids = {i for path in Path(run.__file__).parent.glob("*.py")
+           for i in re.findall(r'(?:_err|_r|Result)\(\s*"([^"]+)"', path.read_text())}
     job_ids = {c.id for c in checks_of("job") if c.kind == "job"}
-    assert {"job.ranks.rendezvous", "job.ranks.step", "job.ranks.verdict"} <= set(ids)
+    assert {"job.ranks.rendezvous", "job.ranks.step", "job.ranks.verdict",
+            "job.ranks.facts", "job.gpu-binding.shared"} <= ids
     assert all(any(_is_id_or_aspect(i, c) for c in job_ids) for i in ids), ids
