@@ -11,9 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-from envcheck import __version__
 from envcheck.errors import EnvcheckError, ExitCode
 from envcheck.text import say
+from envcheck.version import __version__
 
 TYPE_CHECKING = False  # typing itself is not imported: `envcheck --version` stays cheap
 if TYPE_CHECKING:

@@ -369,18 +369,26 @@ def fetch_all(
     deadline: float = DEADLINE_S,
     sizes: Mapping[str, int] | None = None,
 ) -> list[Fetched]:
-    """Fetch and check every artifact (in parallel); the first failure stops the rest.
+    """Fetch and check every artifact (in parallel) into ``cache``, which is made if missing;
+    the first failure stops the rest, and no half-written download stays behind.
 
     ``sizes``: url -> the size the lock states; a source is never read past it (TooLarge).
     Workers are daemon threads: an interrupt returns at once, whatever they are blocked in.
     """
-    known = [_known(a, cache, progress) for a in artifacts]
-    missing = [a for a, k in zip(artifacts, known) if k is None]
-    if not missing:  # all cached and unchanged: no threads to start
-        return [k for k in known if k is not None]
-    fetched = iter(_fetch_threads(missing, cache, progress, workers, deadline, sizes or {}))
-    merged = [k if k is not None else next(fetched, None) for k in known]
-    return [f for f in merged if f is not None]
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BadInput(f"cannot use cache {cache}: {e.strerror}") from None
+    try:
+        known = [_known(a, cache, progress) for a in artifacts]
+        missing = [a for a, k in zip(artifacts, known) if k is None]
+        if not missing:  # all cached and unchanged: no threads to start
+            return [k for k in known if k is not None]
+        fetched = iter(_fetch_threads(missing, cache, progress, workers, deadline, sizes or {}))
+        merged = [k if k is not None else next(fetched, None) for k in known]
+        return [f for f in merged if f is not None]
+    finally:
+        clear_partials(cache)
 
 
 def _fetch_threads(

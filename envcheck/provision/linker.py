@@ -180,6 +180,26 @@ class Linker:
                 os.kill(self.pid, signal.SIGKILL)
             self._reap(True)
 
+    def extract(self, items: list[tuple[str, str, str]]) -> None:
+        """Unpack each (archive, folder, its sha256 or md5) into the cache, its bytes checked."""
+        self.run({"op": "extract", "items": items}, f"unpacking into {self.cache}")
+
+    def link(
+        self, staging: Path, final: Path, archives: dict[str, str], on_tick: Callable[[int], None]
+    ) -> None:
+        """Link the plan's records into ``staging`` for the final path ``final``, from the
+        cache's unpacked packages (``archives``: each record's URL -> its checked archive);
+        the last job: the child then leaves while the install goes on."""
+        job = {
+            "op": "link",
+            "staging": str(staging),
+            "final": str(final),
+            "pkgs": f"{self.cache}/pkgs",
+            "archives": archives,
+        }
+        self.run(job, f"linking into {final}", on_tick)
+        self.finish()
+
     def run(
         self, job: dict[str, Any], what: str, on_tick: Callable[[int], None] = lambda i: None
     ) -> None:

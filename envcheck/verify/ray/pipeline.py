@@ -1,39 +1,19 @@
-"""`verify ray` as options -> pipeline -> Report: connect (or start a local cluster), collect,
-judge with the pure checks, disconnect (a local cluster is shut down with it)."""
+"""`verify ray` as RayOptions (options.py) -> pipeline -> Report: connect (or start a local
+cluster), collect, judge with the pure checks, disconnect (a local cluster is shut down with
+it)."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
 
-from envcheck import values
-from envcheck.errors import BadInput
 from envcheck.report import Report, Table
 from envcheck.verify.expect_options import expectations_from_options
-from envcheck.verify.expectations import ExpectOptions
 from envcheck.verify.ray.checks import run_ray_checks, skew_table
 from envcheck.verify.ray.model import RayExpect, RayFacts
+from envcheck.verify.ray.options import RayOptions
 
-DEFAULT_TIMEOUT = 60.0
 TITLE = "envcheck verify ray"
-
-
-@dataclass(frozen=True)
-class RayOptions:
-    address: str | None = None  # None: start a local Ray cluster and shut it down after
-    timeout: float = DEFAULT_TIMEOUT  # connecting; collecting; the Train run (each)
-    expect_nodes: int | None = None
-    train: bool = False  # also run a Ray Train TorchTrainer all-reduce
-    train_workers: int | None = None  # default: one per GPU, else one per node (2 at least)
-    expect: ExpectOptions = field(default_factory=ExpectOptions)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "timeout", values.seconds(self.timeout, "--timeout"))
-        if self.expect_nodes is not None and self.expect_nodes < 1:
-            raise BadInput(f"--expect-nodes must be 1 or more, not {self.expect_nodes}")
-        if self.train_workers is not None and self.train_workers < 1:
-            raise BadInput(f"--train-workers must be 1 or more, not {self.train_workers}")
 
 
 def verify_ray(opts: RayOptions) -> Report:
