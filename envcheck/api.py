@@ -167,9 +167,6 @@ def why(
     """``envcheck why``: the chains from recipe entries to ``package`` in the lock ``file``;
     with ``not_=True``, ``file`` is a recipe that excludes ``package`` and the chains are those
     of a solve without the exclusion."""
-    from envcheck.extras import require_build_extra
-
-    require_build_extra("why")
     from envcheck.resolve.why import why as run
     from envcheck.resolve.why_options import WhyOptions
 
@@ -184,9 +181,6 @@ def diff(
 ) -> Report:
     """``envcheck diff``: what changed between two lock files, per platform; with
     ``markdown=True`` the review table is ``report.output``."""
-    from envcheck.extras import require_build_extra
-
-    require_build_extra("diff")
     from envcheck.resolve.diff import diff as run
     from envcheck.resolve.diff_options import DiffOptions
 

@@ -64,7 +64,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
 }
 
 
-# Verbs whose modules live here need the `build` extra (envcheck.extras)
+# Verbs whose modules live here need Python >= 3.10 (envcheck.extras)
 BUILD_PACKAGE = "envcheck.resolve"
 
 
@@ -116,13 +116,13 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         _add_report_arguments(sub)
         sub.set_defaults(_module=module, _title=f"envcheck {' '.join(path)}")
         if words is None or words[: len(path)] == path:
-            if module.startswith(BUILD_PACKAGE + "."):
-                from envcheck.extras import build_extra_present, require_build_extra
+            if module.startswith(BUILD_PACKAGE + ".") and sys.version_info < (3, 10):
+                from envcheck.extras import require_build_extra
 
-                if words is None and not build_extra_present():
+                if words is None:
                     continue  # full parser (help): build verbs say what they need when run
-                if words is not None:
-                    require_build_extra(" ".join(path))
+                require_build_extra(" ".join(path))
+            # a verb's flags need none of its extra: each run says what it lacks
             importlib.import_module(module).add_arguments(sub)
     return parser
 
