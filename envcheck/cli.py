@@ -78,8 +78,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_report_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the report as JSON")
-    p.add_argument("--junit", type=Path, metavar="FILE", help="write the report as JUnit XML")
+    p.add_argument("--json", type=Path, metavar="FILE",
+                   help="write the report as JSON (- for stdout: then all else goes to stderr)")
+    p.add_argument("--junit", type=Path, metavar="FILE",
+                   help="write the report as JUnit XML (- for stdout, as --json)")
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.add_argument(
         "--verbose", action="store_true",
@@ -250,12 +252,14 @@ def _main(argv: list[str]) -> int:
     except EnvcheckError as e:
         print(f"envcheck: {e.message}", file=sys.stderr)
         return int(e.exit_code)
+    to_stdout = any(destinations.is_stdout(getattr(args, f, None)) for f in REPORT_FLAGS)
     try:
-        outcome = _call(args)
-        if isinstance(outcome, int):
-            return outcome
-        render(outcome, args)
-        return int(outcome.exit_code())
+        with destinations.claim_stdout(to_stdout):  # the report alone on stdout, the rest on 2
+            outcome = _call(args)
+            if isinstance(outcome, int):
+                return outcome
+            render(outcome, args)
+            return int(outcome.exit_code())
     except _ReportNotWritten as e:
         from envcheck import interrupts
 
