@@ -21,8 +21,9 @@ OLD, NEW = (str(ROOT / "locks" / f"pangeo-{n}.conda-lock.yml")
 
 def _envcheck(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
-    return subprocess.run([sys.executable, "-m", "envcheck", *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, timeout=120)
+    # stdout and stderr are pipes, as in `envcheck ... --json - | jq`
+    return subprocess.run([sys.executable, "-m", "envcheck", *args], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=120)
 
 
 @pytest.mark.parametrize("name", ["-", "/dev/stdout"])
