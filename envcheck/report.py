@@ -271,7 +271,7 @@ def _results_table(title: str, results: list[Result]) -> Any:
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    # Text, not markup: messages and fixes quote commands ("pip install 'envcheck[gpu]'")
+    # Text, not markup: messages and fixes quote commands ("pip install 'cluster-envcheck[gpu]'")
     # whose brackets rich would otherwise take for style tags and drop
     t = RichTable(title=title, title_justify="left", expand=False)
     with_fix = any(r.fix for r in results)

@@ -237,7 +237,7 @@ def test_build_in_an_old_env_says_what_it_needs(tmp_path: Path) -> None:
     newer = build_env(OLD_ENVS[2])  # Python 3.10, no build extra
     proc = _envcheck_in(newer.python, "build", str(recipe), "--out", str(tmp_path))
     assert proc.returncode == ExitCode.BAD_INPUT
-    assert "pip install 'envcheck[build]'" in proc.stderr
+    assert "pip install 'cluster-envcheck[build]'" in proc.stderr  # the env's install: uv pip
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.iterdir())  # nothing written
 

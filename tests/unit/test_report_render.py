@@ -14,7 +14,8 @@ def _report() -> Report:
     return Report(
         "verify node",
         (
-            Result("driver", Status.FAIL, "driver 470 < 525", fix="pip install 'envcheck[gpu]'"),
+            Result("driver", Status.FAIL, "driver 470 < 525",
+                   fix="pip install 'cluster-envcheck[gpu]'"),
             Result("glibc", Status.PASS, "glibc 2.36"),
             *(Result(c, Status.SKIP, no_gpu) for c in ("gpus", "ecc", "pcie", "nvlink")),
             Result("ucx", Status.SKIP, "UCX not installed"),
@@ -40,7 +41,7 @@ def test_skips_fold_into_one_line_per_reason_with_a_count_most_frequent_first() 
 
 def test_failures_keep_their_fix_and_brackets_and_passes_keep_a_row() -> None:
     text = _render(_report())
-    assert "pip install 'envcheck[gpu]'" in text
+    assert "pip install 'cluster-envcheck[gpu]'" in text
     assert "driver 470 < 525" in text and "glibc 2.36" in text
     assert "FAIL: 1 pass, 1 fail, 5 skip (exit 2)" in text
 

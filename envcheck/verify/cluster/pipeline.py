@@ -255,7 +255,7 @@ def handshake_skew_report(peer: PeerVersions, reason: str) -> Report:
         node=peer.address,
         fix=(
             "a Dask client must share the cluster's environment: run the verify from it, "
-            "`python -m pip install envcheck && python -m envcheck verify cluster "
+            "`python -m pip install cluster-envcheck && python -m envcheck verify cluster "
             f"{peer.address}` with that environment's python ({theirs}); or give this "
             f"client the cluster's versions (pip install 'distributed=={peer.distributed}' "
             f"'dask=={_package(peer, 'dask')}')"
