@@ -30,7 +30,13 @@ EPILOG = (
     "  envcheck verify node            check this machine (driver, GPUs, libraries, health)\n"
     "  envcheck verify cluster [ADDR]  audit a Dask cluster (none given: start a local one)\n"
     "  envcheck build RECIPE           lint and solve a recipe into conda-lock lockfiles\n"
-    "exit codes: 0 pass, 1 warn, 2 fail, 3 error, 4 bad input (README: Exit codes)"
+    "shell completion: eval \"$(envcheck completion bash)\" (or zsh)\n"
+    "exit codes:\n"
+    "  0 pass (skips allowed)        5 build: the recipe cannot be solved\n"
+    "  1 warnings, no failures       6 build --check: a lock is missing or stale\n"
+    "  2 a check or smoke test fail  7 verify cluster: no scheduler answered in time\n"
+    "  3 a check could not run       8 image: no podman/docker/buildah (command printed)\n"
+    "  4 bad input (flags, files)    130 Ctrl-C, 143 SIGTERM: nothing was replaced"
 )
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
@@ -57,6 +63,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "envcheck.verify.ray.command",
         "audit a Ray cluster: nodes, skew, GPUs Ray advertises vs the driver's (default: local)",
     ),
+    ("completion",): ("envcheck.completion", "print a bash or zsh completion script"),
     ("slurm", "script"): (
         "envcheck.slurm.command",
         "sbatch script: a Dask cluster that verifies itself before the work (--submit runs it)",
@@ -82,9 +89,9 @@ def _add_report_arguments(p: argparse.ArgumentParser) -> None:
                    help="write the report as JSON (- for stdout: then all else goes to stderr)")
     p.add_argument("--junit", type=Path, metavar="FILE",
                    help="write the report as JUnit XML (- for stdout, as --json)")
-    p.add_argument("--quiet", action="store_true", help="print only the summary line")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
     p.add_argument(
-        "--verbose", action="store_true",
+        "-v", "--verbose", action="store_true",
         help="show every skipped check as a row (by default skips fold into one line per reason)",
     )
 
