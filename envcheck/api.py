@@ -195,11 +195,12 @@ def slurm_script(
     dashboard: str = "127.0.0.1:0", shared_dir: PathLike = "", wait: int = 300,
     verify_timeout: float = 60.0, smoke: str = "all", then: str = "", then_on: str = "warn",
     sbatch: Iterable[str] = (), job: bool = False, submit: bool = False,
-    submit_timeout: float | None = None,
+    submit_timeout: float | None = None, slurm_version: str = "",
 ) -> Report:
     """``envcheck slurm script``: the sbatch script (``report.output``) whose Dask cluster (or,
     with ``job=True``, whose tasks) verify themselves before ``then`` runs; ``submit=True``
-    submits it, waits and returns the job's verify report."""
+    submits it, waits and returns the job's verify report. ``slurm_version`` ('17.11'...) is
+    the target Slurm ('' = `sinfo --version` here, else 17.11)."""
     from envcheck.slurm.options import SlurmScriptOptions
     from envcheck.slurm.pipeline import slurm_script as run
 
@@ -210,7 +211,7 @@ def slurm_script(
         dashboard=dashboard, shared_dir=os.fspath(shared_dir), wait=wait,
         verify_timeout=verify_timeout, smoke=smoke, then=then, then_on=then_on,
         sbatch=sbatch, job=job, submit=submit,
-        submit_timeout=submit_timeout,
+        submit_timeout=submit_timeout, slurm_version=slurm_version,
     )
     with interrupts.scope():
         return run(options)
