@@ -163,6 +163,8 @@ def _download(
     """Stream ``artifact.url`` into ``dest`` while hashing it; retry transient failures."""
     import urllib.error
 
+    from envcheck.network import root_cause
+
     last = ""
     for attempt in range(TRIES):
         if attempt and stop.wait(min(BACKOFF_S * 2 ** (attempt - 1), max(watch.left(), 0))):
@@ -203,7 +205,7 @@ def _download(
                 raise Stopped from None
             if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise DiskFull(f"disk full writing the cache: {e.strerror} ({dest})") from None
-            last = str(getattr(e, "reason", None) or e)
+            last = root_cause(str(getattr(e, "reason", None) or e))
         finally:
             watch.sock = None
         if watch.left() <= 0 or watch.cut and not stop.is_set():

@@ -408,9 +408,12 @@ def _failure(reply: dict[str, Any], remote: list[str]) -> Exception:
                 detail=reply["message"],
             )
         if remote:
+            from envcheck.network import root_cause
+
             return Unreachable(
-                f"channel data cannot be fetched from here ({first}); build this lock on a "
-                "machine that reaches " + ", ".join(remote) + " (see docs/build.md)",
+                f"channel data cannot be fetched from here ({root_cause(reply['message'])}); "
+                "build this lock on a machine that reaches " + ", ".join(remote) + ", or "
+                "through a proxy or mirror (see docs/build.md: Proxies and mirrors)",
                 detail=reply["message"],
             )
         return BadInput(f"bad channel: {first}", detail=reply["message"])
