@@ -311,16 +311,21 @@ def fetch_all(
     progress: Callable[[int], None] = lambda n: None,
     workers: int = 4,
     deadline: float = DEADLINE_S,
+    checked: Callable[[], None] = lambda: None,
 ) -> list[Fetched]:
     """Fetch and check every artifact (in parallel); the first failure stops the rest.
+    ``progress`` hears bytes (negative: a retry takes them back), ``checked`` each file whose
+    hash matched, from the cache or fetched.
 
     Workers are daemon threads: an interrupt returns at once, whatever they are blocked in.
     """
     known = [_known(a, cache, progress) for a in artifacts]
+    for _ in filter(None, known):
+        checked()
     missing = [a for a, k in zip(artifacts, known) if k is None]
     if not missing:  # all cached and unchanged: no threads to start
         return [k for k in known if k is not None]
-    fetched = iter(_fetch_threads(missing, cache, progress, workers, deadline))
+    fetched = iter(_fetch_threads(missing, cache, progress, workers, deadline, checked))
     merged = [k if k is not None else next(fetched, None) for k in known]
     return [f for f in merged if f is not None]
 
@@ -331,6 +336,7 @@ def _fetch_threads(
     progress: Callable[[int], None],
     workers: int,
     deadline: float,
+    checked: Callable[[], None],
 ) -> list[Fetched]:
     import urllib.request  # noqa: F401 - here, before the threads: a warm install needs none
 
@@ -350,6 +356,7 @@ def _fetch_threads(
                 watches.append(watch)
             try:
                 results[i] = fetch_one(artifacts[i], cache, progress, stop, watch)
+                checked()
             except BaseException as e:  # noqa: BLE001 - handed to the main thread
                 results[i] = e
                 stop.set()

@@ -128,6 +128,7 @@ def install(
     *,
     force: bool = False,
     on_fetch: Callable[[int], None] = lambda n: None,
+    on_checked: Callable[[], None] = lambda: None,
     reporter=None,  # noqa: ANN001 - an object with on_link_complete(index), or None
     before_link: Callable[[], None] = lambda: None,
     lock_timeout: float = LOCK_TIMEOUT_S,
@@ -150,7 +151,8 @@ def install(
         with linker.Linker(plan, cache) as child:  # forked now, while envcheck has no threads
             try:
                 fetched = fetch_all(
-                    [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout
+                    [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout,
+                    checked=on_checked,
                 )
             finally:
                 clear_partials(cache)

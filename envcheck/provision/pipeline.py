@@ -42,6 +42,7 @@ def install_lock(opts: InstallOptions) -> Report:
             opts.cache,
             force=opts.force,
             on_fetch=bars.on_fetch,
+            on_checked=bars.on_checked,
             reporter=bars.reporter,
             before_link=bars.before_link,
             lock_timeout=opts.lock_timeout,
