@@ -83,6 +83,9 @@ def cache_path(cache: Path, artifact: LockedPackage) -> Path:
 
 
 def _open(url: str, timeout: float):  # noqa: ANN202 - a urllib response or a file
+    from envcheck.mirrors import mirrored, mirrors
+
+    url = mirrored(url, mirrors())  # ENVCHECK_CHANNEL_MIRRORS: the hashes are the lock's
     parsed = urlparse(url)
     if parsed.scheme == "file":
         return open(unquote(parsed.path), "rb")  # noqa: SIM115 - closed by the caller

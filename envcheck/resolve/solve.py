@@ -176,7 +176,10 @@ class _Child:
         # (channels, platform) -> the specs whose repodata this child has fetched
         self.fetched: dict[tuple[tuple[str, ...], str], set[str]] = {}
         # the child ends itself when this process dies (even by SIGKILL): see _solve_child
-        env = dict(os.environ, PYTHONUNBUFFERED="1", ENVCHECK_SOLVER_PARENT=str(os.getpid()))
+        from envcheck.mirrors import mirrors
+
+        env = dict(os.environ, PYTHONUNBUFFERED="1", ENVCHECK_SOLVER_PARENT=str(os.getpid()),
+                   ENVCHECK_SOLVER_MIRRORS=json.dumps(mirrors()))
         self.proc = subprocess.Popen(
             [sys.executable, str(_CHILD_SCRIPT)],
             stdin=subprocess.PIPE,
