@@ -200,15 +200,15 @@ def test_a_link_down_on_every_gpu_is_unwired_not_broken():
 
 def test_error_counters_warn_and_growth_under_load_fails():
     base = with_health(h200x2())
-    counted = with_gpu_health(base, 1, nvlinks=_links(18, replay=3))
+    counted = with_gpu_health(base, 1, nvlinks=_links(18, replay=3), read_at=100.0)
     r = one("nvlink", counted)
-    assert r.status == Status.WARN and "link 0 replay 3" in r.message
+    assert r.status == Status.WARN and "link 0: replay 3" in r.message
     grown = with_gpu_health(
         dataclasses.replace(counted, gpu_health_after=counted.gpu_health),
-        1, after=True, nvlinks=_links(18, replay=3, crc_flit=7),
+        1, after=True, nvlinks=_links(18, replay=4), read_at=104.0,
     )
-    assert statuses(run("nvlink", grown)) == ["fail", "warn"]
-    assert "+crc_flit 7" in run("nvlink", grown)[0].message
+    r = one("nvlink", grown)
+    assert r.status == Status.FAIL and "+replay 1 over 4.0 s" in r.message
 
 
 def test_pcie_only_gpus_skip_nvlink():

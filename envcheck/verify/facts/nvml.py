@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import warnings
 
 from .caches import _cached, dirs_key
@@ -259,7 +260,7 @@ def gpu_health(nv: Any, index: int) -> GpuHealth:
     def _missing(*_: Any) -> Any:
         raise AttributeError
 
-    d: dict[str, Any] = {"index": index}
+    d: dict[str, Any] = {"index": index, "read_at": time.time()}
     known = _NVML_STATIC.get(index)  # identity _gpu_facts read once: (uuid, name, MiB, cc, bus)
     if known is not None:
         d["uuid"], d["pci_bus_id"] = known[0], known[4]
@@ -351,12 +352,14 @@ def nvlink_counters_batched(nv: Any, h: Any, links: Any) -> dict[tuple[int, str]
     """The link error counters NVML's field values hold, in one nvmlDeviceGetFieldValues call
     instead of one nvmlDeviceGetNvLinkErrorCounter call per link and counter. Asked: the
     per-link fields (replay, recovery: NVML_FI_DEV_NVLINK_ERROR_DL_*, scope = the link) and
-    the older per-link counters (..._ERROR_COUNT_L<n>) where the bindings name them. What a
-    GPU does not answer here is read one by one by the caller."""
+    the older per-link counters (..._ERROR_COUNT_L<n>) where the bindings name them; and
+    NVML_FI_DEV_NVLINK_ERROR_DL_CRC ("crc"), the CRC count `nvidia-smi nvlink -e` prints on
+    Hopper, which no nvmlDeviceGetNvLinkErrorCounter type returns. What a GPU does not answer
+    here is read one by one by the caller."""
     keys: list[tuple[int, str]] = []
     ids: list[Any] = []
     for link in links:
-        for name, field in (("replay", "REPLAY"), ("recovery", "RECOVERY")):
+        for name, field in (("replay", "REPLAY"), ("recovery", "RECOVERY"), ("crc", "CRC")):
             fid = getattr(nv, f"NVML_FI_DEV_NVLINK_ERROR_DL_{field}", None)
             if fid is not None:
                 keys.append((link, name))
@@ -407,7 +410,7 @@ def _nvlinks(nv: Any, h: Any, unsupported: list[str], errors: list[str]) -> tupl
                     else:
                         errors.append(f"nvlink {link} {name}: {e}")
             counts[name] = value
-        links.append(NvLink(link, up, **counts))
+        links.append(NvLink(link, up, crc=batched.get((link, "crc")), **counts))
     if counters_unsupported:
         unsupported.append("nvlink_error_counters")
     return tuple(links)
