@@ -101,9 +101,10 @@ THRESHOLDS: tuple[Threshold, ...] = (
               "nvmlDeviceGetRetiredPagesPendingStatus", "pending", "",
               f"{DCGM_HEALTH} MonitorMemRetiredPending (warn)"),
     Threshold("ecc", "row remap failed / pending",
-              "nvmlDeviceGetRemappedRows (failure, pending)", "pending (takes effect at reset)",
-              "failed", f"{DCGM_HEALTH} MonitorMemRowRemapFailures (fail); NVIDIA's A100/H100 "
-              "row remapping guide (pending: reset the GPU)"),
+              "nvmlDeviceGetRemappedRows (failure, pending)", "",
+              "failed; pending (the remap takes effect only at a GPU reset)",
+              f"{DCGM_HEALTH} MonitorMemRowRemapFailures (fail); NVIDIA's GPU memory error "
+              "management guide (a pending remap needs a GPU reset)"),
     Threshold("ecc", "rows remapped for uncorrectable errors",
               "nvmlDeviceGetRemappedRows (uncorrectable)",
               f">= {ROW_REMAP_UNCORRECTABLE_MAX}", "",
