@@ -9,9 +9,8 @@ reason; GPU tests skip on clusters without GPU workers.
 from __future__ import annotations
 
 import importlib
-import threading
-import time
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +26,6 @@ from envcheck.verify.smoke.frameworks import SKORCH_ACCURACY_FLOOR
 from envcheck.verify.smoke.resources import smoke_resources
 from envcheck.verify.smoke.run import (
     GROUP,
-    POLL,
     SmokeRun,
     SmokeTimeout,
     WorkerLost,
@@ -35,10 +33,7 @@ from envcheck.verify.smoke.run import (
     lost_workers,
     result,
 )
-
-# The body gets this much longer than its own deadline to return before the runner gives up on
-# it: a body that waits with SmokeRun's helpers reports *which* step timed out.
-_GRACE = 2.0
+from envcheck.verify.smoke.runner import run_one, timed_run
 
 XGBOOST_ACCURACY_FLOOR = 0.90
 
@@ -52,6 +47,9 @@ class SmokeTest:
     worker_packages: tuple[tuple[str, ...], ...] = ()
     client_modules: tuple[str, ...] = ()  # what the client imports to build the graph
     gpu: bool = False  # runs only on GPU workers; skipped when there are none
+    # a collective over every worker (a process group, xgboost's tracker): runs by itself,
+    # after the others, which run at once (each waits on its own tasks)
+    alone: bool = False
 
 
 # --- the tests ----------------------------------------------------------------------------
@@ -304,12 +302,14 @@ SMOKE_TESTS: dict[str, SmokeTest] = {
             _xgboost,
             worker_packages=(("xgboost",),),
             client_modules=("dask.array", "xgboost.dask"),
+            alone=True,
         ),
         SmokeTest(
             "torch-ddp",
             "torch.distributed through the workers (NCCL on GPUs, gloo on CPUs), all-reduce",
             _torch_ddp,
             worker_packages=(("torch",),),
+            alone=True,
         ),
         SmokeTest(
             "skorch",
@@ -323,6 +323,7 @@ SMOKE_TESTS: dict[str, SmokeTest] = {
             frameworks.ddp_dispatch,
             worker_packages=(("dask-pytorch-ddp", "dask_pytorch_ddp"), ("torch",)),
             client_modules=("dask_pytorch_ddp.dispatch",),
+            alone=True,
         ),
     )
 }
@@ -387,70 +388,6 @@ def applicability(
 # --- the runner -----------------------------------------------------------------------------
 
 
-def _is_cluster_failure(exc: BaseException) -> bool:
-    """A dead worker or lost connection is an error of the run, not a failure of the stack."""
-    from distributed import KilledWorker
-    from distributed.comm.core import CommClosedError
-
-    return isinstance(exc, (KilledWorker, CommClosedError))
-
-
-def _lost_results(test: str, workers: list[str]) -> list[Result]:
-    return [result(test, Status.ERROR, f"worker {a} left the cluster during the test (killed, "
-                   "or out of memory?): its tasks cannot finish", a) for a in workers]
-
-
-def _join(thread: threading.Thread, client: Any, facts: Mapping[str, NodeFacts],
-          limit: float) -> None:
-    """Wait for the body up to `limit` s, or _GRACE s after a worker was lost (a library call
-    that waits for a dead worker would take the whole limit)."""
-    deadline, lost_at = time.monotonic() + limit, None
-    while thread.is_alive() and time.monotonic() < deadline:
-        thread.join(max(0.0, min(POLL, deadline - time.monotonic())))
-        if thread.is_alive() and lost_at is None and lost_workers(client, facts):
-            lost_at = time.monotonic()
-            deadline = min(deadline, lost_at + _GRACE)
-
-
-def run_one(
-    test: SmokeTest, client: Any, facts: Mapping[str, NodeFacts], timeout: float
-) -> list[Result]:
-    run = SmokeRun(client, facts, timeout)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            # Libraries such as xgboost.dask look for "the" client; make it ours in this thread.
-            with client.as_current():
-                box["results"] = test.body(run)
-        except BaseException as exc:  # reported below, as a result
-            box["error"] = exc
-
-    started = time.monotonic()
-    thread = threading.Thread(target=target, name=f"envcheck-smoke-{test.id}", daemon=True)
-    thread.start()
-    _join(thread, client, facts, timeout + _GRACE)
-    alive = thread.is_alive()  # read before the box: a body ending now has filled it
-    took = time.monotonic() - started
-    err = box.get("error")
-    run.release()
-    if isinstance(err, WorkerLost):
-        return _lost_results(test.id, err.workers)
-    if err is not None and _is_cluster_failure(err):
-        return [result(test.id, Status.ERROR, f"{first_line(err)} (after {took:.1f} s)")]
-    gone = lost_workers(client, facts)
-    if gone:  # whatever the body said, it ran on a cluster that lost workers under it
-        return _lost_results(test.id, gone)
-    if alive:
-        # A library call (xgboost, torch) that ignores our deadline: leave its daemon thread.
-        return [result(test.id, Status.FAIL, f"timed out after {timeout:g} s")]
-    if isinstance(err, SmokeTimeout):
-        return [result(test.id, Status.FAIL, f"timed out after {timeout:g} s {err}")]
-    if err is not None:
-        return [result(test.id, Status.FAIL, f"{first_line(err)} (after {took:.1f} s)")]
-    return box["results"]
-
-
 def run_smoke(
     client: Any,
     facts: Mapping[str, NodeFacts],
@@ -460,7 +397,9 @@ def run_smoke(
     tests: Mapping[str, SmokeTest] | None = None,
     skip: Collection[str] = (),
 ) -> list[Result]:
-    """Run the selected (default: all) smoke tests in order; never raises for a broken cluster.
+    """Run the selected (default: all) smoke tests; never raises for a broken cluster. Tests
+    that need no collective over every worker run at once, each in its own thread; those that
+    do (SmokeTest.alone) run one by one after them. Results come in the tests' order.
 
     A test `skip` names (smoke.NAME) does not run: one skip says so (it wins over `selected`)."""
     tests = SMOKE_TESTS if tests is None else tests
@@ -471,21 +410,30 @@ def run_smoke(
                 f"unknown smoke test {', '.join(unknown)}; choose from {', '.join(tests)}"
             )
     workers = {a: f for a, f in facts.items() if f.role not in ("client", "scheduler")}
-    results: list[Result] = []
+    slots: list[SmokeTest | list[Result]] = []  # each test's place in the report
     for test in tests.values():
         if check_id(test.id) in skip:
-            results.append(skipped(check_id(test.id), GROUP))
-            continue
-        if selected is not None and test.id not in selected:
-            continue
-        not_applicable = applicability(test, workers)
-        if not_applicable is not None:
-            results.append(not_applicable)
-            continue
-        results.extend(run_one(test, client, workers, timeout))
+            slots.append([skipped(check_id(test.id), GROUP)])
+        elif selected is None or test.id in selected:
+            not_applicable = applicability(test, workers)
+            slots.append([not_applicable] if not_applicable is not None else test)
+    together = [t for t in slots if isinstance(t, SmokeTest) and not t.alone]
+    done: dict[str, list[Result]] = {}
+    if together:
+        with ThreadPoolExecutor(len(together), thread_name_prefix="envcheck-smoke") as pool:
+            running = {t.id: pool.submit(timed_run, t, client, dict(workers), timeout)
+                       for t in together}
+            done = {name: f.result() for name, f in running.items()}
         for gone in lost_workers(client, workers):  # reported once: later tests run without it
             del workers[gone]
-    return results
+    for test in (t for t in slots if isinstance(t, SmokeTest) and t.alone):
+        not_applicable = applicability(test, workers)
+        done[test.id] = [not_applicable] if not_applicable is not None else timed_run(
+            test, client, workers, timeout)
+        for gone in lost_workers(client, workers):
+            del workers[gone]
+    return [r for slot in slots
+            for r in (done[slot.id] if isinstance(slot, SmokeTest) else slot)]
 
 
 __all__ = [
@@ -497,4 +445,5 @@ __all__ = [
     "applicability",
     "run_one",
     "run_smoke",
+    "timed_run",
 ]
