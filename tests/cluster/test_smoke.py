@@ -375,8 +375,9 @@ def test_a_worker_killed_mid_smoke_is_an_error_naming_it_within_the_timeout(body
         victim = sorted(facts)[0]
         pid = facts[victim].pid
         assert pid and pid != os.getpid()
-        tests = {"sleep": SmokeTest("sleep", "sleeps on a worker", body),
-                 "submit": SMOKE_TESTS["submit"]}
+        # one at a time (alone): the next test runs on the workers that remain
+        tests = {"sleep": SmokeTest("sleep", "sleeps on a worker", body, alone=True),
+                 "submit": dataclasses.replace(SMOKE_TESTS["submit"], alone=True)}
         killer = threading.Timer(1.5, os.kill, (pid, signal.SIGKILL))
         killer.start()
         started = time.monotonic()
