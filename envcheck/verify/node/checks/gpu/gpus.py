@@ -76,6 +76,15 @@ def check_gpus(facts: NodeFacts, exp: Expectations) -> list[Result]:
                 f"expected >= {exp.min_memory_mib} MiB per GPU, found "
                 + ", ".join(f"GPU {g.index} {g.memory_total_mib} MiB" for g in small)
             )
+        held = [(g, _held_by_others(g, facts, exp)) for g in seen if g not in small]
+        short = [(g, mib, pids) for g, (mib, pids) in held
+                 if pids and g.memory_total_mib - mib < exp.min_memory_mib]
+        if short:
+            problems.append(
+                f"expected >= {exp.min_memory_mib} MiB free per GPU, other processes hold "
+                + ", ".join(f"GPU {g.index} {mib} MiB (pid {', '.join(map(str, pids))}; "
+                            f"{g.memory_total_mib - mib} MiB left)" for g, mib, pids in short)
+            )
     if problems:
         return [
             Result(
@@ -167,3 +176,11 @@ def check_compute_capability(facts: NodeFacts, exp: Expectations) -> list[Result
     return [
         Result(check, Status.PASS, f"compute capability {', '.join(ccs)} >= {need[0]}.{need[1]}")
     ]
+
+
+def _held_by_others(g: Gpu, facts: NodeFacts, exp: Expectations) -> tuple[int, list[int]]:
+    """(MiB that processes other than this one's tree and --known pids hold on GPU g, their
+    pids): memory a job started here cannot have (the driver's own reserve is not counted)."""
+    own = set(facts.own_pids) | set(exp.known_pids)
+    others = [p for p in g.processes if p.pid not in own]
+    return sum(p.used_mib for p in others), [p.pid for p in others]
