@@ -178,7 +178,7 @@ def nvml_rows(out: Path, n: int) -> list[Row]:
     e = env(PYTHONPATH_PREFIX=shim(out, "mismatch", MISMATCH))
     rc, rep, t = run(envcheck("verify", "node", "--expect-gpus", str(n)), out, "f_mismatch", e)
     rows.append(fault(Row("NVML init fails (driver/library mismatch): verify node",
-                          "fail naming the mismatch"), rc, rep, t, (2,), ("different versions",)))
+                          "fail naming the mismatch"), rc, rep, t, (2,), ("NVML", "version")))
     rc, rep, t = run(envcheck("verify", "cluster", "--expect-gpus", str(n)), out,
                      "f_mismatch_cluster", e, limit=300)
     rows.append(fault(Row("NVML init fails: verify cluster (embedded)",
