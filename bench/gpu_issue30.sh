@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Issue 30's device runs (the device machine; repo root = this checkout's copy).
-# Usage: bash bench/gpu_issue30.sh PART OUTDIR
+# Usage: bash bench/gpu_issue30.sh PART OUTDIR (OUTDIR gets one PART.tgz of every log and
+# report; the device tool brings back few files)
 #   PART host:   NVLink counters against nvidia-smi, the fault matrix and cluster timing
 #                (bench/gpu_faults.py), the GEMM against bare torch.matmul (multi-GPU kind)
 #   PART pytest: python3 -m pytest -m gpu tests/gpu (any kind)
 #   PART gemm:   the GEMM bench alone
 # Dask comes as wheels in ../.whl or .whl (../shared/tools/device-wheels core).
 set -u
-part=${1:?PART}; out=${2:?OUTDIR}
-mkdir -p "$out"
+part=${1:?PART}; dest=${2:?OUTDIR}
+out=/tmp/i30-$part
+mkdir -p "$out" "$dest"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 for whl in .whl ../.whl; do
   if [ -d "$whl" ]; then
@@ -32,7 +34,6 @@ case $part in
     step faults 420 python3 bench/gpu_faults.py "$out/faults" --timing-repeats 2
     step gemm 110 python3 bench/gpu_gemm.py --seconds 2 --repeats 2
     step nvlink2 20 bash -c 'nvidia-smi nvlink -e -i 0 | head -40'
-    tar czf "$out/faults.tgz" -C "$out" faults 2>/dev/null
     ;;
   pytest)
     step pytest 560 python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider --timeout 300
@@ -41,3 +42,4 @@ case $part in
     step gemm 200 python3 bench/gpu_gemm.py --seconds 2 --repeats 3
     ;;
 esac
+tar czf "$dest/$part.tgz" -C /tmp "i30-$part"
