@@ -69,7 +69,7 @@ def test_memory_other_processes_hold_counts_against_min_gpu_memory():
     import dataclasses
 
     from envcheck.verify.facts import GpuProcess
-    from tests.factories import make_gpu
+    from tests.support.factories import make_gpu
 
     base = healthy_a100x8()
     busy = make_gpu(3, processes=(GpuProcess(4242, 70 * 1024, "bob"),))

@@ -10,7 +10,7 @@ from envcheck.report import Status
 from envcheck.verify.facts import NvLink
 from envcheck.verify.node.checks import BUILTIN_CHECKS
 from envcheck.verify.node.checks.gpu.nvlink_counters import shown_crc
-from tests.factories import expect, h200x2, with_gpu_health, with_health
+from tests.support.factories import expect, h200x2, with_gpu_health, with_health
 
 ZERO = {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0}
 
