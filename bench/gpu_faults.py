@@ -102,6 +102,9 @@ def fault(row: Row, rc: int, report: dict, took: float, codes: tuple[int, ...],
     hit = [r for r in fails if all(w in f"{r['check']}: {r['message']}" for w in words)]
     first = (hit or fails or [{}])[0]
     row.seconds = took
+    if report.get("exit_code", rc) != rc:  # torchrun exits 1 for any failed rank
+        row.notes.append(f"the launcher exited {rc}")
+        rc = report["exit_code"]
     row.got = f"exit {rc}" + (f", {first['status']} {first['check']}: {first['message'][:200]}"
                               if first else ", nothing failed")
     row.caught = rc in codes and bool(hit)

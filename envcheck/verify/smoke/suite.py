@@ -260,7 +260,9 @@ def _torch_ddp(run: SmokeRun) -> list[Result]:
         else:
             nccl = f", NCCL {value['nccl']}" if value["nccl"] else ""
             on = gpu_named(value["device"], run.facts.get(a))
-            msg = f"{label} on {on}: sum {want:g} (torch {value['torch']}{nccl})"
+            took = ", ".join(f"{k} {v:.1f} s" for k, v in value.get("phases", {}).items())
+            msg = f"{label} on {on}: sum {want:g} (torch {value['torch']}{nccl}" + (
+                f"; {took})" if took else ")")
             out.append(result("torch-ddp", Status.PASS, msg, a))
     return out
 
@@ -398,8 +400,11 @@ def run_smoke(
     skip: Collection[str] = (),
 ) -> list[Result]:
     """Run the selected (default: all) smoke tests; never raises for a broken cluster. Tests
-    that need no collective over every worker run at once, each in its own thread; those that
-    do (SmokeTest.alone) run one by one after them. Results come in the tests' order.
+    that need no collective over every worker run at once, each in its own thread; beside
+    them those that do (SmokeTest.alone: a collective waits for a thread on every worker, so
+    two at once could each hold what the other waits for) run one by one. Their tasks never
+    wait on each other's, so the two lanes cannot block each other. Results come in the
+    tests' order.
 
     A test `skip` names (smoke.NAME) does not run: one skip says so (it wins over `selected`)."""
     tests = SMOKE_TESTS if tests is None else tests
@@ -418,20 +423,26 @@ def run_smoke(
             not_applicable = applicability(test, workers)
             slots.append([not_applicable] if not_applicable is not None else test)
     together = [t for t in slots if isinstance(t, SmokeTest) and not t.alone]
+    alone = [t for t in slots if isinstance(t, SmokeTest) and t.alone]
+
+    def one_by_one() -> dict[str, list[Result]]:
+        out: dict[str, list[Result]] = {}
+        mine = dict(workers)
+        for test in alone:
+            for gone in lost_workers(client, mine) if out else ():  # reported once: later
+                del mine[gone]  # tests run without it
+            not_applicable = applicability(test, mine)
+            out[test.id] = [not_applicable] if not_applicable is not None else timed_run(
+                test, client, dict(mine), timeout)
+        return out
+
     done: dict[str, list[Result]] = {}
-    if together:
-        with ThreadPoolExecutor(len(together), thread_name_prefix="envcheck-smoke") as pool:
-            running = {t.id: pool.submit(timed_run, t, client, dict(workers), timeout)
-                       for t in together}
-            done = {name: f.result() for name, f in running.items()}
-        for gone in lost_workers(client, workers):  # reported once: later tests run without it
-            del workers[gone]
-    for test in (t for t in slots if isinstance(t, SmokeTest) and t.alone):
-        not_applicable = applicability(test, workers)
-        done[test.id] = [not_applicable] if not_applicable is not None else timed_run(
-            test, client, workers, timeout)
-        for gone in lost_workers(client, workers):
-            del workers[gone]
+    with ThreadPoolExecutor(len(together) + 1, thread_name_prefix="envcheck-smoke") as pool:
+        running = {t.id: pool.submit(timed_run, t, client, dict(workers), timeout)
+                   for t in together}
+        lane = pool.submit(one_by_one)
+        done = {name: f.result() for name, f in running.items()}
+        done.update(lane.result())
     return [r for slot in slots
             for r in (done[slot.id] if isinstance(slot, SmokeTest) else slot)]
 

@@ -166,13 +166,22 @@ def _interface_towards(host: str) -> str:
 def torch_allreduce(
     rank: int, world: int, master: str, port: int, backend: str, timeout_s: float, n: int
 ) -> dict[str, Any]:
-    """Each rank contributes rank+1; after a sum all-reduce every element is world*(world+1)/2."""
+    """Each rank contributes rank+1; after a sum all-reduce every element is world*(world+1)/2.
+    Also says where its time went: torch's import, the group, the first all-reduce."""
+    import importlib
+
+    t0 = time.perf_counter()
+    importlib.import_module("torch")  # timed apart from the group
+    t1 = time.perf_counter()
     torch, dist, device = _init_group(rank, world, master, port, backend, timeout_s)
+    t2 = time.perf_counter()
     try:
         t = torch.full((n,), float(rank + 1), dtype=torch.float32, device=device)
         dist.all_reduce(t)
         lo, hi = float(t.min()), float(t.max())
         return {
+            "phases": {"import": t1 - t0, "group": t2 - t1,
+                       "all-reduce": time.perf_counter() - t2},
             "rank": rank,
             "min": lo,
             "max": hi,
