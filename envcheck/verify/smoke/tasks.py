@@ -54,6 +54,19 @@ def _uuid_text(raw: Any) -> str:
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+def _nvml_uuid(pci_bus_id: str) -> str:
+    """The UUID NVML gives the GPU at `pci_bus_id`: CuPy's device properties carry the UUID as
+    a C string, cut at its first zero byte (a UUID starting GPU-00... comes back empty)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        uuid = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id))
+        return uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+    except Exception:  # no NVML on the worker: the message goes without the UUID
+        return ""
+
+
 def gpu_kernel(n: int) -> dict[str, Any]:
     """Compile and run y = 3x^2 + 1 over 0..n-1 on the worker's current GPU; return sum(y).
 
@@ -75,7 +88,7 @@ def gpu_kernel(n: int) -> dict[str, Any]:
         return {
             "library": f"cupy {cp.__version__}",
             "value": total,
-            "uuid": _uuid_text(props.get("uuid", b"")),
+            "uuid": _uuid_text(props.get("uuid", b"")) or _nvml_uuid(dev.pci_bus_id),
             "name": props.get("name", b"").decode(errors="replace"),
             "pci_bus_id": dev.pci_bus_id,
         }

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 
+from envcheck.record import replace
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import GpuHealth, NodeFacts
@@ -43,7 +43,7 @@ def check_nvlink(facts: NodeFacts, exp: Expectations) -> list[Result]:
     if not missing and not counters:
         out.append(Result(CHECK, Status.PASS, _summary(with_links, unused) + note))
     elif note:
-        out[-1] = dataclasses.replace(out[-1], message=out[-1].message + note)
+        out[-1] = replace(out[-1], message=out[-1].message + note)
     return out
 
 

@@ -12,7 +12,7 @@ window, dates nothing: it is reported, and judged only where the source judges a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from envcheck.record import frozen
 
 # DCGM 4.6.0 (NVIDIA/DCGM 72fa3fe), common/DcgmGPUHardwareLimits.h
 DCGM_LIMITS = "DCGM common/DcgmGPUHardwareLimits.h"
@@ -36,7 +36,7 @@ def pcie_replays_allowed_per_min(gen: int, width: int) -> int:
     return math.ceil(round(rate * max(width, 1), 6))
 
 
-@dataclass(frozen=True)
+@frozen
 class Threshold:
     check: str  # the envcheck check that applies it
     condition: str  # the counter or condition
