@@ -36,6 +36,7 @@ class Result:
     node: str = ""
     fix: str = ""
     group: str = ""  # section in the table ("node", "cluster", "smoke", a plugin's name)
+    seconds: float | None = None  # how long the check or smoke test took (None: not timed)
 
     def __post_init__(self) -> None:
         # a message quotes kernel logs, hostnames, file names: no control byte reaches a
@@ -130,6 +131,7 @@ class Report:
                     "message": r.message,
                     "fix": r.fix,
                     "group": r.group,
+                    "seconds": None if r.seconds is None else round(r.seconds, 4),
                 }
                 for r in self.results
             ],

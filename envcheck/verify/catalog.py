@@ -43,7 +43,9 @@ class CheckInfo:
 
 _NODE = (
     ("driver", "NVIDIA driver present and new enough for the CUDA version the environment needs."),
-    ("gpus", "GPU count, model and memory as expected (--expect-gpus, --expect-gpu-model, ...)."),
+    ("gpus",
+     "GPU count, model and memory as expected (--expect-gpus, --expect-gpu-model, "
+     "...)."),
     ("cuda-visible-devices",
      "CUDA_VISIBLE_DEVICES names existing GPUs, no duplicates, not empty when GPUs are "
      "expected."),
@@ -70,12 +72,19 @@ _NODE = (
      "silently on one replica is the usual failure)."),
     ("ucx", "UCX present when expected, with cuda_copy on GPU nodes and cuda_ipc between GPUs."),
     ("ecc",
-     "No uncorrectable ECC error, no pending page retirement or row remap, no failed remap."),
-    ("xid", "No Xid error in the kernel log since boot (or since --since); each code explained."),
-    ("pcie", "Link gen/width at the maximum: below it idle -> warn, below it under load -> fail."),
+     "No uncorrectable ECC error since the driver loaded, no failed or pending row "
+     "remap, retired pages under DCGM's limits (thresholds.py); pending page "
+     "retirement warns."),
+    ("xid",
+     "No Xid error in the kernel log since boot (or since --since); each code "
+     "explained."),
+    ("pcie",
+     "Link gen/width at the maximum: below it idle -> warn, below it under load -> "
+     "fail."),
     ("nvlink",
-     "Links down where same-model GPUs have them up -> fail; error counters -> warn, growing"
-     " during the run (--level 2's load) -> fail."),
+     "Links down where same-model GPUs have them up -> fail; the error counters as "
+     "DCGM's health watch judges them over --level 2's load window "
+     "(nvlink_counters.py)."),
     ("clocks", "No clocks-event reason active other than idle/app settings/power cap/sync boost."),
     ("persistence",
      "Persistence mode on (else every CUDA start re-initialises the GPU, seconds each)."),
@@ -142,7 +151,9 @@ _JOB = (
      "Horovod's world (hvd.size(), rank(), local_rank(), local_size()) is the launcher's."),
     ("job.bench",
      "--bench: all-reduce bus bandwidth against the links, the slowest host pair named."),
-    ("job.node", "verify node's checks on every rank's facts, identical results folded per host."),
+    ("job.node",
+     "verify node's checks (the `envcheck.checks` plugins too) on every rank's facts, "
+     "identical results folded per host."),
 )
 
 _RAY = (

@@ -8,6 +8,8 @@ still run.
 
 from __future__ import annotations
 
+import time
+
 from envcheck.record import replace
 from envcheck.report import Result, Status
 
@@ -32,7 +34,8 @@ def run_check(
     check_id: str, fn: Callable, facts: Any, exp: Any, node: str | None, group: str
 ) -> list[Result]:
     """One check, made safe: its results get node (None: each keeps its own) and group; an
-    exception becomes an error."""
+    exception becomes an error. Each result carries the check's seconds (Result.seconds)."""
+    started = time.perf_counter()
     try:
         results = fn(facts, exp)
         if not isinstance(results, (list, tuple)) or not all(
@@ -40,11 +43,13 @@ def run_check(
         ):
             raise TypeError(f"returned {type(results).__name__}, not a list of Result")
     except Exception as e:
-        return [_raised(check_id, e, node, group)]
+        return [replace(_raised(check_id, e, node, group),
+                        seconds=time.perf_counter() - started)]
+    took = time.perf_counter() - started
     return [
         replace(
             r, check=r.check or check_id, node=r.node if node is None else node,
-            group=r.group or group,
+            group=r.group or group, seconds=r.seconds if r.seconds is not None else took,
         )
         for r in results
     ]

@@ -246,9 +246,10 @@ def test_a_worker_dying_under_a_smoke_test_is_an_error_and_the_run_goes_on():
         local_client(2, silence_logs=logging.CRITICAL) as client,
     ):
         facts = dict(gather_facts(client, 30).workers)
+        # one at a time (alone), as a death under tests running at once reaches all of them
         tests = {
-            "kill": SmokeTest("kill", "kills its worker", _kill_own_worker),
-            "array": SMOKE_TESTS["array"],
+            "kill": SmokeTest("kill", "kills its worker", _kill_own_worker, alone=True),
+            "array": dataclasses.replace(SMOKE_TESTS["array"], alone=True),
         }
         started = time.monotonic()
         killed, array = run_smoke(client, facts, timeout=30, tests=tests)
@@ -374,8 +375,9 @@ def test_a_worker_killed_mid_smoke_is_an_error_naming_it_within_the_timeout(body
         victim = sorted(facts)[0]
         pid = facts[victim].pid
         assert pid and pid != os.getpid()
-        tests = {"sleep": SmokeTest("sleep", "sleeps on a worker", body),
-                 "submit": SMOKE_TESTS["submit"]}
+        # one at a time (alone): the next test runs on the workers that remain
+        tests = {"sleep": SmokeTest("sleep", "sleeps on a worker", body, alone=True),
+                 "submit": dataclasses.replace(SMOKE_TESTS["submit"], alone=True)}
         killer = threading.Timer(1.5, os.kill, (pid, signal.SIGKILL))
         killer.start()
         started = time.monotonic()
@@ -397,3 +399,27 @@ def test_a_smoke_test_named_in_smoke_that_cannot_run_warns_saying_why() -> None:
     # every test that applies (--smoke all, the default): one that does not apply is a skip
     (unnamed,) = run_smoke(None, facts, None, tests={"xgboost": SMOKE_TESTS["xgboost"]})
     assert unnamed.status is Status.SKIP and "xgboost is not installed" in unnamed.message
+
+
+def _sleep_on_every_worker(run: SmokeRun) -> list:
+    futs = {a: run.submit(time.sleep, 1.5, worker=a) for a in run.workers}
+    run.outcomes(futs, "a sleep")
+    return [result("sleep", Status.PASS, "slept")]
+
+
+@pytest.mark.slow
+def test_independent_smoke_tests_run_at_once_and_each_result_has_its_seconds():
+    import logging
+
+    from envcheck.verify.cluster.gather import gather_facts
+
+    with local_client(2, silence_logs=logging.CRITICAL, threads_per_worker=3) as client:
+        facts = dict(gather_facts(client, 30).workers)
+        tests = {f"sleep{i}": SmokeTest(f"sleep{i}", "sleeps", _sleep_on_every_worker)
+                 for i in range(3)}
+        started = time.monotonic()
+        got = run_smoke(client, facts, timeout=30, tests=tests)
+        wall = time.monotonic() - started
+    assert [r.status for r in got] == [Status.PASS] * 3
+    assert all(r.seconds is not None and r.seconds >= 1.5 for r in got)
+    assert wall < sum(r.seconds for r in got) - 1.0, (wall, [r.seconds for r in got])

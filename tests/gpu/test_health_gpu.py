@@ -142,16 +142,42 @@ def test_level_2_load_passes_and_judges_the_link_under_load(tmp_path):
             print(f"{r['status']:5} {r['check']:13} {r['message']}")
     n = len(collect_node_facts().gpus)
     assert [r["status"] for r in got["gpu-load"]] == ["pass"] * n
-    [pcie] = [r for r in got["pcie"] if r["status"] != "warn" or "replays" not in r["message"]]
+    [pcie] = [r for r in got["pcie"] if "replays" not in r["message"]]
     assert pcie["status"] == "pass" and "under load" in pcie["message"], pcie
-    # a healthy link passes; links whose CRC counters grow under the load (the H200 pair lent
-    # on 2026-11-24 does) fail saying by how much on which link, and nothing else fails them
-    for r in got["nvlink"]:
-        if r["status"] == "fail":
-            assert r["message"].startswith("NVLink error counters grew during the load: GPU "), r
-            assert re.search(r"link \d+ \+\w+ \d+", r["message"]), r
+    # judged as DCGM's health watch judges them: a healthy host's links give no FAIL, whatever
+    # NVML's per-link CRC-data counter does under the load (named in the pass message)
+    assert [r for r in got["nvlink"] if r["status"] in ("fail", "error")] == [], got["nvlink"]
     h2d = [m for m in report["measurements"] if m["name"].startswith("h2d")]
     assert len(h2d) == n and all(m["value"] > 1.0 for m in h2d), h2d
     print(f"verify node --level 2 wall {wall:.1f} s; " + ", ".join(
         f"{m['node']} {m['name']} {m['value']} GB/s" for m in report["measurements"]
         if m["unit"] == "GB/s"))
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="needs nvidia-smi")
+def test_nvlink_counters_against_nvidia_smi_nvlink_e():
+    """Which envcheck reading is what `nvidia-smi nvlink -e` prints, per link of GPU 0:
+    replay, recovery and the DL CRC field (Hopper's "CRC Errors"); printed side by side with
+    NVML's per-link CRC-flit/data counters, which nvidia-smi does not show there."""
+    facts = collect_node_facts()
+    if not facts.gpu_health or not facts.gpu_health[0].nvlinks:
+        pytest.skip("no NVLink on GPU 0")
+    proc = subprocess.run(["nvidia-smi", "nvlink", "-e", "-i", "0"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    smi: dict[tuple[int, str], int] = {}
+    for link, what, value in re.findall(r"Link (\d+): ([A-Za-z ]+?) Errors?: (\d+)", proc.stdout):
+        smi[(int(link), what.strip().lower())] = int(value)
+    after = collect_node_facts().gpu_health[0]  # counters only grow: smi lies between the reads
+    print(proc.stdout[:1500])
+    for before, later in zip(facts.gpu_health[0].nvlinks, after.nvlinks, strict=True):
+        if not before.up:
+            continue
+        print(f"link {before.link}: envcheck replay {before.replay} recovery {before.recovery} "
+              f"crc {before.crc} crc_flit {before.crc_flit} crc_data {before.crc_data}; "
+              f"nvidia-smi " + ", ".join(f"{k[1]} {v}" for k, v in smi.items()
+                                         if k[0] == before.link))
+        for name, field in (("replay", "replay"), ("recovery", "recovery"), ("crc", "crc")):
+            if (before.link, name) in smi and getattr(before, field) is not None:
+                assert getattr(before, field) <= smi[(before.link, name)] \
+                    <= getattr(later, field), (before.link, name)

@@ -195,3 +195,46 @@ def test_a_rank_that_dies_or_hangs_is_named_and_the_others_exit(tmp_path, sig):
     assert named and f"pid {procs[2].pid}" in named[0]["message"], errors
     assert "stopped answering" in named[0]["message"]
     assert not [r for r in errors if r["node"] in ("rank 0", "rank 1")], errors
+
+
+def _warn_plugin(root: Path) -> Path:
+    """A real plugin (entry point `envcheck.checks`) whose check warns on every rank."""
+    (root / "envcheck_test_warn.py").write_text(
+        "from envcheck.report import Result, Status\n"
+        "def check(facts, exp):\n"
+        "    return [Result('test.warn', Status.WARN, 'a warning on ' + facts.host,\n"
+        "                   fix='none needed')]\n")
+    dist = root / "envcheck_test_warn-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: envcheck-test-warn\n"
+                                   "Version: 1.0\n")
+    (dist / "entry_points.txt").write_text("[envcheck.checks]\ntest-warn = "
+                                           "envcheck_test_warn:check\n")
+    return root
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_warning_under_torchrun_does_not_fail_the_job_unless_strict(tmp_path, strict):
+    plugin = _warn_plugin(tmp_path)
+    report = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(plugin), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    p = subprocess.run(
+        [str(BIN / "torchrun"), "--nproc-per-node", "3", "--master-port", str(free_port()),
+         "--no-python", ENVCHECK, "verify", "job", "--timeout", "60", "--json", str(report),
+         *(["--strict"] if strict else [])],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path, env=env,
+    )
+    got = json.loads(report.read_text())
+    assert got["status"] == "warn"
+    assert [r["check"] for r in got["results"] if r["status"] == "warn"] == ["test.warn"]
+    if strict:
+        assert p.returncode != 0 and got["exit_code"] == 1
+        assert "exitcode  : 1" in p.stderr  # torchrun's own summary of the failed ranks
+        return
+    assert p.returncode == 0 and got["exit_code"] == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    out = p.stdout + p.stderr
+    assert "Traceback" not in out and "ChildFailedError" not in out
+    # one compact report, rank 0's; the other ranks print nothing
+    assert p.stdout.count("verify job: job") == 1 and "WARN: " in p.stdout, p.stdout
+    assert len(out.splitlines()) < 120, out

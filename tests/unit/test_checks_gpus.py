@@ -63,3 +63,21 @@ def test_mig_instances_in_cuda_visible_devices_count_as_devices():
     [r] = check_gpus(facts, expect(expect_gpus=1))
     assert r.status is Status.PASS and "1 MIG instance(s), not inspected" in r.message
     assert check_gpus(facts, expect(expect_gpus=2))[0].status is Status.FAIL
+
+
+def test_memory_other_processes_hold_counts_against_min_gpu_memory():
+    import dataclasses
+
+    from envcheck.verify.facts import GpuProcess
+    from tests.support.factories import make_gpu
+
+    base = healthy_a100x8()
+    busy = make_gpu(3, processes=(GpuProcess(4242, 70 * 1024, "bob"),))
+    facts = dataclasses.replace(base, gpus=tuple(busy if g.index == 3 else g for g in base.gpus))
+    [r] = check_gpus(facts, expect(min_memory_mib=40 * 1024))
+    assert r.status is Status.FAIL
+    assert "GPU 3 71680 MiB (pid 4242; 10240 MiB left)" in r.message
+    # this process's own allocation (or a --known pid) is not another's
+    [r] = check_gpus(dataclasses.replace(facts, own_pids=(4242,)),
+                     expect(min_memory_mib=40 * 1024))
+    assert r.status is Status.PASS

@@ -83,7 +83,7 @@ def test_uncorrectable_volatile_ecc_fails_and_names_the_gpu():
     [
         ({"row_remap_pending": True}, "row remapping pending"),
         ({"row_remap_failed": True}, "row remapping failed"),
-        ({"retired_pages_pending": True}, "page retirement pending"),
+        ({"retired_pages_sbe": 60, "retired_pages_dbe": 3}, "63 retired pages"),
     ],
 )
 def test_pending_or_failed_memory_repair_fails(fields, words):
@@ -91,6 +91,17 @@ def test_pending_or_failed_memory_repair_fails(fields, words):
     assert r.status == Status.FAIL and words in r.message
     if "failed" in words:
         assert "RMA" in r.fix
+
+
+def test_memory_warnings_follow_dcgms_limits():
+    base = with_health(healthy_a100x8())
+    assert one("ecc", with_gpu_health(base, 1, retired_pages_pending=True)).status == Status.WARN
+    assert one("ecc", with_gpu_health(base, 1, retired_pages_dbe=15)).status == Status.PASS
+    assert one("ecc", with_gpu_health(base, 1, retired_pages_dbe=16)).status == Status.WARN
+    assert one("ecc", with_gpu_health(base, 1, remapped_rows_uncorrectable=511)).status \
+        == Status.PASS
+    r = one("ecc", with_gpu_health(base, 1, remapped_rows_uncorrectable=512))
+    assert r.status == Status.WARN and "DcgmGPUHardwareLimits.h" in r.message
 
 
 def test_correctable_errors_warn_only_over_the_threshold():
@@ -169,9 +180,26 @@ def test_pcie_below_maximum_under_load_fails():
     assert r.status == Status.FAIL and "under load" in r.message and "gen3" in r.message
 
 
-def test_pcie_replays_warn():
-    facts = with_gpu_health(with_health(h200x2()), 0, pcie_replays=42)
-    assert statuses(run("pcie", facts)) == ["pass", "warn"]
+def test_pcie_replays_are_judged_as_a_rate_over_the_load_window():
+    facts = with_gpu_health(with_health(h200x2()), 0, pcie_replays=42, read_at=10.0)
+    assert statuses(run("pcie", facts)) == ["pass", "pass"]  # undated: said, not judged
+    assert "GPU 0 (00000000:07:00.0) 42" in run("pcie", facts)[1].message
+    loaded = dataclasses.replace(facts, gpu_health_after=facts.gpu_health)
+    # gen5 x16: DCGM expects at most ceil(1.92 * 16) = 31 per minute
+    slow = with_gpu_health(loaded, 0, after=True, pcie_replays=44, read_at=70.0)
+    assert statuses(run("pcie", slow)) == ["pass", "pass"]
+    fast = with_gpu_health(loaded, 0, after=True, pcie_replays=82, read_at=70.0)
+    r = run("pcie", fast)[1]
+    assert r.status == Status.WARN and "+40 in 60.0 s" in r.message and "31/min" in r.message
+
+
+def test_pcie_replay_rates_are_dcgms():
+    from envcheck.verify.node.checks.gpu.thresholds import pcie_replays_allowed_per_min
+
+    assert pcie_replays_allowed_per_min(3, 16) == 8
+    assert pcie_replays_allowed_per_min(4, 16) == 16
+    assert pcie_replays_allowed_per_min(5, 16) == 31
+    assert pcie_replays_allowed_per_min(9, 16) == 62  # capped at gen6, as DCGM caps it
 
 
 # ---- NVLink ----------------------------------------------------------------------------------
@@ -200,15 +228,15 @@ def test_a_link_down_on_every_gpu_is_unwired_not_broken():
 
 def test_error_counters_warn_and_growth_under_load_fails():
     base = with_health(h200x2())
-    counted = with_gpu_health(base, 1, nvlinks=_links(18, replay=3))
+    counted = with_gpu_health(base, 1, nvlinks=_links(18, replay=3), read_at=100.0)
     r = one("nvlink", counted)
-    assert r.status == Status.WARN and "link 0 replay 3" in r.message
+    assert r.status == Status.WARN and "link 0: replay 3" in r.message
     grown = with_gpu_health(
         dataclasses.replace(counted, gpu_health_after=counted.gpu_health),
-        1, after=True, nvlinks=_links(18, replay=3, crc_flit=7),
+        1, after=True, nvlinks=_links(18, replay=4), read_at=104.0,
     )
-    assert statuses(run("nvlink", grown)) == ["fail", "warn"]
-    assert "+crc_flit 7" in run("nvlink", grown)[0].message
+    r = one("nvlink", grown)
+    assert r.status == Status.FAIL and "+replay 1 over 4.0 s" in r.message
 
 
 def test_pcie_only_gpus_skip_nvlink():

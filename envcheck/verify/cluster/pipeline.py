@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable
 
-from envcheck.errors import BadInput, EnvcheckError
+from envcheck.errors import BadInput, EnvcheckError, Unreachable
 from envcheck.report import Measurement, Report, Result, Status, Table
 from envcheck.verify.across.processes import ClusterFacts
 from envcheck.verify.across.skew import skew_by_process, skew_report
@@ -54,6 +54,7 @@ from envcheck.verify.cluster.registry import (
     run_cluster_checks,
 )
 from envcheck.verify.cluster.scheduler_loss import quiet_dask_logs, scheduler_lost
+from envcheck.verify.cluster.start_failure import node_caused_start_failure
 from envcheck.verify.expect_options import expectations_from_options
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
@@ -79,6 +80,13 @@ def verify_cluster(options: ClusterOptions) -> Report:
             client, described = stack.enter_context(_cluster(options, security))
         except HandshakeSkew as skew:  # no Client: the skew the raw probe saw is the report
             return handshake_skew_report(skew.peer, skew.reason)
+        except Unreachable as e:
+            embedded = options.address is None and not options.scheduler_file \
+                and not options.jobqueue
+            judged = node_caused_start_failure(options, e) if embedded else None
+            if judged is None:
+                raise
+            return judged
         report = verify_client(client, exp, options, described)
         if described.startswith("embedded "):  # GPUs NVML cannot read: say so, do not pass
             gap = embedded_gap_results()

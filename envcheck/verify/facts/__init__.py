@@ -77,7 +77,7 @@ from .model import (
     facts_to_dict,
 )
 from .nccl import decode_nccl_version
-from .nvml import collect_gpu_health, gpu_health
+from .nvml import collect_gpu_clocks, collect_gpu_health, gpu_health
 from .packages import normalize_name
 from .probes import SONAMES, probe_imports, probe_libraries
 from .procfs import ROOT_VARIABLE, nvidia_roots, parse_information, read_kernel_driver
@@ -124,6 +124,7 @@ __all__ = [
     "XidEvent",
     "address_ip",
     "address_link",
+    "collect_gpu_clocks",
     "collect_gpu_health",
     "collect_host_health",
     "collect_node_facts",

@@ -74,10 +74,17 @@ class LibraryProbe:
 class NvLink:
     link: int
     up: bool
-    replay: int | None = None  # NVML_NVLINK_ERROR_DL_REPLAY, since the driver loaded
-    recovery: int | None = None  # DL_RECOVERY
-    crc_flit: int | None = None  # DL_CRC_FLIT
-    crc_data: int | None = None  # DL_CRC_DATA
+    # Counters since the driver loaded. replay, recovery: NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY /
+    # _RECOVERY (field values, scope = link), else nvmlDeviceGetNvLinkErrorCounter.
+    replay: int | None = None
+    recovery: int | None = None
+    # nvmlDeviceGetNvLinkErrorCounter(NVML_NVLINK_ERROR_DL_CRC_FLIT / _CRC_DATA): per link
+    crc_flit: int | None = None
+    crc_data: int | None = None
+    # NVML_FI_DEV_NVLINK_ERROR_DL_CRC (scope = link): the "CRC Errors" nvidia-smi nvlink -e
+    # prints on Hopper; None where the GPU does not answer it (nvidia-smi then shows the two
+    # counters above)
+    crc: int | None = None
 
 
 @frozen
@@ -112,6 +119,7 @@ class GpuHealth:
     temperature_c: int | None = None  # GPU core temperature
     unsupported: tuple[str, ...] = ()  # fields NVML answered NotSupported / not in this driver
     errors: tuple[str, ...] = ()  # "field: NVML error" for any other failure
+    read_at: float = 0.0  # time.time() of the read (0: unknown); counters' rates use it
 
 
 @frozen

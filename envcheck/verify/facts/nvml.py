@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import warnings
 
 from .caches import _cached, dirs_key
@@ -235,6 +236,26 @@ def collect_gpu_health(indices: tuple[int, ...] | list[int] | None = None) -> tu
     return tuple(out)
 
 
+def collect_gpu_clocks(index: int) -> GpuHealth | None:
+    """Only what the gemm check reads while a GPU multiplies: its SM clock, temperature and
+    clocks-event reasons (three NVML calls, against about 80 for a full health read with 18
+    NVLink links: a full read every 0.25 s of every GPU would compete with the multiply it
+    watches). None without NVML."""
+    nv = _cached("pynvml", dirs_key(sys.path), _try_pynvml)
+    if isinstance(nv, str):
+        return None
+    try:
+        h = nv.nvmlDeviceGetHandleByIndex(index)
+        reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            nv.nvmlDeviceGetCurrentClocksThrottleReasons
+        return GpuHealth(index=index, read_at=time.time(),
+                         sm_clock_mhz=int(nv.nvmlDeviceGetClockInfo(h, 1)),  # NVML_CLOCK_SM
+                         temperature_c=int(nv.nvmlDeviceGetTemperature(h, 0)),  # TEMPERATURE_GPU
+                         clocks_event_reasons=int(reasons(h)))
+    except Exception:  # NVML gone or a call missing: the run reports no clock, as without NVML
+        return None
+
+
 def gpu_health(nv: Any, index: int) -> GpuHealth:
     """One GPU's health reads through pynvml `nv`; each read guarded on its own."""
     h = nv.nvmlDeviceGetHandleByIndex(index)
@@ -259,7 +280,7 @@ def gpu_health(nv: Any, index: int) -> GpuHealth:
     def _missing(*_: Any) -> Any:
         raise AttributeError
 
-    d: dict[str, Any] = {"index": index}
+    d: dict[str, Any] = {"index": index, "read_at": time.time()}
     known = _NVML_STATIC.get(index)  # identity _gpu_facts read once: (uuid, name, MiB, cc, bus)
     if known is not None:
         d["uuid"], d["pci_bus_id"] = known[0], known[4]
@@ -351,12 +372,14 @@ def nvlink_counters_batched(nv: Any, h: Any, links: Any) -> dict[tuple[int, str]
     """The link error counters NVML's field values hold, in one nvmlDeviceGetFieldValues call
     instead of one nvmlDeviceGetNvLinkErrorCounter call per link and counter. Asked: the
     per-link fields (replay, recovery: NVML_FI_DEV_NVLINK_ERROR_DL_*, scope = the link) and
-    the older per-link counters (..._ERROR_COUNT_L<n>) where the bindings name them. What a
-    GPU does not answer here is read one by one by the caller."""
+    the older per-link counters (..._ERROR_COUNT_L<n>) where the bindings name them; and
+    NVML_FI_DEV_NVLINK_ERROR_DL_CRC ("crc"), the CRC count `nvidia-smi nvlink -e` prints on
+    Hopper, which no nvmlDeviceGetNvLinkErrorCounter type returns. What a GPU does not answer
+    here is read one by one by the caller."""
     keys: list[tuple[int, str]] = []
     ids: list[Any] = []
     for link in links:
-        for name, field in (("replay", "REPLAY"), ("recovery", "RECOVERY")):
+        for name, field in (("replay", "REPLAY"), ("recovery", "RECOVERY"), ("crc", "CRC")):
             fid = getattr(nv, f"NVML_FI_DEV_NVLINK_ERROR_DL_{field}", None)
             if fid is not None:
                 keys.append((link, name))
@@ -407,7 +430,7 @@ def _nvlinks(nv: Any, h: Any, unsupported: list[str], errors: list[str]) -> tupl
                     else:
                         errors.append(f"nvlink {link} {name}: {e}")
             counts[name] = value
-        links.append(NvLink(link, up, **counts))
+        links.append(NvLink(link, up, crc=batched.get((link, "crc")), **counts))
     if counters_unsupported:
         unsupported.append("nvlink_error_counters")
     return tuple(links)

@@ -150,11 +150,12 @@ def _stack(job: JobFacts, name: str, read: Callable[[RankFacts], str], why: str)
 
 
 def check_node(job: JobFacts, exp: Expectations) -> list[Result]:
-    """verify node's checks on every rank's facts, identical results folded per host."""
+    """verify node's checks (the `envcheck.checks` plugins too) on every rank's facts,
+    identical results folded per host."""
     from envcheck.verify.across.workers import node_checks, skipped_node_checks
 
     labelled = job.labelled()
-    results = node_checks_per_worker(labelled, exp, node_checks(False, exp.skip),
+    results = node_checks_per_worker(labelled, exp, node_checks(True, exp.skip),
                                      cluster_pids_by_host(labelled), noun="rank")
     return skipped_node_checks(exp.skip) + [
         r if not r.node.isdigit() else dataclasses.replace(r, node=f"rank {r.node}")

@@ -1,6 +1,7 @@
 """`envcheck verify job`: run as every task of a parallel launch (srun, torchrun, mpirun,
 horovodrun); rank 0 judges every rank's facts and prints the report; every rank exits with
-rank 0's verdict, so `srun envcheck verify job && srun python main.py` means what it says.
+rank 0's verdict, so `srun envcheck verify job && srun python main.py` means what it says. A
+warning exits 0 unless --strict (run.launch_verdict): the launch goes on.
 This module only parses: flags -> JobOptions (options.py) -> pipeline.py -> Report.
 
 Steps, each bounded by --timeout: the roll call on the rendezvous store (who arrived), the gloo
@@ -46,6 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "each pair of hosts, as bus bandwidth against the links under them; the slowest pair "
         "of hosts is named when it falls short",
     )
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="a warning fails the launch: exit 1 on every rank (default: warnings exit 0, so "
+        "torchrun, srun, mpirun and horovodrun carry on; the report still says warn)",
+    )
     add_expectation_arguments(parser)
 
 
@@ -65,5 +71,6 @@ def options_from_args(args: argparse.Namespace) -> JobOptions:
         tensorflow=bool(getattr(args, "tensorflow", False)),
         bench=bool(getattr(args, "bench", False)),
         debug=bool(getattr(args, "debug", False)),
+        strict=bool(getattr(args, "strict", False)),
         expect=expect_options_from_args(args),
     )

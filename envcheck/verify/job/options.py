@@ -20,9 +20,10 @@ class JobOptions:
     tensorflow: bool = False  # MultiWorkerMirroredStrategy across the ranks
     bench: bool = False  # time the all-reduce over every rank and between host pairs
     debug: bool = False  # c10d's own log lines, and a line from every rank
+    strict: bool = False  # a warning exits 1 (default 0: the launch goes on)
     expect: ExpectOptions = field(default_factory=ExpectOptions)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "timeout", values.seconds(self.timeout, "--timeout"))
-        for name in ("horovod", "tensorflow", "bench", "debug"):
+        for name in ("horovod", "tensorflow", "bench", "debug", "strict"):
             values.flag(getattr(self, name), name)

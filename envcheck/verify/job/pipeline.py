@@ -30,7 +30,7 @@ def verify_job(opts: JobOptions) -> Report:
         raise BadInput(f"verify job needs torch in this environment ({e})") from None
     job = JobRun(launch, exp, opts.timeout, debug=opts.debug,
                  horovod=wanted(os.environ, opts.horovod), tensorflow=opts.tensorflow,
-                 bench=opts.bench)
+                 bench=opts.bench, strict=opts.strict)
     report = job.run()
     if report.shown:
         return report

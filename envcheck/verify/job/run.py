@@ -8,6 +8,7 @@ A step that fails on another rank leaves the diagnosis to rank 0 and waits for i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from typing import Any
 
@@ -50,11 +51,21 @@ class StepFailed(Exception):
         self.step, self.cause = step, cause
 
 
+def launch_verdict(report: Report, strict: bool) -> Report:
+    """The exit policy of a verdict inside a launch: a WARN exits 0 (the launcher would count
+    exit 1 a failed job: torchrun prints ChildFailedError and srun/mpirun end the step), unless
+    `strict`; FAIL exits 2 and ERROR 3 as everywhere. The report still says warn."""
+    if report.status == Status.WARN and not strict and report.code is None:
+        return dataclasses.replace(report, code=ExitCode.OK)
+    return report
+
+
 class JobRun:
     def __init__(self, launch: LaunchInfo, exp: Expectations, timeout: float, *,
                  debug: bool = False, horovod: bool = False, tensorflow: bool = False,
-                 bench: bool = False) -> None:
+                 bench: bool = False, strict: bool = False) -> None:
         self.launch, self.exp, self.timeout = launch, exp, timeout
+        self.strict = strict  # a WARN verdict exits 1 (default: 0, the launch goes on)
         self.bench = bench  # time the all-reduce over every rank and between host pairs
         self.horovod = horovod  # run Horovod's step (horovodrun, or --horovod)
         self.tensorflow = tensorflow  # MultiWorkerMirroredStrategy across the ranks
@@ -322,6 +333,7 @@ class JobRun:
             tables=tables,
             environment=self._environment(job),
         )
+        report = launch_verdict(report, self.strict)
         if self.rv is not None:
             code = int(report.exit_code)
             first = next((r.message for r in results if r.status == Status.ERROR), "")

@@ -4,8 +4,10 @@ pass, and its JSON lines turned into GemmRun facts with what NVML read during ea
 Per visible GPU and dtype (float32 with TF32 off, then bfloat16, or float16 where the GPU has
 no BF16), the child multiplies two n x n matrices of uniform [-1, 1) values, compares the first
 ROWS rows of the product with the same product in float64 on the GPU (the inputs as rounded to
-the dtype, so only the multiply's own error counts), then times back-to-back multiplies into
-the same output for `seconds` and prints TFLOPS (2 n^3 per multiply).
+the dtype, so only the multiply's own error counts), then, after a quarter second of
+multiplies (warm-up), times back-to-back multiplies into the same output for `seconds` and
+prints TFLOPS (2 n^3 per multiply). Meanwhile load.py reads only that GPU's clock and
+temperature through NVML (three calls every 0.25 s).
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ N, ROWS = N_VALUE, ROWS_VALUE
 gemm_seconds = max(1.0, seconds / 4)
 
 def timed(run, sync):
-    run(); sync()
+    # warm-up: cuBLAS settles on its kernel over the first calls and the clock on the
+    # multiply's power draw: time only what follows a quarter second of multiplies
+    t = time.perf_counter()
+    while time.perf_counter() - t < min(0.25, gemm_seconds / 4):
+        for _ in range(4):
+            run()
+        sync()
     k, t = 0, time.perf_counter()
     while True:
         for _ in range(4):

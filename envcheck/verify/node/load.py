@@ -4,9 +4,10 @@ A child interpreter (this one) runs, through torch or else CuPy, per visible GPU
 pass over a device buffer (a pattern written on the GPU, read back and compared), then
 host->device and device->host copies of pinned memory for about `seconds` (the PCIe link
 under load); then the matrix multiplies of gemm.py (NodeFacts.gemm, judged by the gemm
-check). Meanwhile this process reads the GPUs' health through NVML; the link as trained
-under the load and the error counters after it become NodeFacts.gpu_health_after, which the
-pcie and nvlink checks compare with the idle reads.
+check). Meanwhile this process reads the GPUs' health through NVML (during a multiply only
+that GPU's clock and temperature); the link as trained under the load and the error counters
+after it become NodeFacts.gpu_health_after, which the pcie and nvlink checks compare with the
+idle reads over the load's window (each read carries its time).
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ import threading
 import time
 
 from envcheck.report import Measurement, Result, Status
-from envcheck.verify.facts import NVML_NO_MODULE, GpuHealth, NodeFacts, collect_gpu_health
+from envcheck.verify.facts import (
+    NVML_NO_MODULE,
+    GpuHealth,
+    NodeFacts,
+    collect_gpu_clocks,
+    collect_gpu_health,
+)
 from envcheck.verify.facts.orphans import dies_with_parent
 from envcheck.verify.node.checks.gpu.nvml_gap import gap_results, no_nvml_fix
 from envcheck.verify.node.gemm import GEMM_CHILD, gemm_runs
@@ -140,12 +147,13 @@ def run_load(
     during: dict[int, list[GpuHealth]] = {}  # NVML index -> reads while its GEMM ran
     deadline = time.monotonic() + seconds * 3 + 120 + 10 * len(indices)
     while proc.poll() is None and time.monotonic() < deadline:
-        sample = collect_gpu_health(indices)
-        samples.append(sample)
         gemm_on = _gemm_device(lines, order)
-        for h in sample:
-            if h.index == gemm_on:
-                during.setdefault(h.index, []).append(h)
+        if gemm_on is None:  # the copies: the PCIe link as trained under them, every GPU
+            samples.append(collect_gpu_health(indices))
+        else:  # a multiply: its GPU's clock and temperature only (gemm.py)
+            read = collect_gpu_clocks(gemm_on)
+            if read is not None:
+                during.setdefault(gemm_on, []).append(read)
         time.sleep(0.25)
     if proc.poll() is None:
         proc.kill()

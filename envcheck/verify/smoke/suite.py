@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from envcheck.errors import BadInput
-from envcheck.record import replace
 from envcheck.report import Result, Status
 from envcheck.text import first_line
 from envcheck.verify.across.skew import wire_skew
@@ -24,7 +24,6 @@ from envcheck.verify.runner import skipped
 from envcheck.verify.smoke import ddp, frameworks
 from envcheck.verify.smoke import tasks as worker_tasks
 from envcheck.verify.smoke.frameworks import SKORCH_ACCURACY_FLOOR
-from envcheck.verify.smoke.guard import run_one
 from envcheck.verify.smoke.resources import smoke_resources
 from envcheck.verify.smoke.run import (
     GROUP,
@@ -35,6 +34,7 @@ from envcheck.verify.smoke.run import (
     lost_workers,
     result,
 )
+from envcheck.verify.smoke.runner import asked_for, held_out, run_one, timed_run
 
 XGBOOST_ACCURACY_FLOOR = 0.90
 
@@ -51,6 +51,9 @@ class SmokeTest:
     # every task it submits is pinned to the run's workers; False: a library places tasks on
     # any worker of the cluster (it does not run while a worker is held out, run_smoke)
     pinned: bool = True
+    # a collective over every worker (a process group, xgboost's tracker): runs by itself,
+    # after the others, which run at once (each waits on its own tasks)
+    alone: bool = False
 
 
 # --- the tests ----------------------------------------------------------------------------
@@ -260,7 +263,9 @@ def _torch_ddp(run: SmokeRun) -> list[Result]:
         else:
             nccl = f", NCCL {value['nccl']}" if value["nccl"] else ""
             on = gpu_named(value["device"], run.facts.get(a))
-            msg = f"{label} on {on}: sum {want:g} (torch {value['torch']}{nccl})"
+            took = ", ".join(f"{k} {v:.1f} s" for k, v in value.get("phases", {}).items())
+            msg = f"{label} on {on}: sum {want:g} (torch {value['torch']}{nccl}" + (
+                f"; {took})" if took else ")")
             out.append(result("torch-ddp", Status.PASS, msg, a))
     return out
 
@@ -304,12 +309,14 @@ SMOKE_TESTS: dict[str, SmokeTest] = {
             worker_packages=(("xgboost",),),
             client_modules=("dask.array", "xgboost.dask"),
             pinned=False,
+            alone=True,
         ),
         SmokeTest(
             "torch-ddp",
             "torch.distributed through the workers (NCCL on GPUs, gloo on CPUs), all-reduce",
             _torch_ddp,
             worker_packages=(("torch",),),
+            alone=True,
         ),
         SmokeTest(
             "skorch",
@@ -324,6 +331,7 @@ SMOKE_TESTS: dict[str, SmokeTest] = {
             worker_packages=(("dask-pytorch-ddp", "dask_pytorch_ddp"), ("torch",)),
             client_modules=("dask_pytorch_ddp.dispatch",),
             pinned=False,
+            alone=True,
         ),
     )
 }
@@ -388,29 +396,6 @@ def applicability(
 # --- the runner -----------------------------------------------------------------------------
 
 
-def _asked_for(why_not: Result, selected: Collection[str] | None) -> Result:
-    """A test named in --smoke that cannot run is a warning saying why, never a quiet skip."""
-    if selected is None or why_not.status is not Status.SKIP:
-        return why_not
-    fix = why_not.fix or "install what it needs on the workers, or leave it out of --smoke"
-    return replace(why_not, status=Status.WARN,
-                   message=f"asked for (--smoke) but not run: {why_not.message}", fix=fix)
-
-
-def _held_out(test: SmokeTest, held: Mapping[str, tuple[str, ...]]) -> list[Result]:
-    """What ``test`` says about the workers held out of the smoke tests for wire skew."""
-    if not held:
-        return []
-    if not test.pinned:
-        named = "; ".join(f"{a} fails {', '.join(c)}" for a, c in sorted(held.items()))
-        return [result(test.id, Status.SKIP, "not run: it places tasks on any worker, and a "
-                       f"task from this client could crash a worker whose versions differ "
-                       f"({named})")]
-    return [result(test.id, Status.SKIP, f"not run on this worker: it fails {', '.join(c)}, "
-                   "so a task from this client could crash it", a)
-            for a, c in sorted(held.items())]
-
-
 def run_smoke(
     client: Any,
     facts: Mapping[str, NodeFacts],
@@ -421,7 +406,12 @@ def run_smoke(
     skip: Collection[str] = (),
     skewed: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[Result]:
-    """Run the selected (default: all) smoke tests in order; never raises for a broken cluster.
+    """Run the selected (default: all) smoke tests; never raises for a broken cluster. Tests
+    that need no collective over every worker run at once, each in its own thread; beside
+    them those that do (SmokeTest.alone: a collective waits for a thread on every worker, so
+    two at once could each hold what the other waits for) run one by one. Their tasks never
+    wait on each other's, so the two lanes cannot block each other. Results come in the
+    tests' order.
 
     A test `skip` names (smoke.NAME) does not run: one skip says so (it wins over `selected`).
     ``skewed``: worker -> the skew checks that fail naming it (skew.skew_by_process); a worker
@@ -439,23 +429,42 @@ def run_smoke(
     held = {a: wire_skew(skewed.get(a, ())) for a in workers}
     held = {a: checks for a, checks in held.items() if checks}
     workers = {a: f for a, f in workers.items() if a not in held}
-    results: list[Result] = []
+    slots: list[SmokeTest | list[Result]] = []  # each test's place in the report
     for test in tests.values():
         if check_id(test.id) in skip:
-            results.append(skipped(check_id(test.id), GROUP))
+            slots.append([skipped(check_id(test.id), GROUP)])
             continue
         if selected is not None and test.id not in selected:
             continue
         not_applicable = applicability(test, workers) if workers or not held else None
         if not_applicable is not None:
-            results.append(_asked_for(not_applicable, selected))
+            slots.append([asked_for(not_applicable, selected)])
             continue
-        results.extend(_held_out(test, held))
-        if test.pinned or not held:
-            results.extend(run_one(test, client, workers, timeout, skewed) if workers else ())
-        for gone in lost_workers(client, workers):  # reported once: later tests run without it
-            del workers[gone]
-    return results
+        slots.append(held_out(test, held))
+        if (test.pinned or not held) and workers:
+            slots.append(test)
+    together = [t for t in slots if isinstance(t, SmokeTest) and not t.alone]
+    alone = [t for t in slots if isinstance(t, SmokeTest) and t.alone]
+
+    def one_by_one() -> dict[str, list[Result]]:
+        out: dict[str, list[Result]] = {}
+        mine = dict(workers)
+        for test in alone:
+            for gone in lost_workers(client, mine) if out else ():  # reported once: later
+                del mine[gone]  # tests run without it
+            not_applicable = applicability(test, mine)
+            out[test.id] = [not_applicable] if not_applicable is not None else timed_run(
+                test, client, dict(mine), timeout, skewed)
+        return out
+
+    with ThreadPoolExecutor(len(together) + 1, thread_name_prefix="envcheck-smoke") as pool:
+        running = {t.id: pool.submit(timed_run, t, client, dict(workers), timeout, skewed)
+                   for t in together}
+        lane = pool.submit(one_by_one)
+        done = {name: f.result() for name, f in running.items()}
+        done.update(lane.result())
+    return [r for slot in slots
+            for r in (done[slot.id] if isinstance(slot, SmokeTest) else slot)]
 
 
 __all__ = [
@@ -467,4 +476,5 @@ __all__ = [
     "applicability",
     "run_one",
     "run_smoke",
+    "timed_run",
 ]

@@ -54,6 +54,19 @@ def _uuid_text(raw: Any) -> str:
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+def _nvml_uuid(pci_bus_id: str) -> str:
+    """The UUID NVML gives the GPU at `pci_bus_id`: CuPy's device properties carry the UUID as
+    a C string, cut at its first zero byte (a UUID starting GPU-00... comes back empty)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        uuid = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id))
+        return uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+    except Exception:  # no NVML on the worker: the message goes without the UUID
+        return ""
+
+
 def gpu_kernel(n: int) -> dict[str, Any]:
     """Compile and run y = 3x^2 + 1 over 0..n-1 on the worker's current GPU; return sum(y).
 
@@ -75,7 +88,7 @@ def gpu_kernel(n: int) -> dict[str, Any]:
         return {
             "library": f"cupy {cp.__version__}",
             "value": total,
-            "uuid": _uuid_text(props.get("uuid", b"")),
+            "uuid": _uuid_text(props.get("uuid", b"")) or _nvml_uuid(dev.pci_bus_id),
             "name": props.get("name", b"").decode(errors="replace"),
             "pci_bus_id": dev.pci_bus_id,
         }
@@ -166,13 +179,22 @@ def _interface_towards(host: str) -> str:
 def torch_allreduce(
     rank: int, world: int, master: str, port: int, backend: str, timeout_s: float, n: int
 ) -> dict[str, Any]:
-    """Each rank contributes rank+1; after a sum all-reduce every element is world*(world+1)/2."""
+    """Each rank contributes rank+1; after a sum all-reduce every element is world*(world+1)/2.
+    Also says where its time went: torch's import, the group, the first all-reduce."""
+    import importlib
+
+    t0 = time.perf_counter()
+    importlib.import_module("torch")  # timed apart from the group
+    t1 = time.perf_counter()
     torch, dist, device = _init_group(rank, world, master, port, backend, timeout_s)
+    t2 = time.perf_counter()
     try:
         t = torch.full((n,), float(rank + 1), dtype=torch.float32, device=device)
         dist.all_reduce(t)
         lo, hi = float(t.min()), float(t.max())
         return {
+            "phases": {"import": t1 - t0, "group": t2 - t1,
+                       "all-reduce": time.perf_counter() - t2},
             "rank": rank,
             "min": lo,
             "max": hi,

@@ -11,6 +11,12 @@ from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
 from .health_common import gpu_health_or_skip, gpu_name, read_errors, unsupported_note
+from .thresholds import (
+    DCGM_LIMITS,
+    RETIRED_PAGES_DBE_SOFT,
+    RETIRED_PAGES_MAX,
+    ROW_REMAP_UNCORRECTABLE_MAX,
+)
 
 CHECK = "ecc"
 _FIELDS = (
@@ -27,7 +33,8 @@ _FIELDS = (
 
 
 def check_ecc(facts: NodeFacts, exp: Expectations) -> list[Result]:
-    """No uncorrectable ECC error, no pending page retirement or row remap, no failed remap."""
+    """No uncorrectable ECC error since the driver loaded, no failed or pending row remap,
+    retired pages under DCGM's limits (thresholds.py); pending page retirement warns."""
     healths, skip = gpu_health_or_skip(facts, CHECK)
     if skip:
         return skip
@@ -46,18 +53,25 @@ def check_ecc(facts: NodeFacts, exp: Expectations) -> list[Result]:
             warns.append(f"{name}: {h.ecc_uncorrected_aggregate} uncorrectable ECC errors in its "
                          "lifetime (none since the driver loaded)")
         if h.retired_pages_pending:
-            fails.append(f"{name}: page retirement pending (takes effect at the next GPU reset)")
-            reset = True
+            warns.append(f"{name}: page retirement pending (takes effect at the next GPU reset; "
+                         "DCGM's health watch warns)")
+        retired = (h.retired_pages_sbe or 0) + (h.retired_pages_dbe or 0)
+        if retired >= RETIRED_PAGES_MAX:
+            fails.append(f"{name}: {retired} retired pages, at or above DCGM's limit of "
+                         f"{RETIRED_PAGES_MAX} ({DCGM_LIMITS})")
         if h.row_remap_failed:
             fails.append(f"{name}: row remapping failed (no spare rows left)")
         if h.row_remap_pending:
             fails.append(f"{name}: row remapping pending (takes effect at the next GPU reset)")
             reset = True
-        if h.retired_pages_dbe:
-            warns.append(f"{name}: {h.retired_pages_dbe} pages retired for double-bit errors")
-        if h.remapped_rows_uncorrectable:
+        if (h.retired_pages_dbe or 0) > RETIRED_PAGES_DBE_SOFT:
+            warns.append(f"{name}: {h.retired_pages_dbe} pages retired for double-bit errors, "
+                         f"over DCGM's soft limit of {RETIRED_PAGES_DBE_SOFT} (DCGM fails once "
+                         "more than one a week follows; watch the count)")
+        if (h.remapped_rows_uncorrectable or 0) >= ROW_REMAP_UNCORRECTABLE_MAX:
             warns.append(f"{name}: {h.remapped_rows_uncorrectable} rows remapped for "
-                         "uncorrectable errors")
+                         f"uncorrectable errors, at or above DCGM's "
+                         f"{ROW_REMAP_UNCORRECTABLE_MAX} ({DCGM_LIMITS})")
         if (h.ecc_corrected_volatile or 0) >= exp.ecc_corrected_threshold:
             warns.append(f"{name}: {h.ecc_corrected_volatile} correctable ECC errors since the "
                          f"driver loaded (threshold {exp.ecc_corrected_threshold})")
@@ -66,6 +80,9 @@ def check_ecc(facts: NodeFacts, exp: Expectations) -> list[Result]:
         fix = ("drain the node; reset the GPU (nvidia-smi -r -i N, or reboot) so the pending "
                "retirement/remap takes effect, then check again"
                if reset else "")
+        if any("retired pages, at or above" in f for f in fails):
+            fix = (fix + "; " if fix else "") + ("a GPU past DCGM's retired-page limit must be "
+                                                 "serviced (RMA): open a case with the vendor")
         if any("remapping failed" in f for f in fails):
             fix = (fix + "; " if fix else "") + ("a GPU with a failed row remap must be "
                                                  "serviced (RMA): open a case with the vendor")

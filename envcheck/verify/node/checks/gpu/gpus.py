@@ -70,12 +70,7 @@ def check_gpus(facts: NodeFacts, exp: Expectations) -> list[Result]:
                 + ", ".join(f"GPU {g.index} {g.name}" for g in wrong)
             )
     if exp.min_memory_mib:
-        small = [g for g in seen if g.memory_total_mib < exp.min_memory_mib]
-        if small:
-            problems.append(
-                f"expected >= {exp.min_memory_mib} MiB per GPU, found "
-                + ", ".join(f"GPU {g.index} {g.memory_total_mib} MiB" for g in small)
-            )
+        problems += _memory_problems(seen, facts, exp)
     if problems:
         return [
             Result(
@@ -167,3 +162,28 @@ def check_compute_capability(facts: NodeFacts, exp: Expectations) -> list[Result
     return [
         Result(check, Status.PASS, f"compute capability {', '.join(ccs)} >= {need[0]}.{need[1]}")
     ]
+
+
+def _memory_problems(seen: list[Gpu], facts: NodeFacts, exp: Expectations) -> list[str]:
+    """GPUs smaller than --min-gpu-memory, and those where other processes leave less."""
+    out = []
+    small = [g for g in seen if g.memory_total_mib < exp.min_memory_mib]
+    if small:
+        out.append(f"expected >= {exp.min_memory_mib} MiB per GPU, found "
+                   + ", ".join(f"GPU {g.index} {g.memory_total_mib} MiB" for g in small))
+    held = [(g, _held_by_others(g, facts, exp)) for g in seen if g not in small]
+    short = [(g, mib, pids) for g, (mib, pids) in held
+             if pids and g.memory_total_mib - mib < exp.min_memory_mib]
+    if short:
+        out.append(f"expected >= {exp.min_memory_mib} MiB free per GPU, other processes hold "
+                   + ", ".join(f"GPU {g.index} {mib} MiB (pid {', '.join(map(str, pids))}; "
+                               f"{g.memory_total_mib - mib} MiB left)" for g, mib, pids in short))
+    return out
+
+
+def _held_by_others(g: Gpu, facts: NodeFacts, exp: Expectations) -> tuple[int, list[int]]:
+    """(MiB that processes other than this one's tree and --known pids hold on GPU g, their
+    pids): memory a job started here cannot have (the driver's own reserve is not counted)."""
+    own = set(facts.own_pids) | set(exp.known_pids)
+    others = [p for p in g.processes if p.pid not in own]
+    return sum(p.used_mib for p in others), [p.pid for p in others]

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from collections import Counter
 
+from envcheck.record import replace
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
-from envcheck.verify.facts import GpuHealth, NodeFacts, NvLink
+from envcheck.verify.facts import GpuHealth, NodeFacts
 
 from .health_common import gpu_health_or_skip, gpu_name, read_errors
+from .nvlink_counters import judge_counters
 
 CHECK = "nvlink"
-_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data")
 
 
 def check_nvlink(facts: NodeFacts, exp: Expectations) -> list[Result]:
-    """Links down where same-model GPUs have them up -> fail; error counters -> warn, growing
-    during the run (--level 2's load) -> fail."""
+    """Links down where same-model GPUs have them up -> fail; the error counters as DCGM's
+    health watch judges them over --level 2's load window (nvlink_counters.py)."""
     healths, skip = gpu_health_or_skip(facts, CHECK)
     if skip:
         return skip
@@ -36,29 +37,13 @@ def check_nvlink(facts: NodeFacts, exp: Expectations) -> list[Result]:
                 "nvidia-fabricmanager is running; if the link stays down, service the board",
             )
         )
-    grown, counted = _error_counters(facts, with_links)
-    if grown:
-        out.append(
-            Result(
-                CHECK,
-                Status.FAIL,
-                "NVLink error counters grew during the load: " + "; ".join(grown),
-                fix="a link that takes errors under load corrupts or slows NCCL traffic: drain "
-                "the node, reset the GPUs, check the fabric (nvidia-smi nvlink -e)",
-            )
-        )
-    if counted:
-        out.append(
-            Result(
-                CHECK,
-                Status.WARN,
-                "NVLink error counters non-zero since the driver loaded: " + "; ".join(counted),
-                fix="run --level 2: counters that grow under load fail it; steady ones are old "
-                "events (nvidia-smi nvlink -e shows them, nvidia-smi nvlink -r 0 resets them)",
-            )
-        )
-    if not missing and not grown and not counted:
-        out.append(Result(CHECK, Status.PASS, _summary(with_links, unused)))
+    counters, notes = judge_counters(facts, with_links)
+    out.extend(counters)
+    note = f". {'; '.join(notes)}" if notes else ""
+    if not missing and not counters:
+        out.append(Result(CHECK, Status.PASS, _summary(with_links, unused) + note))
+    elif note:
+        out[-1] = replace(out[-1], message=out[-1].message + note)
     return out
 
 
@@ -93,27 +78,6 @@ def _links_down(facts: NodeFacts, with_links: list[GpuHealth]) -> tuple[list[str
     return missing, unused
 
 
-def _error_counters(
-    facts: NodeFacts, with_links: list[GpuHealth]
-) -> tuple[list[str], list[str]]:
-    """(counters that grew between the two health reads, counters non-zero at the first)."""
-    after = {h.index: h for h in facts.gpu_health_after}
-    grown: list[str] = []
-    counted: list[str] = []
-    for h in with_links:
-        later = {n.link: n for n in after[h.index].nvlinks} if h.index in after else {}
-        for n in h.nvlinks:
-            now = _counts(n)
-            if now:
-                counted.append(f"{gpu_name(h)} link {n.link} " + _fmt(now))
-            if n.link in later:
-                then = _counts(later[n.link])
-                diff = {k: v - now.get(k, 0) for k, v in then.items() if v > now.get(k, 0)}
-                if diff:
-                    grown.append(f"{gpu_name(h)} link {n.link} +" + _fmt(diff))
-    return grown, counted
-
-
 def _summary(with_links: list[GpuHealth], unused: set[int]) -> str:
     up = Counter(sum(n.up for n in h.nvlinks) for h in with_links)
     summary = ", ".join(f"{n} GPUs with {k} links up" for k, n in sorted(up.items()))
@@ -125,10 +89,4 @@ def _summary(with_links: list[GpuHealth], unused: set[int]) -> str:
     return summary
 
 
-def _counts(n: NvLink) -> dict[str, int]:
-    return {k: getattr(n, k) for k in _COUNTERS if getattr(n, k)}
-
-
-def _fmt(counts: dict[str, int]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in counts.items())
 

@@ -7,6 +7,7 @@ from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import GpuHealth, NodeFacts
 
 from .health_common import gpu_health_or_skip, gpu_name, read_errors
+from .thresholds import DCGM_HEALTH, pcie_replays_allowed_per_min
 
 CHECK = "pcie"
 _FIELDS = ("pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max", "pcie_replays")
@@ -62,18 +63,45 @@ def check_pcie(facts: NodeFacts, exp: Expectations) -> list[Result]:
         if unknown:
             msg += f"; GPU {', '.join(unknown)}: link not reported by NVML"
         out.append(Result(CHECK, Status.PASS, msg))
-    replays = [h for h in healths if h.pcie_replays]
-    if replays:
-        out.append(
-            Result(
-                CHECK,
-                Status.WARN,
-                "PCIe replays (link-level retransmissions): "
-                + ", ".join(f"{gpu_name(h)} {h.pcie_replays}" for h in replays),
-                fix="a growing replay count means a marginal link: reseat the GPU/riser, check "
-                "cabling and the slot; compare after a load with --level 2",
-            )
-        )
+    out.extend(_replays(healths, loaded))
+    return out
+
+
+def _replays(healths: list[GpuHealth], loaded: dict[int, GpuHealth]) -> list[Result]:
+    """Replays grown over the load window faster than DCGM's expected rate -> warn; a count
+    since the driver loaded, undated, is said in a pass line (DCGM judges only the rate)."""
+    fast: list[str] = []
+    counted: list[str] = []
+    for h in healths:
+        under = loaded.get(h.index)
+        if under is None or h.pcie_replays is None or under.pcie_replays is None:
+            if h.pcie_replays:
+                counted.append(f"{gpu_name(h)} {h.pcie_replays}")
+            continue
+        window = under.read_at - h.read_at if h.read_at and under.read_at else 0.0
+        grew = under.pcie_replays - h.pcie_replays
+        gen = under.pcie_gen or h.pcie_gen_max or 1
+        width = under.pcie_width or h.pcie_width_max or 16
+        allowed = pcie_replays_allowed_per_min(gen, width)
+        if grew > 0 and window > 0 and grew * 60.0 / window > allowed:
+            fast.append(f"{gpu_name(h)} +{grew} in {window:.1f} s ({grew * 60.0 / window:.0f}/min "
+                        f"against {allowed}/min for gen{gen} x{width})")
+        elif under.pcie_replays:
+            counted.append(f"{gpu_name(h)} {under.pcie_replays}"
+                           + (f" (+{grew} under load)" if grew > 0 else ""))
+    out = []
+    if fast:
+        out.append(Result(
+            CHECK, Status.WARN,
+            "PCIe replays (link-level retransmissions) faster than DCGM's expected rate (a bit "
+            f"error rate of 1e-12 per lane, {DCGM_HEALTH} MonitorPcie): " + "; ".join(fast),
+            fix="a marginal link: reseat the GPU/riser, check cabling and the slot; watch "
+            "nvidia-smi -q -d PCIE (Replays) under a job"))
+    if counted:
+        out.append(Result(
+            CHECK, Status.PASS,
+            "PCIe replays since the driver loaded (not dated; DCGM judges only their rate, "
+            "--level 2 measures it): " + ", ".join(counted)))
     return out
 
 

@@ -81,11 +81,24 @@ def check_xid(facts: NodeFacts, exp: Expectations) -> list[Result]:
             Result(
                 CHECK,
                 Status.FAIL if fatal else Status.WARN,
-                f"Xid {code} ({meaning}) {window} on {places}{when}: {last.text[:120]}",
+                f"Xid {code} ({meaning}{_source(code)}) {window} on {places}{when}: "
+                f"{last.text[:120]}",
                 fix=action,
             )
         )
     return out
+
+
+# The codes DCGM's health watch fails a GPU on (DcgmHealthWatch.cpp, its XID table)
+DCGM_XID_FAIL = frozenset({48, 74, 79, 95, 119, 120, 140})
+
+
+def _source(code: int) -> str:
+    """'; <where the meaning and verdict come from>' for a code of the table, else ''."""
+    if code not in XID_CODES:
+        return ""
+    return "; NVIDIA's Xid catalogue" + ("; DCGM's health watch fails it"
+                                         if code in DCGM_XID_FAIL else "")
 
 
 def _pci_key(bus_id: str) -> tuple[int, int, int]:

@@ -4,11 +4,13 @@ what the test said of the other workers stays."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
+from envcheck.record import replace
 from envcheck.report import Result, Status
 from envcheck.text import first_line
 from envcheck.verify.facts import NodeFacts
@@ -111,3 +113,36 @@ def run_one(
     if err is not None:
         return [result(test.id, Status.FAIL, f"{first_line(err)} (after {took:.1f} s)")]
     return box["results"]
+
+
+def timed_run(test: SmokeTest, client: Any, workers: Mapping[str, NodeFacts], timeout: float,
+              skewed: Mapping[str, tuple[str, ...]] | None = None) -> list[Result]:
+    """run_one, each result carrying the test's seconds."""
+    started = time.monotonic()
+    results = run_one(test, client, workers, timeout, skewed)
+    took = time.monotonic() - started
+    return [r if r.seconds is not None else dataclasses.replace(r, seconds=took)
+            for r in results]
+
+
+def asked_for(why_not: Result, selected: Collection[str] | None) -> Result:
+    """A test named in --smoke that cannot run is a warning saying why, never a quiet skip."""
+    if selected is None or why_not.status is not Status.SKIP:
+        return why_not
+    fix = why_not.fix or "install what it needs on the workers, or leave it out of --smoke"
+    return replace(why_not, status=Status.WARN,
+                   message=f"asked for (--smoke) but not run: {why_not.message}", fix=fix)
+
+
+def held_out(test: SmokeTest, held: Mapping[str, tuple[str, ...]]) -> list[Result]:
+    """What ``test`` says about the workers held out of the smoke tests for wire skew."""
+    if not held:
+        return []
+    if not test.pinned:
+        named = "; ".join(f"{a} fails {', '.join(c)}" for a, c in sorted(held.items()))
+        return [result(test.id, Status.SKIP, "not run: it places tasks on any worker, and a "
+                       f"task from this client could crash a worker whose versions differ "
+                       f"({named})")]
+    return [result(test.id, Status.SKIP, f"not run on this worker: it fails {', '.join(c)}, "
+                   "so a task from this client could crash it", a)
+            for a, c in sorted(held.items())]
