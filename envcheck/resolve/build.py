@@ -23,6 +23,7 @@ from envcheck.resolve.changes import Change, changes_table, compare, version_bui
 from envcheck.resolve.channel_data import channel_data
 from envcheck.resolve.lock_check import check_all
 from envcheck.resolve.lockdoc import build_lockfile
+from envcheck.resolve.pip_platform import wheels_note
 from envcheck.resolve.recipe import Recipe, load_recipe
 from envcheck.resolve.solve import (
     DEFAULT_FETCH_TIMEOUT_S,
@@ -170,6 +171,11 @@ def build_one(
         results.append(
             Result(f"build {recipe.name}", Status.PASS, msg, node=platform, group="build")
         )
+        note = wheels_note([p.url.rsplit("/", 1)[-1] for p in pip[platform]], platform,
+                           recipe.system)  # fmt: skip
+        if note:
+            results.append(Result(f"pip wheels {recipe.name}", Status.PASS, note, node=platform,
+                                  group="build"))  # fmt: skip
         results += [
             Result(f"pip held back {recipe.name}", Status.WARN, line, node=platform, group="build")
             for line in held[platform]

@@ -63,7 +63,7 @@ def candidates(requirements: Sequence[str], res: Resolution) -> list[tuple[str, 
         files = res.index.get(name)
         if name not in chosen or not files:
             continue
-        newest = newest_installable(files, res.target.python, res.target.tags)
+        newest = newest_installable(files, res.target.python, res.target.admitted)
         if newest is not None and newest > Version(chosen[name]):
             out.append((entry, name, chosen[name], str(newest)))
     return out

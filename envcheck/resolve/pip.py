@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 from envcheck.errors import BadInput, EnvcheckError, Unreachable, Unsolvable
 from envcheck.lockfile.names import PLATFORM_ARCH, pypi_name
 from envcheck.lockfile.pip_package import PipPackage
+from envcheck.resolve.pip_platform import target_platform
 from envcheck.resolve.pypi_index import Page, best_file, index_pages
 from envcheck.resolve.solve import SolvedPackage
 
@@ -32,27 +33,6 @@ def _uv() -> str:
         return find_uv_bin()
     except (ImportError, FileNotFoundError):
         raise EnvcheckError("uv is not installed: pip install uv") from None
-
-
-def target_platform(platform: str, system: Mapping[str, str]) -> tuple[str, list[str]]:
-    """uv's --python-platform and the wheel platform tags it accepts, newest first."""
-    if platform in PLATFORM_ARCH:
-        a = PLATFORM_ARCH[platform]
-        major, minor = (int(x) for x in system.get("glibc", "2.17").split(".")[:2])
-        if major != 2 or minor < 17:
-            raise BadInput(f"pip entries need glibc >= 2.17 on {platform} (manylinux_2_17)")
-        tags = [f"manylinux_2_{m}_{a}" for m in range(minor, 16, -1)]
-        tags += [f"manylinux2014_{a}"] + (
-            [f"manylinux2010_{a}", f"manylinux1_{a}"] if a == "x86_64" else []
-        )
-        return f"{a}-manylinux_2_{minor}", tags + [f"linux_{a}"]
-    if platform == "osx-arm64":
-        return "aarch64-apple-darwin", [f"macosx_{v}_0_arm64" for v in range(14, 10, -1)]
-    if platform == "osx-64":
-        return "x86_64-apple-darwin", [f"macosx_10_{v}_x86_64" for v in range(15, 8, -1)]
-    if platform == "win-64":
-        return "x86_64-pc-windows-msvc", ["win_amd64"]
-    raise BadInput(f"pip entries are not supported for platform {platform}")
 
 
 def python_version(solved: Sequence[SolvedPackage]) -> str:
@@ -84,14 +64,20 @@ class Target:
     platform: str  # conda's: linux-64
     uv_platform: str  # uv's --python-platform
     tags: tuple[Tag, ...]  # wheel tags it installs, best first
+    admitted: tuple[Tag, ...]  # the part of ``tags`` uv resolves with (pip_platform.py)
+    glibc: str = ""  # the recipe's system.glibc, for a linux target
 
     @classmethod
     def of(cls, python: str, platform: str, system: Mapping[str, str]) -> Target:
-        uv_platform, platform_tags = target_platform(platform, system)
+        uv_platform, platform_tags, uv_tags = target_platform(platform, system)
         pyver = tuple(int(x) for x in python.split("."))
-        tags = list(cpython_tags(pyver, platforms=platform_tags))
-        tags += list(compatible_tags(pyver, platforms=platform_tags))
-        return cls(python, platform, uv_platform, tuple(tags))
+
+        def tags(platforms: list[str]) -> tuple[Tag, ...]:
+            return (*cpython_tags(pyver, platforms=platforms),
+                    *compatible_tags(pyver, platforms=platforms))  # fmt: skip
+
+        glibc = system.get("glibc", "") if platform in PLATFORM_ARCH else ""
+        return cls(python, platform, uv_platform, tags(platform_tags), tags(uv_tags), glibc)
 
 
 @dataclass(frozen=True)
