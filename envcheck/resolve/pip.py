@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from envcheck.errors import BadInput, EnvcheckError, Unreachable, Unsolvable
 from envcheck.lockfile.names import PLATFORM_ARCH, pypi_name
 from envcheck.lockfile.pip_package import PipPackage
 from envcheck.resolve.pip_platform import target_platform
-from envcheck.resolve.pypi_index import Page, best_file, index_pages
+from envcheck.resolve.pypi_index import Page, Prefetch, best_file, index_pages
 from envcheck.resolve.solve import SolvedPackage
+from envcheck.resolve.uv_log import touched
 
 PYPI = "https://pypi.org/simple"
 # what a line of `uv pip compile --annotation-style line` says: "name==version  # via a, b"
@@ -96,6 +98,7 @@ class Resolution:
     index: Mapping[str, Page | None] = field(hash=False)  # name -> the index's files
     target: Target
     constraints: Mapping[str, str] = field(hash=False)  # conda's Python packages: name -> version
+    log: tuple[str, ...] = field(default=(), hash=False, repr=False)  # uv's verbose log
 
 
 def parse_compiled(text: str) -> list[Compiled]:
@@ -110,32 +113,77 @@ def parse_compiled(text: str) -> list[Compiled]:
     return out
 
 
+def _command(req: Path, cons: Path, target: Target, index_url: str, verbose: bool) -> list[str]:
+    return [
+        _uv(), "pip", "compile", str(req), "--constraint", str(cons),
+        "--python-version", target.python, "--python-platform", target.uv_platform,
+        "--no-header", "-v" if verbose else "--quiet", "--annotation-style", "line",
+        "--index-url", index_url,
+        "--no-python-downloads",  # uv would fetch a Python from GitHub to build sdists
+    ]  # fmt: skip
+
+
 def uv_compile(
     requirements: Sequence[str],
     constraints: Mapping[str, str],
     target: Target,
     index_url: str,
     timeout: float,
-) -> subprocess.CompletedProcess[str]:
-    """``uv pip compile``: metadata only, nothing installed, no Python downloaded."""
+    on_log: Callable[[str], None] | None = None,
+) -> tuple[subprocess.CompletedProcess[str], tuple[str, ...]]:
+    """``uv pip compile``: metadata only, nothing installed, no Python downloaded. With
+    ``on_log``, uv runs verbose and each line of its log is passed on as it comes; the log is
+    returned beside what uv says without it."""
     with tempfile.TemporaryDirectory(prefix="envcheck-pip-") as tmp:
         req = Path(tmp) / "requirements.in"
         req.write_text("\n".join(requirements) + "\n")
         cons = Path(tmp) / "constraints.txt"
         # what conda installs must stay as conda solved it
         cons.write_text("".join(f"{n}=={v}\n" for n, v in sorted(constraints.items())))
-        cmd = [
-            _uv(), "pip", "compile", str(req), "--constraint", str(cons),
-            "--python-version", target.python, "--python-platform", target.uv_platform,
-            "--no-header", "--quiet", "--annotation-style", "line", "--index-url", index_url,
-            "--no-python-downloads",  # uv would fetch a Python from GitHub to build sdists
-        ]  # fmt: skip
+        cmd = _command(req, cons, target, index_url, on_log is not None)
         try:
-            return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            if on_log is None:
+                return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout), ()
+            return _run_logged(cmd, Path(tmp) / "out.txt", timeout, on_log)
         except subprocess.TimeoutExpired:
             raise Unreachable(
                 f"pip resolution against {index_url} took over {timeout:.0f} s"
             ) from None
+
+
+def _run_logged(cmd: list[str], out: Path, timeout: float, on_log: Callable[[str], None]
+                ) -> tuple[subprocess.CompletedProcess[str], tuple[str, ...]]:  # fmt: skip
+    """Run uv verbose, its log read line by line as it resolves; DEBUG lines (and the
+    indented lines that continue them) are the log, the rest is uv's own stderr."""
+    with out.open("w") as stdout:
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True)
+        fired = threading.Event()
+        timer = threading.Timer(timeout, lambda: (fired.set(), proc.kill()))
+        timer.start()
+        log: list[str] = []
+        said: list[str] = []
+        in_log = False
+        try:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                line = line.rstrip("\n")
+                if line.startswith(("DEBUG ", "TRACE ")) or (in_log and line[:1] in (" ", "")):
+                    in_log = True
+                    log.append(line)
+                    on_log(line)
+                else:
+                    in_log = False
+                    said.append(line)
+            rc = proc.wait()
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    if fired.is_set():
+        raise subprocess.TimeoutExpired(cmd, timeout)
+    text = "\n".join(said) + ("\n" if said else "")
+    return subprocess.CompletedProcess(cmd, rc, out.read_text(), text), tuple(log)
 
 
 def uv_reasoning(stderr: str) -> list[str]:
@@ -211,14 +259,23 @@ def resolve(
     each package's file (url, sha256) from the index's JSON page, its requirers from uv."""
     target = Target.of(python_version(solved), platform, system)
     pins = conda_python_pins(solved)
-    proc = uv_compile(requirements, pins, target, index_url, timeout)
-    if proc.returncode != 0:
-        failure = _failure(proc, requirements, pins, index_url)
-        if isinstance(failure, Unsolvable) and system.get("glibc"):
-            _refuse_unfit_wheels(requirements, pins, target, system, index_url, timeout)
-        raise failure
-    compiled = [c for c in parse_compiled(proc.stdout) if c.name not in pins]
-    index = index_pages([c.name for c in compiled], index_url)
+    with Prefetch(index_url) as pages:
+        for r in requirements:  # the held-back check reads the direct entries' pages
+            pages.add(requirement_name(r))
+
+        def prefetch(line: str) -> None:
+            if (name := touched(line)) is not None and name not in pins:
+                pages.add(name)
+
+        proc, log = uv_compile(requirements, pins, target, index_url, timeout, prefetch)
+        if proc.returncode != 0:
+            failure = _failure(proc, requirements, pins, index_url)
+            if isinstance(failure, Unsolvable) and system.get("glibc"):
+                _refuse_unfit_wheels(requirements, pins, target, system, index_url, timeout)
+            raise failure
+        compiled = [c for c in parse_compiled(proc.stdout) if c.name not in pins]
+        direct = [requirement_name(r) for r in requirements]
+        index = pages.pages([c.name for c in compiled] + [n for n in direct if n not in pins])
     requires: dict[str, dict[str, str]] = {c.name: {} for c in compiled}
     for c in compiled:
         for up in c.via:
@@ -230,7 +287,7 @@ def resolve(
         if f is None:
             raise EnvcheckError(f"pip: no file with a sha256 for {c.name} {c.version}")
         out.append(PipPackage(c.name, c.version, f.url, f.sha256, requires[c.name]))
-    return Resolution(tuple(out), tuple(compiled), index, target, pins)
+    return Resolution(tuple(out), tuple(compiled), index, target, pins, log)
 
 
 def _refuse_unfit_wheels(
@@ -249,7 +306,7 @@ def _refuse_unfit_wheels(
     if el7.fits(NEW_GLIBC, glibc):
         return  # not an old glibc: the clash is the entries' own
     wide = Target.of(target.python, target.platform, {**system, "glibc": NEW_GLIBC})
-    proc = uv_compile(requirements, pins, wide, index_url, timeout)
+    proc, _ = uv_compile(requirements, pins, wide, index_url, timeout)
     if proc.returncode != 0:
         return
     compiled = [c for c in parse_compiled(proc.stdout) if c.name not in pins]

@@ -8,7 +8,7 @@ import http.client
 import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -160,8 +160,12 @@ def index_pages(names: Iterable[str], index_url: str) -> dict[str, Page | None]:
         return dict(zip(names, pages))
 
 
-def _rank(f: IndexFile, tags: Sequence[Tag]) -> int | None:
-    rank = {t: i for i, t in enumerate(tags)}
+def _ranks(tags: Sequence[Tag]) -> Mapping[Tag, int]:
+    """Each tag's place in ``tags`` (best first), made once per call: a target has hundreds."""
+    return {t: i for i, t in enumerate(tags)}
+
+
+def _rank(f: IndexFile, rank: Mapping[Tag, int]) -> int | None:
     return min((rank[t] for t in f.tags if t in rank), default=None)
 
 
@@ -173,7 +177,8 @@ def best_file(files: Sequence[IndexFile], version: str, tags: Sequence[Tag]) -> 
         if isinstance(files, Page)
         else [f for f in files if f.version == want]
     )
-    ranked = [(r, f.filename, f) for f in mine if f.tags and (r := _rank(f, tags)) is not None]
+    rank = _ranks(tags)
+    ranked = [(r, f.filename, f) for f in mine if f.tags and (r := _rank(f, rank)) is not None]
     if ranked:
         return min(ranked, key=lambda x: (x[0], x[1]))[2]
     return next((f for f in mine if not f.tags), None)
@@ -183,10 +188,43 @@ def newest_installable(
     files: Sequence[IndexFile], python: str, tags: Sequence[Tag]
 ) -> Version | None:
     """The newest final release with a wheel for the target that runs on ``python``, not yanked."""
+    rank = _ranks(tags)
     ok = {
         f.version
         for f in files
-        if not f.yanked and not f.version.is_prerelease and f.tags and f.runs_on(python)
-        and _rank(f, tags) is not None
+        if not f.yanked and not f.version.is_prerelease and f.tags
+        and not rank.keys().isdisjoint(f.tags) and f.runs_on(python)
     }  # fmt: skip
     return max(ok) if ok else None
+
+
+class Prefetch:
+    """Pages read while uv resolves: each project uv's log shows it reading is fetched at
+    once, so the pages a lock needs are in when uv ends. Pages nobody asks for are dropped."""
+
+    def __init__(self, index_url: str) -> None:
+        self.index_url = index_url
+        self._pool = ThreadPoolExecutor(MAX_PARALLEL)
+        self._futures: dict[str, Future[Page | None]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, name: str) -> None:
+        name = canonicalize_name(name)
+        with self._lock:
+            if name not in self._futures:
+                self._futures[name] = self._pool.submit(index_files, name, self.index_url)
+
+    def pages(self, names: Iterable[str]) -> dict[str, Page | None]:
+        names = sorted({canonicalize_name(n) for n in names})
+        for n in names:
+            self.add(n)
+        return {n: self._futures[n].result() for n in names}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> Prefetch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

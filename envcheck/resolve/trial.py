@@ -185,7 +185,7 @@ class _PipTrial:
 
         target = pip.Target.of(pip.python_version(solved), self.platform, self.recipe.system)
         pins = pip.conda_python_pins(solved)
-        return pip.uv_compile(requirements, pins, target, pip.PYPI, self.timeout), pins
+        return pip.uv_compile(requirements, pins, target, pip.PYPI, self.timeout)[0], pins
 
     def check_base(self, solved: Sequence[SolvedPackage]) -> None:
         """The recipe's own pip entries resolve, or the build's own error is raised."""
