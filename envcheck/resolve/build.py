@@ -29,6 +29,7 @@ from envcheck.resolve.solve import (
     DEFAULT_FETCH_TIMEOUT_S,
     SolvedPackage,
     resolve_channel,
+    start_solver,
     virtual_packages,
 )
 from envcheck.resolve.solve_recipe import (
@@ -213,6 +214,8 @@ def build(opts: BuildOptions) -> Report:
     """Solve and write every recipe's locks (all of them or none), or with ``check`` say
     whether they are current (StaleLock when not). Bad input is refused before any solve."""
     recipes = [load_recipe(p) for p in opts.recipes]  # every recipe validated before any work
+    if not opts.check:
+        start_solver()  # its start-up overlaps the lint and the checks below
     names = [r.name for r in recipes]
     if len(set(names)) != len(names):
         raise BadInput("two recipes share a name: " + ", ".join(sorted(names)))

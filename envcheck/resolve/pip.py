@@ -261,7 +261,7 @@ def resolve(
     pins = conda_python_pins(solved)
     with Prefetch(index_url) as pages:
         for r in requirements:  # the held-back check reads the direct entries' pages
-            pages.add(requirement_name(r))
+            pages.add(requirement_name(r), parse=True)
 
         def prefetch(line: str) -> None:
             if (name := touched(line)) is not None and name not in pins:

@@ -208,11 +208,19 @@ class Prefetch:
         self._futures: dict[str, Future[Page | None]] = {}
         self._lock = threading.Lock()
 
-    def add(self, name: str) -> None:
+    def add(self, name: str, parse: bool = False) -> None:
+        """Fetch a project's page; with ``parse`` its files are read too (the held-back
+        check reads every file of a direct entry's page), while uv still resolves."""
         name = canonicalize_name(name)
         with self._lock:
             if name not in self._futures:
-                self._futures[name] = self._pool.submit(index_files, name, self.index_url)
+                self._futures[name] = self._pool.submit(self._fetch, name, parse)
+
+    def _fetch(self, name: str, parse: bool) -> Page | None:
+        page = index_files(name, self.index_url)
+        if parse and page is not None:
+            page.files()
+        return page
 
     def pages(self, names: Iterable[str]) -> dict[str, Page | None]:
         names = sorted({canonicalize_name(n) for n in names})
