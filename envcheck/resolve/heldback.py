@@ -95,8 +95,9 @@ def _retry(requirements: Sequence[str], res: Resolution, c: tuple[str, str, str,
         first = next((ln for ln in proc.stderr.splitlines() if ln.startswith("error")), "")
         return HeldBack(entry, name, chosen, newest, f"(not told: {first or 'uv failed'})", "")
     others = [r for r in requirements if r != entry]
-    who, key = explain_clash(proc.stderr, others, res.constraints)
-    return HeldBack(entry, name, chosen, newest, who, key)
+    _, _, steps = explain_clash(proc.stderr, [*others, reqs[-1]], res.constraints)
+    who, key, _ = explain_clash(proc.stderr, others, res.constraints)
+    return HeldBack(entry, name, chosen, newest, who, key, steps)
 
 
 def _entries_above(name: str, res: Resolution, direct: Mapping[str, str]) -> list[str]:

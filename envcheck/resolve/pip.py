@@ -219,8 +219,11 @@ def requirement_name(req: str) -> str:
 
 def explain_clash(
     stderr: str, requirements: Sequence[str], constraints: Mapping[str, str]
-) -> tuple[str, str]:
-    """(which recipe entries and conda packages clash, uv's key line)."""
+) -> tuple[str, str, str]:
+    """(which recipe entries and conda packages clash, uv's key line, the chain from entry
+    to entry through uv's "depends on" steps, "" when they join none)."""
+    from envcheck.resolve.uv_chain import chain
+
     reasoning = uv_reasoning(stderr)
     text = " ".join(reasoning)
     by_name = {requirement_name(r): r for r in requirements}
@@ -231,7 +234,7 @@ def explain_clash(
         who = "the recipe's pip entries"
     else:
         who = f"recipe pip entr{'y' if len(named) == 1 else 'ies'} " + " and ".join(named)
-    return who, key_line(reasoning)
+    return who, key_line(reasoning), chain(reasoning, by_name)
 
 
 def _failure(proc: subprocess.CompletedProcess[str], requirements, constraints, index_url):  # type: ignore[no-untyped-def]
@@ -239,8 +242,9 @@ def _failure(proc: subprocess.CompletedProcess[str], requirements, constraints, 
     lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
     first = next((ln for ln in lines if not ln.startswith("warning:")), "uv failed")
     if "No solution found" in err:
-        who, key = explain_clash(err, requirements, constraints)
-        return Unsolvable(f"pip: {who} clash: {key} (uv)", detail=err)
+        who, key, steps = explain_clash(err, requirements, constraints)
+        steps = f" [{steps}]" if steps else ""
+        return Unsolvable(f"pip: {who} clash: {key} (uv){steps}", detail=err)
     if "error sending request" in err or "dns error" in err or "Failed to fetch" in err:
         return Unreachable(f"{index_url} cannot be reached from here: {first}", detail=err)
     return EnvcheckError(f"pip entries cannot be resolved: {first}", detail=err)
