@@ -138,12 +138,14 @@ def build_one(
     for platform in platforms:
         solved[platform] = solve_platform(recipe, channels, platform, vps[platform], fetch_timeout)
         pip[platform], held[platform] = resolve_pip_noting_held_back(
-            recipe.pip, solved[platform], platform, recipe.system
-        )
+            recipe.pip, solved[platform], platform, recipe.system,
+            extra_index=recipe.pip_extra_index,
+        )  # fmt: skip
         check_glibc(recipe, channels, platform, solved[platform], pip[platform])
     extra = {}
     if recipe.pip:
-        extra["pip_index"] = "https://pypi.org/simple (resolved with uv)"
+        extra["pip_index"] = "https://pypi.org/simple (resolved with uv)" + "".join(
+            f"; extra index {u}" for u in recipe.pip_extra_index)  # fmt: skip
     if data:
         extra["recipe_channels"] = ", ".join(resolve_channel(c) for c in recipe.channels)
     if carried and old is not None:

@@ -85,7 +85,8 @@ def _retry(requirements: Sequence[str], res: Resolution, c: tuple[str, str, str,
     entry, name, chosen, newest = c
     reqs = [*requirements, f"{name}>={newest}"]
     try:
-        proc, _ = uv_compile(reqs, res.constraints, res.target, index_url, RETRY_TIMEOUT_S)
+        proc, _ = uv_compile(reqs, res.constraints, res.target, index_url, RETRY_TIMEOUT_S,
+                             extra_index=res.extra_index)  # fmt: skip
     except Unreachable:
         late = f"(not told: the index did not answer within {RETRY_TIMEOUT_S:.0f} s)"
         return HeldBack(entry, name, chosen, newest, late, "")
@@ -190,9 +191,11 @@ def resolve_pip_noting_held_back(
     system: Mapping[str, str],
     *,
     index_url: str = PYPI,
+    extra_index: Sequence[str] = (),
 ) -> tuple[list[PipPackage], list[str]]:
     """resolve_pip, and a line for each direct entry the resolution held back."""
     if not requirements:
         return [], []
-    res = resolve(requirements, solved, platform, system, index_url=index_url)
+    res = resolve(requirements, solved, platform, system, index_url=index_url,
+                  extra_index=extra_index)  # fmt: skip
     return list(res.packages), [h.line() for h in held_back(requirements, res, index_url)]

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import canonicalize_name
@@ -18,7 +19,8 @@ from envcheck.errors import BadInput, EnvcheckError, Unreachable, Unsolvable
 from envcheck.lockfile.names import PLATFORM_ARCH, pypi_name
 from envcheck.lockfile.pip_package import PipPackage
 from envcheck.resolve.pip_platform import target_platform
-from envcheck.resolve.pypi_index import Page, Prefetch, best_file, index_pages
+from envcheck.resolve.placeholder import is_placeholder, placeholder_error
+from envcheck.resolve.pypi_index import IndexFile, Page, Prefetch, best_file, index_pages
 from envcheck.resolve.solve import SolvedPackage
 from envcheck.resolve.uv_log import touched
 
@@ -99,6 +101,7 @@ class Resolution:
     target: Target
     constraints: Mapping[str, str] = field(hash=False)  # conda's Python packages: name -> version
     log: tuple[str, ...] = field(default=(), hash=False, repr=False)  # uv's verbose log
+    extra_index: tuple[str, ...] = ()  # the recipe's pip_extra_index
 
 
 def parse_compiled(text: str) -> list[Compiled]:
@@ -113,12 +116,13 @@ def parse_compiled(text: str) -> list[Compiled]:
     return out
 
 
-def _command(req: Path, cons: Path, target: Target, index_url: str, verbose: bool) -> list[str]:
+def _command(req: Path, cons: Path, target: Target, index_url: str, verbose: bool,
+             extra_index: Sequence[str]) -> list[str]:  # fmt: skip
     return [
         _uv(), "pip", "compile", str(req), "--constraint", str(cons),
         "--python-version", target.python, "--python-platform", target.uv_platform,
         "--no-header", "-v" if verbose else "--quiet", "--annotation-style", "line",
-        "--index-url", index_url,
+        "--index-url", index_url, *(f"--extra-index-url={u}" for u in extra_index),
         "--no-python-downloads",  # uv would fetch a Python from GitHub to build sdists
     ]  # fmt: skip
 
@@ -130,6 +134,7 @@ def uv_compile(
     index_url: str,
     timeout: float,
     on_log: Callable[[str], None] | None = None,
+    extra_index: Sequence[str] = (),
 ) -> tuple[subprocess.CompletedProcess[str], tuple[str, ...]]:
     """``uv pip compile``: metadata only, nothing installed, no Python downloaded. With
     ``on_log``, uv runs verbose and each line of its log is passed on as it comes; the log is
@@ -140,7 +145,7 @@ def uv_compile(
         cons = Path(tmp) / "constraints.txt"
         # what conda installs must stay as conda solved it
         cons.write_text("".join(f"{n}=={v}\n" for n, v in sorted(constraints.items())))
-        cmd = _command(req, cons, target, index_url, on_log is not None)
+        cmd = _command(req, cons, target, index_url, on_log is not None, extra_index)
         try:
             if on_log is None:
                 return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout), ()
@@ -257,13 +262,14 @@ def resolve(
     system: Mapping[str, str],
     *,
     index_url: str = PYPI,
+    extra_index: Sequence[str] = (),
     timeout: float = 300,
 ) -> Resolution:
     """Pin ``requirements`` and what they pull in, minus what the conda solve already holds;
     each package's file (url, sha256) from the index's JSON page, its requirers from uv."""
     target = Target.of(python_version(solved), platform, system)
     pins = conda_python_pins(solved)
-    with Prefetch(index_url) as pages:
+    with Prefetch([*extra_index, index_url]) as pages:
         for r in requirements:  # the held-back check reads the direct entries' pages
             pages.add(requirement_name(r), parse=True)
 
@@ -271,12 +277,11 @@ def resolve(
             if (name := touched(line)) is not None and name not in pins:
                 pages.add(name)
 
-        proc, log = uv_compile(requirements, pins, target, index_url, timeout, prefetch)
+        proc, log = uv_compile(requirements, pins, target, index_url, timeout, prefetch,
+                               extra_index)  # fmt: skip
         if proc.returncode != 0:
-            failure = _failure(proc, requirements, pins, index_url)
-            if isinstance(failure, Unsolvable) and system.get("glibc"):
-                _refuse_unfit_wheels(requirements, pins, target, system, index_url, timeout)
-            raise failure
+            _raise_failure(proc, requirements, pins, target, system, index_url, extra_index,
+                           pages, timeout)  # fmt: skip
         compiled = [c for c in parse_compiled(proc.stdout) if c.name not in pins]
         direct = [requirement_name(r) for r in requirements]
         index = pages.pages([c.name for c in compiled] + [n for n in direct if n not in pins])
@@ -287,11 +292,36 @@ def resolve(
                 requires[up][c.name] = ""  # "" reads as "any version" (PEP 508) where "*" fails
     out = []
     for c in compiled:
-        f = best_file(index.get(c.name) or [], c.version, target.tags)
+        page = index.get(c.name) or []
+        f = best_file(page, c.version, target.tags)
         if f is None:
             raise EnvcheckError(f"pip: no file with a sha256 for {c.name} {c.version}")
+        if not f.tags and isinstance(page, Page) and is_placeholder(c.name,
+                                                                    page.of_version(c.version)):
+            raise placeholder_error(c.name, c.version, index_url, extra_index)
         out.append(PipPackage(c.name, c.version, f.url, f.sha256, requires[c.name]))
-    return Resolution(tuple(out), tuple(compiled), index, target, pins, log)
+    return Resolution(tuple(out), tuple(compiled), index, target, pins, log, tuple(extra_index))
+
+
+def _raise_failure(proc: subprocess.CompletedProcess[str], requirements: Sequence[str],
+                   pins: Mapping[str, str], target: Target, system: Mapping[str, str],
+                   index_url: str, extra_index: Sequence[str], pages: Prefetch,
+                   timeout: float) -> NoReturn:  # fmt: skip
+    """uv's failure in recipe terms: a placeholder sdist, wheels that need a newer glibc, a
+    clash between entries, or uv's own first line."""
+    from envcheck.resolve.placeholder import from_build_failure
+
+    def files_of(name: str, version: str) -> list[IndexFile]:
+        page = pages.pages([name])[name]
+        return page.of_version(version) if page is not None else []
+
+    placeholder = from_build_failure(proc.stderr, files_of, index_url, extra_index)
+    if placeholder is not None:
+        raise placeholder
+    failure = _failure(proc, requirements, pins, index_url)
+    if isinstance(failure, Unsolvable) and system.get("glibc"):
+        _refuse_unfit_wheels(requirements, pins, target, system, index_url, timeout, extra_index)
+    raise failure
 
 
 def _refuse_unfit_wheels(
@@ -301,6 +331,7 @@ def _refuse_unfit_wheels(
     system: Mapping[str, str],
     index_url: str,
     timeout: float,
+    extra_index: Sequence[str] = (),
 ) -> None:
     """Unsolvable for an old glibc: does it solve for a current one? Then name every wheel
     that needs the newer glibc, with the newest release of it that fits."""
@@ -310,11 +341,11 @@ def _refuse_unfit_wheels(
     if el7.fits(NEW_GLIBC, glibc):
         return  # not an old glibc: the clash is the entries' own
     wide = Target.of(target.python, target.platform, {**system, "glibc": NEW_GLIBC})
-    proc, _ = uv_compile(requirements, pins, wide, index_url, timeout)
+    proc, _ = uv_compile(requirements, pins, wide, index_url, timeout, extra_index=extra_index)
     if proc.returncode != 0:
         return
     compiled = [c for c in parse_compiled(proc.stdout) if c.name not in pins]
-    index = index_pages([c.name for c in compiled], index_url)
+    index = index_pages([c.name for c in compiled], [*extra_index, index_url])
     arch = PLATFORM_ARCH[target.platform]
     found = []
     for c in compiled:
@@ -359,9 +390,10 @@ def resolve_pip(
     system: Mapping[str, str],
     *,
     index_url: str = PYPI,
+    extra_index: Sequence[str] = (),
     timeout: float = 300,
 ) -> list[PipPackage]:
     if not requirements:
         return []
     return list(resolve(requirements, solved, platform, system, index_url=index_url,
-                        timeout=timeout).packages)  # fmt: skip
+                        extra_index=extra_index, timeout=timeout).packages)  # fmt: skip

@@ -151,12 +151,23 @@ class Page(Sequence[IndexFile]):
         ]
 
 
-def index_pages(names: Iterable[str], index_url: str) -> dict[str, Page | None]:
+def first_page(name: str, index_urls: Sequence[str] | str) -> Page | None:
+    """The project's page on the first index that lists files for it (uv's first-index
+    strategy, the extra indexes before the main one)."""
+    urls = [index_urls] if isinstance(index_urls, str) else list(index_urls)
+    for url in urls:
+        page = index_files(name, url)
+        if page is not None and len(page):
+            return page
+    return None
+
+
+def index_pages(names: Iterable[str], index_urls: Sequence[str] | str) -> dict[str, Page | None]:
     names = sorted({canonicalize_name(n) for n in names})
     if not names:
         return {}
     with ThreadPoolExecutor(min(MAX_PARALLEL, len(names))) as pool:
-        pages = pool.map(lambda n: index_files(n, index_url), names)
+        pages = pool.map(lambda n: first_page(n, index_urls), names)
         return dict(zip(names, pages))
 
 
@@ -202,8 +213,8 @@ class Prefetch:
     """Pages read while uv resolves: each project uv's log shows it reading is fetched at
     once, so the pages a lock needs are in when uv ends. Pages nobody asks for are dropped."""
 
-    def __init__(self, index_url: str) -> None:
-        self.index_url = index_url
+    def __init__(self, index_urls: Sequence[str]) -> None:
+        self.index_urls = list(index_urls)
         self._pool = ThreadPoolExecutor(MAX_PARALLEL)
         self._futures: dict[str, Future[Page | None]] = {}
         self._lock = threading.Lock()
@@ -217,7 +228,7 @@ class Prefetch:
                 self._futures[name] = self._pool.submit(self._fetch, name, parse)
 
     def _fetch(self, name: str, parse: bool) -> Page | None:
-        page = index_files(name, self.index_url)
+        page = first_page(name, self.index_urls)
         if parse and page is not None:
             page.files()
         return page

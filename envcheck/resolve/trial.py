@@ -189,7 +189,8 @@ class _PipTrial:
 
         target = pip.Target.of(pip.python_version(solved), self.platform, self.recipe.system)
         pins = pip.conda_python_pins(solved)
-        return pip.uv_compile(requirements, pins, target, pip.PYPI, self.timeout)[0], pins
+        return pip.uv_compile(requirements, pins, target, pip.PYPI, self.timeout,
+                              extra_index=self.recipe.pip_extra_index)[0], pins  # fmt: skip
 
     def check_base(self, solved: Sequence[SolvedPackage]) -> None:
         """The recipe's own pip entries resolve, or the build's own error is raised."""
