@@ -10,7 +10,8 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from html.parser import HTMLParser
+from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
@@ -24,6 +25,7 @@ from packaging.utils import (
 from packaging.version import Version
 
 JSON = "application/vnd.pypi.simple.v1+json"
+ACCEPT = f"{JSON}, text/html;q=0.1"  # PEP 691's JSON, else PEP 503's HTML
 PAGE_TIMEOUT_S = 15.0
 MAX_PARALLEL = 8  # each thread keeps one connection: more only queue on a slow mirror
 _LOCAL = threading.local()
@@ -43,7 +45,7 @@ def _get(url: str, timeout: float) -> tuple[str, bytes]:
             conn = conns[(u.scheme, u.netloc)] = kind(u.netloc, timeout=timeout)
         try:
             conn.request("GET", u.path + (f"?{u.query}" if u.query else ""),
-                         headers={"Accept": JSON, "Accept-Encoding": "gzip"})  # fmt: skip
+                         headers={"Accept": ACCEPT, "Accept-Encoding": "gzip"})  # fmt: skip
             r = conn.getresponse()
             body = r.read()
         except (OSError, http.client.HTTPException):
@@ -106,14 +108,46 @@ def _file(entry: Mapping[str, object], name: str) -> IndexFile | None:
 def index_files(name: str, index_url: str, timeout: float = PAGE_TIMEOUT_S) -> Page | None:
     """Every file the index lists for a project; None when the page cannot be read as JSON."""
     name = canonicalize_name(name)
+    url = f"{index_url.rstrip('/')}/{name}/"
     try:
-        kind, body = _get(f"{index_url.rstrip('/')}/{name}/", timeout)
+        kind, body = _get(url, timeout)
+        if "text/html" in kind:  # a PEP 503 index without the JSON form
+            return Page(name, html_entries(body.decode("utf-8", "replace"), url))
         if JSON not in kind:
             return None
         doc = json.loads(body)
     except (OSError, ValueError, http.client.HTTPException):
         return None
     return Page(name, tuple(e for e in doc.get("files", []) if isinstance(e, dict)))
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[dict[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.found.append(dict(attrs))
+
+
+def html_entries(text: str, page_url: str) -> tuple[dict[str, object], ...]:
+    """A PEP 503 page's links as PEP 691 file entries (the sha256 from the URL fragment)."""
+    parser = _Anchors()
+    parser.feed(text)
+    out = []
+    for a in parser.found:
+        href = a.get("href") or ""
+        url, _, fragment = urljoin(page_url, href).partition("#")
+        algo, _, digest = fragment.partition("=")
+        out.append({
+            "filename": unquote(url.rsplit("/", 1)[-1]),
+            "url": url,
+            "hashes": {algo: digest} if algo and digest else {},
+            "requires-python": a.get("data-requires-python") or "",
+            "yanked": "data-yanked" in a,
+        })  # fmt: skip
+    return tuple(out)
 
 
 class Page(Sequence[IndexFile]):

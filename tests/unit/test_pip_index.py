@@ -67,3 +67,20 @@ def test_uv_s_build_failure_names_the_placeholder_and_the_index_to_add() -> None
                                ("https://pypi.nvidia.com",))  # fmt: skip
     assert named is not None and "is among the recipe's pip_extra_index" in named.message
     assert from_build_failure("error: Failed to build `x==1`", lambda n, v: [], "u", ()) is None
+
+
+def test_an_index_that_serves_only_pep_503_html_is_read_with_its_sha256_fragments() -> None:
+    from envcheck.resolve.pip import Target
+    from envcheck.resolve.pypi_index import Page, best_file, html_entries
+
+    wheel = "cuml_cu12-25.8.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    text = (f'<html><body><a href="../../packages/{wheel}#sha256={"a" * 64}" '
+            'data-requires-python="&gt;=3.10">x</a>'
+            '<a href="https://h/cuml_cu12-25.6.0.tar.gz" data-yanked="">y</a></body></html>')
+    entries = html_entries(text, "https://pypi.nvidia.com/cuml-cu12/")
+    page = Page("cuml-cu12", entries)
+    target = Target.of("3.12", "linux-64", {"glibc": "2.28"})
+    f = best_file(page, "25.8.0", target.tags)
+    assert f is not None and f.url == f"https://pypi.nvidia.com/packages/{wheel}"
+    assert f.sha256 == "a" * 64 and f.requires_python == ">=3.10"
+    assert entries[1]["yanked"] is True and entries[1]["hashes"] == {}
