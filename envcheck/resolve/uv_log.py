@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from packaging.markers import InvalidMarker, Marker
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 _DEP = re.compile(r"^DEBUG Adding transitive dependency for ([^=\s]+)==(\S+): "
                   r"([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?(\{[^}]*\})?(.*)$")  # fmt: skip
@@ -131,12 +131,3 @@ def clashes(need: Sequence[Requirement], other: Sequence[Requirement],
             break
     return not found
 
-
-def versions_of(filenames_versions: Iterable[object]) -> list[Version]:
-    out = set()
-    for v in filenames_versions:
-        try:
-            out.add(Version(str(v)))
-        except InvalidVersion:
-            continue
-    return sorted(out)
