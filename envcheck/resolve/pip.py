@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
-import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +25,7 @@ from envcheck.resolve.solve import SolvedPackage
 from envcheck.resolve.uv_log import touched
 
 PYPI = "https://pypi.org/simple"
+_LOG_POLL_S = 0.02  # how often uv's log file is read while it resolves
 # what a line of `uv pip compile --annotation-style line` says: "name==version  # via a, b"
 _PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)\s*(?:#\s*via\s+(.*))?$")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9]")
@@ -158,37 +159,50 @@ def uv_compile(
 
 def _run_logged(cmd: list[str], out: Path, timeout: float, on_log: Callable[[str], None]
                 ) -> tuple[subprocess.CompletedProcess[str], tuple[str, ...]]:  # fmt: skip
-    """Run uv verbose, its log read line by line as it resolves; DEBUG lines (and the
-    indented lines that continue them) are the log, the rest is uv's own stderr."""
-    with out.open("w") as stdout:
-        proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True)
-        fired = threading.Event()
-        timer = threading.Timer(timeout, lambda: (fired.set(), proc.kill()))
-        timer.start()
-        log: list[str] = []
-        said: list[str] = []
-        in_log = False
+    """Run uv verbose, its log read as it resolves; DEBUG lines (and the indented lines that
+    continue them) are the log, the rest is uv's own stderr. The log goes to a file, not a
+    pipe: uv never waits on this process to read it."""
+    err_path = out.with_suffix(".log")
+    log: list[str] = []
+    said: list[str] = []
+    in_log = False
+
+    def take(line: str) -> None:
+        nonlocal in_log
+        if line.startswith(("DEBUG ", "TRACE ")) or (in_log and line[:1] in (" ", "")):
+            in_log = True
+            log.append(line)
+            on_log(line)
+        else:
+            in_log = False
+            said.append(line)
+
+    deadline = time.monotonic() + timeout
+    with out.open("w") as stdout, err_path.open("w") as stderr, err_path.open() as tail:
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, text=True)
         try:
-            assert proc.stderr is not None
-            for line in proc.stderr:
-                line = line.rstrip("\n")
-                if line.startswith(("DEBUG ", "TRACE ")) or (in_log and line[:1] in (" ", "")):
-                    in_log = True
-                    log.append(line)
-                    on_log(line)
-                else:
-                    in_log = False
-                    said.append(line)
-            rc = proc.wait()
+            partial = ""
+            while True:
+                done = proc.poll() is not None
+                chunk = tail.read()
+                lines = (partial + chunk).split("\n")
+                partial = lines.pop()
+                for line in lines:
+                    take(line)
+                if done:
+                    break
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(cmd, timeout)
+                if not chunk:
+                    time.sleep(_LOG_POLL_S)
+            if partial:
+                take(partial)
         finally:
-            timer.cancel()
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    if fired.is_set():
-        raise subprocess.TimeoutExpired(cmd, timeout)
     text = "\n".join(said) + ("\n" if said else "")
-    return subprocess.CompletedProcess(cmd, rc, out.read_text(), text), tuple(log)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out.read_text(), text), tuple(log)
 
 
 def uv_reasoning(stderr: str) -> list[str]:
