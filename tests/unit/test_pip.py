@@ -118,3 +118,14 @@ def test_the_lint_reads_rapids_wheels_as_their_release_and_cuda_major(
                      name="cu11", system='{cuda: "12.8", glibc: "2.28"}')  # fmt: skip
     assert main(["build", str(r), "--out", out]) == ExitCode.UNSOLVABLE
     assert "it ships CUDA 12, 13.x" in capsys.readouterr().err
+
+
+def test_a_chosen_wheel_that_needs_2_28_on_a_2_26_target_is_named_with_its_tag() -> None:
+    from envcheck.resolve import el7
+
+    wheels = [("six", "1.16.0", "six-1.16.0-py2.py3-none-any.whl"),
+              ("xgboost", "3.4.1", "xgboost-3.4.1-py3-none-manylinux_2_28_x86_64.whl")]
+    (bad,) = el7.check_solution("2.26", "linux-64", [], wheels, [], None)
+    assert bad.line("2.26").startswith("xgboost 3.4.1 (pip) needs glibc 2.28 (wheel tag "
+                                       "manylinux_2_28_x86_64)")
+    assert el7.check_solution("2.28", "linux-64", [], wheels, [], None) == []
