@@ -1,20 +1,24 @@
-"""Benchmark the real PyPI lock of tests/data/pypi-rapids-26.10-cuda12.yaml's pip part.
+"""Benchmark the PyPI lock of recipes/pypi-rapids-26.10-cuda12.yaml against bare uv.
 
-    python bench/pypi_lock.py [--repeat 2]
+    python bench/pypi_lock.py [--repeat 3]
 
-envcheck's resolution (envcheck.resolve.pip.resolve: uv pip compile with line annotations,
-then each package's PEP 691 page for its file's url and sha256, in parallel) against bare
-`uv pip compile` of the same requirements with the same Python, platform and index, each
-with a fresh, empty uv cache (as a first build on a new machine). Alternating, --repeat
-rounds; the ratio of the medians is printed. Target: at most 1.2x. The held-back check
-(one more uv resolution per held-back entry, in parallel) is timed on its own: it is work
-bare uv does not do. Needs pypi.org.
+Whole processes, alternating: `envcheck build RECIPE` (a local channel holding only Python
+3.12, as tests/build/test_pypi_lock.py builds it: the conda solve, the lint, uv's resolution,
+the index pages for url and sha256, the held-back check and the written lock all included)
+against bare `uv pip compile` of the recipe's pip entries with the same Python, platform and
+index. Two cache states: cold (a fresh, empty uv cache for every run of either) and warm (one
+cache per side, filled by a first run). Each round also times the same build in a process
+that has imported envcheck already (its start-up and imports left out). Prints each run, the
+medians and their ratios, with the machine, the date and the load average. Target: at most
+1.2x in both. Needs pypi.org.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -25,58 +29,97 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from envcheck.resolve.heldback import held_back  # noqa: E402
-from envcheck.resolve.pip import PYPI, Target, _uv, conda_python_pins, resolve  # noqa: E402
+from envcheck.resolve.pip import PYPI, Target, _uv  # noqa: E402
 from envcheck.resolve.recipe import load_recipe  # noqa: E402
-from envcheck.resolve.solve import SolvedPackage  # noqa: E402
+from tests.support.channel import pkg, write_channel  # noqa: E402
 
-RECIPE = ROOT / "tests" / "data" / "pypi-rapids-26.10-cuda12.yaml"
-PYTHON = SolvedPackage("python", "3.12.7", "h0", 0, "c", "linux-64", "u", None, None, (), (), 0, 0)
-
-
-def bare(reqs: list[str], target: Target) -> float:
-    with tempfile.TemporaryDirectory() as tmp:
-        req = Path(tmp) / "requirements.in"
-        req.write_text("\n".join(reqs) + "\n")
-        cmd = [_uv(), "pip", "compile", str(req), "--python-version", target.python,
-               "--python-platform", target.uv_platform, "--index-url", PYPI, "--quiet",
-               "--no-python-downloads", "--cache-dir", str(Path(tmp) / "cache")]  # fmt: skip
-        t = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
-        return time.perf_counter() - t
+RECIPE = ROOT / "recipes" / "pypi-rapids-26.10-cuda12.yaml"
 
 
-def ours(reqs: list[str], system: dict[str, str]) -> tuple[float, float, int]:
-    with tempfile.TemporaryDirectory() as tmp:
-        os.environ["UV_CACHE_DIR"] = str(Path(tmp) / "cache")
-        t = time.perf_counter()
-        res = resolve(reqs, [PYTHON], "linux-64", system)
-        t1 = time.perf_counter()
-        n = len(held_back(reqs, res, PYPI))
-        return t1 - t, time.perf_counter() - t1, n
+def _timed(cmd: list[str], cache: Path) -> float:
+    env = {**os.environ, "UV_CACHE_DIR": str(cache)}
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    took = time.perf_counter() - t
+    if proc.returncode not in (0, 1):  # 1: envcheck's warn (the held-back torch)
+        raise SystemExit(f"{cmd[:4]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return took
+
+
+def _commands(root: Path) -> tuple[list[str], list[str]]:
+    recipe = load_recipe(RECIPE)
+    target = Target.of("3.12", "linux-64", dict(recipe.system))
+    req = root / "requirements.in"
+    req.write_text("\n".join(recipe.pip) + "\n")
+    bare = [_uv(), "pip", "compile", str(req), "--python-version", target.python,
+            "--python-platform", target.uv_platform, "--index-url", PYPI, "--quiet",
+            "--no-python-downloads"]  # fmt: skip
+    channel = write_channel(root / "ch", [pkg("python", "3.12.7", ["__glibc >=2.17"],
+                                              build="h0_cpython")])  # fmt: skip
+    ours = [sys.executable, "-m", "envcheck", "build", str(RECIPE), "--channel-data",
+            channel if "://" in channel else Path(channel).as_uri(),
+            "--out", str(root / "locks")]  # fmt: skip
+    return bare, ours
+
+
+# the same build in a process that has imported envcheck already: its own time, less the
+# interpreter's start and the imports (what a long-lived caller of envcheck.api pays)
+_IN_PROCESS = """
+import sys, time
+from envcheck.cli import main
+import envcheck.resolve.build, envcheck.resolve.heldback, envcheck.resolve.command
+t = time.perf_counter()
+rc = main(sys.argv[1:])
+print(f"{time.perf_counter() - t:.4f}")
+sys.exit(rc)
+"""
+
+
+def _in_process(ours: list[str], cache: Path) -> float:
+    env = {**os.environ, "UV_CACHE_DIR": str(cache)}
+    cmd = [sys.executable, "-c", _IN_PROCESS, *ours[3:]]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"in-process build failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def _rounds(bare: list[str], ours: list[str], root: Path, repeat: int, cold: bool
+            ) -> tuple[list[float], list[float], list[float]]:  # fmt: skip
+    b, o, p = [], [], []
+    for i in range(repeat):
+        b_cache = root / (f"bare-{i}" if cold else "bare-warm")
+        o_cache = root / (f"ours-{i}" if cold else "ours-warm")
+        b.append(_timed(bare, b_cache))
+        o.append(_timed(ours, o_cache))
+        p.append(_in_process(ours, root / (f"proc-{i}" if cold else "ours-warm")))
+        print(f"  {'cold' if cold else 'warm'} round {i + 1}: bare uv {b[-1]:.2f} s, "
+              f"envcheck build {o[-1]:.2f} s ({o[-1] / b[-1]:.2f}x), after its imports "
+              f"{p[-1]:.2f} s ({p[-1] / b[-1]:.2f}x)", flush=True)
+    return b, o, p
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=2)
-    args = ap.parse_args()
-    recipe = load_recipe(RECIPE)
-    reqs, system = list(recipe.pip), dict(recipe.system)
-    target = Target.of("3.12", "linux-64", system)
-    assert not conda_python_pins([PYTHON])
-    b, o, h = [], [], []
-    for _ in range(args.repeat):
-        b.append(bare(reqs, target))
-        ro, rh, n = ours(reqs, system)
-        o.append(ro)
-        h.append(rh)
-        print(f"bare uv {b[-1]:.1f} s, envcheck resolution {ro:.1f} s, held-back check "
-              f"{rh:.1f} s ({n} held back)")  # fmt: skip
-    mb, mo, mh = statistics.median(b), statistics.median(o), statistics.median(h)
-    print(f"{len(reqs)} pip entries, cold uv cache each run, medians of {args.repeat}:")
-    print(f"  bare uv pip compile       {mb:6.1f} s")
-    print(f"  envcheck resolution       {mo:6.1f} s   ratio {mo / mb:.2f}x (target <= 1.2x)")
-    print(f"  + held-back check         {mh:6.1f} s   (resolution + check {(mo + mh) / mb:.2f}x)")
+    ap.add_argument("--repeat", type=int, default=3)
+    repeat = ap.parse_args().repeat
+    print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"{subprocess.run([_uv(), '--version'], capture_output=True, text=True).stdout.strip()}"
+          f", {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        bare, ours = _commands(root)
+        cold = _rounds(bare, ours, root, repeat, cold=True)
+        _timed(bare, root / "bare-warm")  # fill each side's warm cache
+        _timed(ours, root / "ours-warm")
+        warm = _rounds(bare, ours, root, repeat, cold=False)
+    for name, (b, o, p) in (("cold", cold), ("warm", warm)):
+        mb, mo, mp = statistics.median(b), statistics.median(o), statistics.median(p)
+        print(f"{name} uv cache, medians of {repeat}: bare uv pip compile {mb:.2f} s, envcheck "
+              f"build {mo:.2f} s: ratio {mo / mb:.2f}x (target <= 1.2x); after its imports "
+              f"{mp:.2f} s: {mp / mb:.2f}x")
+    print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

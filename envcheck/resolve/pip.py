@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import canonicalize_name
@@ -16,10 +18,14 @@ from packaging.version import InvalidVersion, Version
 from envcheck.errors import BadInput, EnvcheckError, Unreachable, Unsolvable
 from envcheck.lockfile.names import PLATFORM_ARCH, pypi_name
 from envcheck.lockfile.pip_package import PipPackage
-from envcheck.resolve.pypi_index import Page, best_file, index_pages
+from envcheck.resolve.pip_platform import target_platform
+from envcheck.resolve.placeholder import is_placeholder, placeholder_error
+from envcheck.resolve.pypi_index import IndexFile, Page, Prefetch, best_file, index_pages
 from envcheck.resolve.solve import SolvedPackage
+from envcheck.resolve.uv_log import touched
 
 PYPI = "https://pypi.org/simple"
+_LOG_POLL_S = 0.02  # how often uv's log file is read while it resolves
 # what a line of `uv pip compile --annotation-style line` says: "name==version  # via a, b"
 _PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)\s*(?:#\s*via\s+(.*))?$")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9]")
@@ -32,27 +38,6 @@ def _uv() -> str:
         return find_uv_bin()
     except (ImportError, FileNotFoundError):
         raise EnvcheckError("uv is not installed: pip install uv") from None
-
-
-def target_platform(platform: str, system: Mapping[str, str]) -> tuple[str, list[str]]:
-    """uv's --python-platform and the wheel platform tags it accepts, newest first."""
-    if platform in PLATFORM_ARCH:
-        a = PLATFORM_ARCH[platform]
-        major, minor = (int(x) for x in system.get("glibc", "2.17").split(".")[:2])
-        if major != 2 or minor < 17:
-            raise BadInput(f"pip entries need glibc >= 2.17 on {platform} (manylinux_2_17)")
-        tags = [f"manylinux_2_{m}_{a}" for m in range(minor, 16, -1)]
-        tags += [f"manylinux2014_{a}"] + (
-            [f"manylinux2010_{a}", f"manylinux1_{a}"] if a == "x86_64" else []
-        )
-        return f"{a}-manylinux_2_{minor}", tags + [f"linux_{a}"]
-    if platform == "osx-arm64":
-        return "aarch64-apple-darwin", [f"macosx_{v}_0_arm64" for v in range(14, 10, -1)]
-    if platform == "osx-64":
-        return "x86_64-apple-darwin", [f"macosx_10_{v}_x86_64" for v in range(15, 8, -1)]
-    if platform == "win-64":
-        return "x86_64-pc-windows-msvc", ["win_amd64"]
-    raise BadInput(f"pip entries are not supported for platform {platform}")
 
 
 def python_version(solved: Sequence[SolvedPackage]) -> str:
@@ -84,14 +69,20 @@ class Target:
     platform: str  # conda's: linux-64
     uv_platform: str  # uv's --python-platform
     tags: tuple[Tag, ...]  # wheel tags it installs, best first
+    admitted: tuple[Tag, ...]  # the part of ``tags`` uv resolves with (pip_platform.py)
+    glibc: str = ""  # the recipe's system.glibc, for a linux target
 
     @classmethod
     def of(cls, python: str, platform: str, system: Mapping[str, str]) -> Target:
-        uv_platform, platform_tags = target_platform(platform, system)
+        uv_platform, platform_tags, uv_tags = target_platform(platform, system)
         pyver = tuple(int(x) for x in python.split("."))
-        tags = list(cpython_tags(pyver, platforms=platform_tags))
-        tags += list(compatible_tags(pyver, platforms=platform_tags))
-        return cls(python, platform, uv_platform, tuple(tags))
+
+        def tags(platforms: list[str]) -> tuple[Tag, ...]:
+            return (*cpython_tags(pyver, platforms=platforms),
+                    *compatible_tags(pyver, platforms=platforms))  # fmt: skip
+
+        glibc = system.get("glibc", "") if platform in PLATFORM_ARCH else ""
+        return cls(python, platform, uv_platform, tags(platform_tags), tags(uv_tags), glibc)
 
 
 @dataclass(frozen=True)
@@ -110,6 +101,8 @@ class Resolution:
     index: Mapping[str, Page | None] = field(hash=False)  # name -> the index's files
     target: Target
     constraints: Mapping[str, str] = field(hash=False)  # conda's Python packages: name -> version
+    log: tuple[str, ...] = field(default=(), hash=False, repr=False)  # uv's verbose log
+    extra_index: tuple[str, ...] = ()  # the recipe's pip_extra_index
 
 
 def parse_compiled(text: str) -> list[Compiled]:
@@ -124,32 +117,92 @@ def parse_compiled(text: str) -> list[Compiled]:
     return out
 
 
+def _command(req: Path, cons: Path, target: Target, index_url: str, verbose: bool,
+             extra_index: Sequence[str]) -> list[str]:  # fmt: skip
+    return [
+        _uv(), "pip", "compile", str(req), "--constraint", str(cons),
+        "--python-version", target.python, "--python-platform", target.uv_platform,
+        "--no-header", "-v" if verbose else "--quiet", "--annotation-style", "line",
+        "--index-url", index_url, *(f"--extra-index-url={u}" for u in extra_index),
+        "--no-python-downloads",  # uv would fetch a Python from GitHub to build sdists
+    ]  # fmt: skip
+
+
 def uv_compile(
     requirements: Sequence[str],
     constraints: Mapping[str, str],
     target: Target,
     index_url: str,
     timeout: float,
-) -> subprocess.CompletedProcess[str]:
-    """``uv pip compile``: metadata only, nothing installed, no Python downloaded."""
+    on_log: Callable[[str], None] | None = None,
+    extra_index: Sequence[str] = (),
+) -> tuple[subprocess.CompletedProcess[str], tuple[str, ...]]:
+    """``uv pip compile``: metadata only, nothing installed, no Python downloaded. With
+    ``on_log``, uv runs verbose and each line of its log is passed on as it comes; the log is
+    returned beside what uv says without it."""
     with tempfile.TemporaryDirectory(prefix="envcheck-pip-") as tmp:
         req = Path(tmp) / "requirements.in"
         req.write_text("\n".join(requirements) + "\n")
         cons = Path(tmp) / "constraints.txt"
         # what conda installs must stay as conda solved it
         cons.write_text("".join(f"{n}=={v}\n" for n, v in sorted(constraints.items())))
-        cmd = [
-            _uv(), "pip", "compile", str(req), "--constraint", str(cons),
-            "--python-version", target.python, "--python-platform", target.uv_platform,
-            "--no-header", "--quiet", "--annotation-style", "line", "--index-url", index_url,
-            "--no-python-downloads",  # uv would fetch a Python from GitHub to build sdists
-        ]  # fmt: skip
+        cmd = _command(req, cons, target, index_url, on_log is not None, extra_index)
         try:
-            return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            if on_log is None:
+                return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout), ()
+            return _run_logged(cmd, Path(tmp) / "out.txt", timeout, on_log)
         except subprocess.TimeoutExpired:
             raise Unreachable(
                 f"pip resolution against {index_url} took over {timeout:.0f} s"
             ) from None
+
+
+def _run_logged(cmd: list[str], out: Path, timeout: float, on_log: Callable[[str], None]
+                ) -> tuple[subprocess.CompletedProcess[str], tuple[str, ...]]:  # fmt: skip
+    """Run uv verbose, its log read as it resolves; DEBUG lines (and the indented lines that
+    continue them) are the log, the rest is uv's own stderr. The log goes to a file, not a
+    pipe: uv never waits on this process to read it."""
+    err_path = out.with_suffix(".log")
+    log: list[str] = []
+    said: list[str] = []
+    in_log = False
+
+    def take(line: str) -> None:
+        nonlocal in_log
+        if line.startswith(("DEBUG ", "TRACE ")) or (in_log and line[:1] in (" ", "")):
+            in_log = True
+            log.append(line)
+            on_log(line)
+        else:
+            in_log = False
+            said.append(line)
+
+    deadline = time.monotonic() + timeout
+    with out.open("w") as stdout, err_path.open("w") as stderr, err_path.open() as tail:
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, text=True)
+        try:
+            partial = ""
+            while True:
+                done = proc.poll() is not None
+                chunk = tail.read()
+                lines = (partial + chunk).split("\n")
+                partial = lines.pop()
+                for line in lines:
+                    take(line)
+                if done:
+                    break
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(cmd, timeout)
+                if not chunk:
+                    time.sleep(_LOG_POLL_S)
+            if partial:
+                take(partial)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    text = "\n".join(said) + ("\n" if said else "")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out.read_text(), text), tuple(log)
 
 
 def uv_reasoning(stderr: str) -> list[str]:
@@ -185,8 +238,11 @@ def requirement_name(req: str) -> str:
 
 def explain_clash(
     stderr: str, requirements: Sequence[str], constraints: Mapping[str, str]
-) -> tuple[str, str]:
-    """(which recipe entries and conda packages clash, uv's key line)."""
+) -> tuple[str, str, str]:
+    """(which recipe entries and conda packages clash, uv's key line, the chain from entry
+    to entry through uv's "depends on" steps, "" when they join none)."""
+    from envcheck.resolve.uv_chain import chain
+
     reasoning = uv_reasoning(stderr)
     text = " ".join(reasoning)
     by_name = {requirement_name(r): r for r in requirements}
@@ -197,7 +253,7 @@ def explain_clash(
         who = "the recipe's pip entries"
     else:
         who = f"recipe pip entr{'y' if len(named) == 1 else 'ies'} " + " and ".join(named)
-    return who, key_line(reasoning)
+    return who, key_line(reasoning), chain(reasoning, by_name)
 
 
 def _failure(proc: subprocess.CompletedProcess[str], requirements, constraints, index_url):  # type: ignore[no-untyped-def]
@@ -205,8 +261,9 @@ def _failure(proc: subprocess.CompletedProcess[str], requirements, constraints, 
     lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
     first = next((ln for ln in lines if not ln.startswith("warning:")), "uv failed")
     if "No solution found" in err:
-        who, key = explain_clash(err, requirements, constraints)
-        return Unsolvable(f"pip: {who} clash: {key} (uv)", detail=err)
+        who, key, steps = explain_clash(err, requirements, constraints)
+        steps = f" [{steps}]" if steps else ""
+        return Unsolvable(f"pip: {who} clash: {key} (uv){steps}", detail=err)
     if "error sending request" in err or "dns error" in err or "Failed to fetch" in err:
         from envcheck.network import root_cause
 
@@ -222,20 +279,29 @@ def resolve(
     system: Mapping[str, str],
     *,
     index_url: str = PYPI,
+    extra_index: Sequence[str] = (),
     timeout: float = 300,
 ) -> Resolution:
     """Pin ``requirements`` and what they pull in, minus what the conda solve already holds;
     each package's file (url, sha256) from the index's JSON page, its requirers from uv."""
     target = Target.of(python_version(solved), platform, system)
     pins = conda_python_pins(solved)
-    proc = uv_compile(requirements, pins, target, index_url, timeout)
-    if proc.returncode != 0:
-        failure = _failure(proc, requirements, pins, index_url)
-        if isinstance(failure, Unsolvable) and system.get("glibc"):
-            _refuse_unfit_wheels(requirements, pins, target, system, index_url, timeout)
-        raise failure
-    compiled = [c for c in parse_compiled(proc.stdout) if c.name not in pins]
-    index = index_pages([c.name for c in compiled], index_url)
+    with Prefetch([*extra_index, index_url]) as pages:
+        for r in requirements:  # the held-back check reads the direct entries' pages
+            pages.add(requirement_name(r), parse=True)
+
+        def prefetch(line: str) -> None:
+            if (name := touched(line)) is not None and name not in pins:
+                pages.add(name)
+
+        proc, log = uv_compile(requirements, pins, target, index_url, timeout, prefetch,
+                               extra_index)  # fmt: skip
+        if proc.returncode != 0:
+            _raise_failure(proc, requirements, pins, target, system, index_url, extra_index,
+                           pages, timeout)  # fmt: skip
+        compiled = [c for c in parse_compiled(proc.stdout) if c.name not in pins]
+        direct = [requirement_name(r) for r in requirements]
+        index = pages.pages([c.name for c in compiled] + [n for n in direct if n not in pins])
     requires: dict[str, dict[str, str]] = {c.name: {} for c in compiled}
     for c in compiled:
         for up in c.via:
@@ -243,11 +309,36 @@ def resolve(
                 requires[up][c.name] = ""  # "" reads as "any version" (PEP 508) where "*" fails
     out = []
     for c in compiled:
-        f = best_file(index.get(c.name) or [], c.version, target.tags)
+        page = index.get(c.name) or []
+        f = best_file(page, c.version, target.tags)
         if f is None:
             raise EnvcheckError(f"pip: no file with a sha256 for {c.name} {c.version}")
+        if not f.tags and isinstance(page, Page) and is_placeholder(c.name,
+                                                                    page.of_version(c.version)):
+            raise placeholder_error(c.name, c.version, index_url, extra_index)
         out.append(PipPackage(c.name, c.version, f.url, f.sha256, requires[c.name]))
-    return Resolution(tuple(out), tuple(compiled), index, target, pins)
+    return Resolution(tuple(out), tuple(compiled), index, target, pins, log, tuple(extra_index))
+
+
+def _raise_failure(proc: subprocess.CompletedProcess[str], requirements: Sequence[str],
+                   pins: Mapping[str, str], target: Target, system: Mapping[str, str],
+                   index_url: str, extra_index: Sequence[str], pages: Prefetch,
+                   timeout: float) -> NoReturn:  # fmt: skip
+    """uv's failure in recipe terms: a placeholder sdist, wheels that need a newer glibc, a
+    clash between entries, or uv's own first line."""
+    from envcheck.resolve.placeholder import from_build_failure
+
+    def files_of(name: str, version: str) -> list[IndexFile]:
+        page = pages.pages([name])[name]
+        return page.of_version(version) if page is not None else []
+
+    placeholder = from_build_failure(proc.stderr, files_of, index_url, extra_index)
+    if placeholder is not None:
+        raise placeholder
+    failure = _failure(proc, requirements, pins, index_url)
+    if isinstance(failure, Unsolvable) and system.get("glibc"):
+        _refuse_unfit_wheels(requirements, pins, target, system, index_url, timeout, extra_index)
+    raise failure
 
 
 def _refuse_unfit_wheels(
@@ -257,6 +348,7 @@ def _refuse_unfit_wheels(
     system: Mapping[str, str],
     index_url: str,
     timeout: float,
+    extra_index: Sequence[str] = (),
 ) -> None:
     """Unsolvable for an old glibc: does it solve for a current one? Then name every wheel
     that needs the newer glibc, with the newest release of it that fits."""
@@ -266,11 +358,11 @@ def _refuse_unfit_wheels(
     if el7.fits(NEW_GLIBC, glibc):
         return  # not an old glibc: the clash is the entries' own
     wide = Target.of(target.python, target.platform, {**system, "glibc": NEW_GLIBC})
-    proc = uv_compile(requirements, pins, wide, index_url, timeout)
+    proc, _ = uv_compile(requirements, pins, wide, index_url, timeout, extra_index=extra_index)
     if proc.returncode != 0:
         return
     compiled = [c for c in parse_compiled(proc.stdout) if c.name not in pins]
-    index = index_pages([c.name for c in compiled], index_url)
+    index = index_pages([c.name for c in compiled], [*extra_index, index_url])
     arch = PLATFORM_ARCH[target.platform]
     found = []
     for c in compiled:
@@ -315,9 +407,10 @@ def resolve_pip(
     system: Mapping[str, str],
     *,
     index_url: str = PYPI,
+    extra_index: Sequence[str] = (),
     timeout: float = 300,
 ) -> list[PipPackage]:
     if not requirements:
         return []
     return list(resolve(requirements, solved, platform, system, index_url=index_url,
-                        timeout=timeout).packages)  # fmt: skip
+                        extra_index=extra_index, timeout=timeout).packages)  # fmt: skip

@@ -22,11 +22,13 @@ from envcheck.resolve.channel_data import channel_data
 from envcheck.resolve.lock_check import check_all
 from envcheck.resolve.lockdoc import build_lockfile
 from envcheck.resolve.options import BuildOptions
+from envcheck.resolve.pip_platform import wheels_note
 from envcheck.resolve.recipe import Recipe, load_recipe
 from envcheck.resolve.solve import (
     DEFAULT_FETCH_TIMEOUT_S,
     SolvedPackage,
     resolve_channel,
+    start_solver,
     virtual_packages,
 )
 from envcheck.resolve.solve_recipe import (
@@ -107,12 +109,14 @@ def build_one(
     for platform in platforms:
         solved[platform] = solve_platform(recipe, channels, platform, vps[platform], fetch_timeout)
         pip[platform], held[platform] = resolve_pip_noting_held_back(
-            recipe.pip, solved[platform], platform, recipe.system
-        )
+            recipe.pip, solved[platform], platform, recipe.system,
+            extra_index=recipe.pip_extra_index,
+        )  # fmt: skip
         check_glibc(recipe, channels, platform, solved[platform], pip[platform])
     extra = {}
     if recipe.pip:
-        extra["pip_index"] = "https://pypi.org/simple (resolved with uv)"
+        extra["pip_index"] = "https://pypi.org/simple (resolved with uv)" + "".join(
+            f"; extra index {u}" for u in recipe.pip_extra_index)  # fmt: skip
     if data:
         extra["recipe_channels"] = ", ".join(resolve_channel(c) for c in recipe.channels)
     if carried and old is not None:
@@ -141,6 +145,11 @@ def build_one(
         results.append(
             Result(f"build {recipe.name}", Status.PASS, msg, node=platform, group="build")
         )
+        note = wheels_note([p.url.rsplit("/", 1)[-1] for p in pip[platform]], platform,
+                           recipe.system)  # fmt: skip
+        if note:
+            results.append(Result(f"pip wheels {recipe.name}", Status.PASS, note, node=platform,
+                                  group="build"))  # fmt: skip
         results += [
             Result(f"pip held back {recipe.name}", Status.WARN, line, node=platform, group="build")
             for line in held[platform]
@@ -177,6 +186,8 @@ def build(opts: BuildOptions) -> Report:
     """Solve and write every recipe's locks (all of them or none), or with ``check`` say
     whether they are current (StaleLock when not). Bad input is refused before any solve."""
     recipes = [load_recipe(p) for p in opts.recipes]  # every recipe validated before any work
+    if not opts.check:
+        start_solver()  # its start-up overlaps the lint and the checks below
     names = [r.name for r in recipes]
     if len(set(names)) != len(names):
         raise BadInput("two recipes share a name: " + ", ".join(sorted(names)))

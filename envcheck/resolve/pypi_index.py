@@ -8,9 +8,10 @@ import http.client
 import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from html.parser import HTMLParser
+from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
@@ -24,6 +25,7 @@ from packaging.utils import (
 from packaging.version import Version
 
 JSON = "application/vnd.pypi.simple.v1+json"
+ACCEPT = f"{JSON}, text/html;q=0.1"  # PEP 691's JSON, else PEP 503's HTML
 PAGE_TIMEOUT_S = 15.0
 MAX_PARALLEL = 8  # each thread keeps one connection: more only queue on a slow mirror
 _LOCAL = threading.local()
@@ -43,7 +45,7 @@ def _get(url: str, timeout: float) -> tuple[str, bytes]:
             conn = conns[(u.scheme, u.netloc)] = kind(u.netloc, timeout=timeout)
         try:
             conn.request("GET", u.path + (f"?{u.query}" if u.query else ""),
-                         headers={"Accept": JSON, "Accept-Encoding": "gzip"})  # fmt: skip
+                         headers={"Accept": ACCEPT, "Accept-Encoding": "gzip"})  # fmt: skip
             r = conn.getresponse()
             body = r.read()
         except (OSError, http.client.HTTPException):
@@ -106,14 +108,46 @@ def _file(entry: Mapping[str, object], name: str) -> IndexFile | None:
 def index_files(name: str, index_url: str, timeout: float = PAGE_TIMEOUT_S) -> Page | None:
     """Every file the index lists for a project; None when the page cannot be read as JSON."""
     name = canonicalize_name(name)
+    url = f"{index_url.rstrip('/')}/{name}/"
     try:
-        kind, body = _get(f"{index_url.rstrip('/')}/{name}/", timeout)
+        kind, body = _get(url, timeout)
+        if "text/html" in kind:  # a PEP 503 index without the JSON form
+            return Page(name, html_entries(body.decode("utf-8", "replace"), url))
         if JSON not in kind:
             return None
         doc = json.loads(body)
     except (OSError, ValueError, http.client.HTTPException):
         return None
     return Page(name, tuple(e for e in doc.get("files", []) if isinstance(e, dict)))
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[dict[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.found.append(dict(attrs))
+
+
+def html_entries(text: str, page_url: str) -> tuple[dict[str, object], ...]:
+    """A PEP 503 page's links as PEP 691 file entries (the sha256 from the URL fragment)."""
+    parser = _Anchors()
+    parser.feed(text)
+    out = []
+    for a in parser.found:
+        href = a.get("href") or ""
+        url, _, fragment = urljoin(page_url, href).partition("#")
+        algo, _, digest = fragment.partition("=")
+        out.append({
+            "filename": unquote(url.rsplit("/", 1)[-1]),
+            "url": url,
+            "hashes": {algo: digest} if algo and digest else {},
+            "requires-python": a.get("data-requires-python") or "",
+            "yanked": "data-yanked" in a,
+        })  # fmt: skip
+    return tuple(out)
 
 
 class Page(Sequence[IndexFile]):
@@ -151,17 +185,32 @@ class Page(Sequence[IndexFile]):
         ]
 
 
-def index_pages(names: Iterable[str], index_url: str) -> dict[str, Page | None]:
+def first_page(name: str, index_urls: Sequence[str] | str) -> Page | None:
+    """The project's page on the first index that lists files for it (uv's first-index
+    strategy, the extra indexes before the main one)."""
+    urls = [index_urls] if isinstance(index_urls, str) else list(index_urls)
+    for url in urls:
+        page = index_files(name, url)
+        if page is not None and len(page):
+            return page
+    return None
+
+
+def index_pages(names: Iterable[str], index_urls: Sequence[str] | str) -> dict[str, Page | None]:
     names = sorted({canonicalize_name(n) for n in names})
     if not names:
         return {}
     with ThreadPoolExecutor(min(MAX_PARALLEL, len(names))) as pool:
-        pages = pool.map(lambda n: index_files(n, index_url), names)
+        pages = pool.map(lambda n: first_page(n, index_urls), names)
         return dict(zip(names, pages))
 
 
-def _rank(f: IndexFile, tags: Sequence[Tag]) -> int | None:
-    rank = {t: i for i, t in enumerate(tags)}
+def _ranks(tags: Sequence[Tag]) -> Mapping[Tag, int]:
+    """Each tag's place in ``tags`` (best first), made once per call: a target has hundreds."""
+    return {t: i for i, t in enumerate(tags)}
+
+
+def _rank(f: IndexFile, rank: Mapping[Tag, int]) -> int | None:
     return min((rank[t] for t in f.tags if t in rank), default=None)
 
 
@@ -173,7 +222,8 @@ def best_file(files: Sequence[IndexFile], version: str, tags: Sequence[Tag]) -> 
         if isinstance(files, Page)
         else [f for f in files if f.version == want]
     )
-    ranked = [(r, f.filename, f) for f in mine if f.tags and (r := _rank(f, tags)) is not None]
+    rank = _ranks(tags)
+    ranked = [(r, f.filename, f) for f in mine if f.tags and (r := _rank(f, rank)) is not None]
     if ranked:
         return min(ranked, key=lambda x: (x[0], x[1]))[2]
     return next((f for f in mine if not f.tags), None)
@@ -183,10 +233,51 @@ def newest_installable(
     files: Sequence[IndexFile], python: str, tags: Sequence[Tag]
 ) -> Version | None:
     """The newest final release with a wheel for the target that runs on ``python``, not yanked."""
+    rank = _ranks(tags)
     ok = {
         f.version
         for f in files
-        if not f.yanked and not f.version.is_prerelease and f.tags and f.runs_on(python)
-        and _rank(f, tags) is not None
+        if not f.yanked and not f.version.is_prerelease and f.tags
+        and not rank.keys().isdisjoint(f.tags) and f.runs_on(python)
     }  # fmt: skip
     return max(ok) if ok else None
+
+
+class Prefetch:
+    """Pages read while uv resolves: each project uv's log shows it reading is fetched at
+    once, so the pages a lock needs are in when uv ends. Pages nobody asks for are dropped."""
+
+    def __init__(self, index_urls: Sequence[str]) -> None:
+        self.index_urls = list(index_urls)
+        self._pool = ThreadPoolExecutor(MAX_PARALLEL)
+        self._futures: dict[str, Future[Page | None]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, name: str, parse: bool = False) -> None:
+        """Fetch a project's page; with ``parse`` its files are read too (the held-back
+        check reads every file of a direct entry's page), while uv still resolves."""
+        name = canonicalize_name(name)
+        with self._lock:
+            if name not in self._futures:
+                self._futures[name] = self._pool.submit(self._fetch, name, parse)
+
+    def _fetch(self, name: str, parse: bool) -> Page | None:
+        page = first_page(name, self.index_urls)
+        if parse and page is not None:
+            page.files()
+        return page
+
+    def pages(self, names: Iterable[str]) -> dict[str, Page | None]:
+        names = sorted({canonicalize_name(n) for n in names})
+        for n in names:
+            self.add(n)
+        return {n: self._futures[n].result() for n in names}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> Prefetch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

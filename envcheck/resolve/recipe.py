@@ -32,6 +32,7 @@ _KEYS = {
     "system": False,
     "dependencies": True,
     "pip": False,
+    "pip_extra_index": False,
     "exclude": False,
     "targets": False,
     "notes": False,
@@ -57,6 +58,8 @@ class Recipe:
     dependencies: tuple[str, ...]
     system: Mapping[str, str] = field(default_factory=dict, hash=False)
     pip: tuple[str, ...] = ()
+    # more pip indexes, searched before PyPI (uv's --extra-index-url): https://pypi.nvidia.com
+    pip_extra_index: tuple[str, ...] = ()
     exclude: tuple[Exclusion, ...] = ()
     description: str = ""
     targets: tuple[str, ...] = ()  # free text: the machines this environment is for
@@ -77,7 +80,7 @@ class Recipe:
             "dependencies": list(self.dependencies),
             "pip": list(self.pip),
             "exclude": [[e.name, e.reason] for e in self.exclude],
-        }
+        } | ({"pip_extra_index": list(self.pip_extra_index)} if self.pip_extra_index else {})
 
     def content_hash(self) -> str:
         canonical = json.dumps(self.hashed_content(), sort_keys=True, separators=(",", ":"))
@@ -195,6 +198,7 @@ def _parse_recipe(text: str, path: Path) -> Recipe:
     system = _system(err, value("system"))
     deps, seen = _dependencies(err, top["dependencies"][1])
     pip = _pip(err, value("pip"))
+    extra_index = _indexes(err, value("pip_extra_index"))
     exclude = _exclusions(err, value("exclude"), seen)
     targets = [t for _, t in _list(err, value("targets"), "targets")] if value("targets") else []
     text_of = {k: _scalar(err, top[k][1], k) for k in ("description", "notes") if k in top}
@@ -205,6 +209,7 @@ def _parse_recipe(text: str, path: Path) -> Recipe:
         dependencies=deps,
         system=system,
         pip=pip,
+        pip_extra_index=extra_index,
         exclude=exclude,
         description=text_of.get("description", ""),
         targets=tuple(targets),
@@ -310,6 +315,18 @@ def _pip(err: _Errors, pnode: yaml.Node | None) -> tuple[str, ...]:
             ) from None
         pip.append(req)
     return tuple(pip)
+
+
+def _indexes(err: _Errors, node: yaml.Node | None) -> tuple[str, ...]:
+    """Extra pip index URLs: http(s), a PEP 503 simple index root each."""
+    if node is None:
+        return ()
+    urls: list[str] = []
+    for item, url in _list(err, node, "pip_extra_index"):
+        if not re.match(r"^https?://[^\s/]+(/\S*)?$", url):
+            raise err.at(item, "pip_extra_index", f"{url!r} is not an http(s) index URL")
+        urls.append(url.rstrip("/"))
+    return tuple(dict.fromkeys(urls))
 
 
 def _exclusions(

@@ -295,6 +295,13 @@ def _get_child() -> _Child:
     return _child
 
 
+def start_solver() -> None:
+    """Start the solver child now, so that its start-up (Python, rattler) overlaps the
+    caller's own work before the first solve."""
+    with _lock:
+        _get_child()
+
+
 def shutdown() -> None:
     """End the solver child (also done at exit)."""
     global _child

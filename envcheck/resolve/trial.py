@@ -84,7 +84,8 @@ def _check_names(recipe: Recipe, candidates: Sequence[str]) -> None:
             raise BadInput(f"--try {c!r}: {recipe.name} excludes {name}")
 
 
-# (candidate, platform, "fits" | "conflicts", the clashing entries, why)
+# (candidate, platform, "fits" | "conflicts", the clashing entries, why: for a fit, the
+# version the candidate resolves to)
 Row = Tuple[str, str, str, str, str]
 
 
@@ -113,7 +114,8 @@ def try_candidates(
         rows += [_try_conda(c, conda, pip) for c in candidates if not c.startswith(PIP)]
         rows += pip_rows
     results = tuple(
-        Result(f"try {c}", Status.PASS, "fits", node=platform, group="try") if result == "fits"
+        Result(f"try {c}", Status.PASS, f"fits: {why}" if why else "fits", node=platform,
+               group="try") if result == "fits"
         else Result(f"try {c}", Status.WARN, f"conflicts: {why}", node=platform, group="try")
         for c, platform, result, _, why in rows)  # fmt: skip
     cols = ("candidate", "platform", "result", "smallest clashing set of entries")
@@ -155,9 +157,11 @@ def _try_conda(c: str, conda: _CondaTrial, pip: _PipTrial | None) -> Row:
 
     solved = conda.solved([*conda.base, c])
     if not isinstance(solved, SolveFailed):
-        clash = pip.clash(list(pip.recipe.pip), solved) if pip is not None else None
-        if clash is None:
-            return (c, conda.platform, "fits", "", "")
+        clash = pip.clash(list(pip.recipe.pip), solved) if pip is not None else ""
+        if isinstance(clash, str):
+            name = conda_spec(c).name.normalized
+            got = [p.version for p in solved if p.name == name]
+            return (c, conda.platform, "fits", "", f"{name} resolves to {got[0]}" if got else "")
         who, key = clash
         return (c, conda.platform, "conflicts", _entries(who),
                 f"the conda entries solve, but then the pip entries do not: {who} clash: {key}")
@@ -185,7 +189,8 @@ class _PipTrial:
 
         target = pip.Target.of(pip.python_version(solved), self.platform, self.recipe.system)
         pins = pip.conda_python_pins(solved)
-        return pip.uv_compile(requirements, pins, target, pip.PYPI, self.timeout), pins
+        return pip.uv_compile(requirements, pins, target, pip.PYPI, self.timeout,
+                              extra_index=self.recipe.pip_extra_index)[0], pins  # fmt: skip
 
     def check_base(self, solved: Sequence[SolvedPackage]) -> None:
         """The recipe's own pip entries resolve, or the build's own error is raised."""
@@ -198,23 +203,27 @@ class _PipTrial:
             raise pip._failure(proc, list(self.recipe.pip), pins, pip.PYPI)
 
     def clash(self, requirements: list[str],
-              solved: Sequence[SolvedPackage]) -> tuple[str, str] | None:
-        """None when they resolve; else (the entries uv's derivation names, uv's key line).
-        An unreachable index or another failure is raised, not reported as a clash."""
+              solved: Sequence[SolvedPackage]) -> tuple[str, str] | str:
+        """The version the last requirement resolves to when they resolve; else (the entries
+        uv's derivation names, why: the chain from entry to entry and uv's key line). An
+        unreachable index or another failure is raised, not reported as a clash."""
         from envcheck.errors import Unreachable, Unsolvable
         from envcheck.resolve import pip
 
         if not requirements:
-            return None
+            return ""
         proc, pins = self._compile(requirements, solved)
         if proc.returncode == 0:
-            return None
+            name = pip.requirement_name(requirements[-1])
+            got = [c.version for c in pip.parse_compiled(proc.stdout) if c.name == name]
+            return f"{name} resolves to {got[0]}" if got else ""
         failure = pip._failure(proc, requirements, pins, pip.PYPI)
         if isinstance(failure, Unreachable):
             raise failure
         if not isinstance(failure, Unsolvable):  # e.g. a placeholder sdist that refuses to build
             return f"recipe pip entry {requirements[-1]!r}", failure.message
-        return pip.explain_clash(proc.stderr, requirements, pins)
+        who, key, steps = pip.explain_clash(proc.stderr, requirements, pins)
+        return who, (f"{steps} (uv: {key})" if steps else key)
 
     def try_all(self, candidates: Sequence[str], solved: Sequence[SolvedPackage]) -> list[Row]:
         """The recipe's own pip entries (their failure is raised: nothing to add to) and each
@@ -223,8 +232,8 @@ class _PipTrial:
 
         def one(c: str) -> Row:
             clash = self.clash([*self.recipe.pip, c[len(PIP):]], solved)
-            if clash is None:
-                return (c, self.platform, "fits", "", "")
+            if isinstance(clash, str):
+                return (c, self.platform, "fits", "", clash)
             who, key = clash
             return (c, self.platform, "conflicts", _entries(who), f"{who} clash: {key}")
 

@@ -226,7 +226,8 @@ def test_bad_input_through_a_real_process(tmp_path: Path, channel: str) -> None:
     )  # fmt: skip
     assert proc.returncode == ExitCode.BAD_INPUT
     assert proc.stderr.strip() == f"envcheck: {r}:6:1: colour: unknown key (allowed: " + (
-        "name, description, channels, platforms, system, dependencies, pip, exclude, targets, "
+        "name, description, channels, platforms, system, dependencies, pip, pip_extra_index, "
+        "exclude, targets, "
         "notes)"
     )
 

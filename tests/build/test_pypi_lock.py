@@ -124,7 +124,11 @@ def test_the_rapids_26_10_pypi_stack_locks_as_the_record_says_and_torch_held_bac
     assert len(torch) == 1, warns
     assert f"torch {got['torch'].version} chosen for recipe entry 'torch'" in torch[0]
     assert f"the newest that fits is {newest}" in torch[0]
-    assert "'cuml-cu12==26.10.*'" in torch[0] and "incompatible" in torch[0]
+    # the chain in recipe terms, read from the resolution's own log: entry -> requirement -x-
+    # clashing requirement <- entry
+    assert "held back by recipe pip entry 'cuml-cu12==26.10.*': " in torch[0]
+    assert f"'torch' -> torch {newest} requires " in torch[0]
+    assert torch[0].endswith(" <- 'cuml-cu12==26.10.*'") and " -x- " in torch[0]
     # envcheck why walks the pip entries' real chain
     why = tmp_path / "why.json"
     assert main(["why", "dask", str(out / "rapids-pypi.conda-lock.yml"), "--recipe",
@@ -207,5 +211,23 @@ def test_try_adds_each_pip_candidate_alone_to_the_real_stack(
     assert rows["pandas=1.5"] == ["conflicts", "'cudf-cu12==26.10.*' and pandas==1.5.3 (conda)"]
     assert why["try pandas=1.5"].startswith("conflicts: the conda entries solve, but then the "
                                             "pip entries do not: ")
+    assert why["try pip:cugraph-cu12==26.10.*"].startswith("fits: cugraph-cu12 resolves to 26.10.")
+    assert " -x- pandas<2 <- 'pandas<2'" in why["try pip:pandas<2"]
     assert not list(tmp_path.glob("**/*.conda-lock.yml"))  # --try writes nothing
     assert _size(uv_cache) < CACHE_LIMIT
+
+
+def test_try_says_which_version_a_pip_candidate_resolves_to(
+    pypi: None, uv_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = tmp_path / "no-torch.yaml"
+    recipe.write_text(RECIPE.read_text().replace("  - torch\n", ""))
+    channel = _python_channel(tmp_path / "ch")
+    out = tmp_path / "try.json"
+    rc = main(["build", str(recipe), "--channel-data", channel, "--json", str(out), "--try",
+               "pip:torch"])  # fmt: skip
+    assert rc == ExitCode.OK, capsys.readouterr()
+    (result,) = [r for r in json.loads(out.read_text())["results"] if r["check"] == "try pip:torch"]
+    assert result["message"].startswith("fits: torch resolves to ")
+    got = result["message"].rsplit(" ", 1)[1]
+    assert Version(got) < Version(newest_torch())  # held back by cuml-cu12 26.10, as the lock

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from envcheck.cli import main
-from envcheck.errors import ExitCode
+from envcheck.errors import BadInput, ExitCode
 from envcheck.lockfile.read import read_lock
 from envcheck.record import replace
-from envcheck.resolve.pip import conda_python_pins, python_version, target_platform
+from envcheck.resolve.pip import conda_python_pins, python_version
+from envcheck.resolve.pip_platform import UV_MANYLINUX, target_platform, wheels_note
 from envcheck.resolve.solve import SolvedPackage
 from tests.support.channel import demo_channel, write_recipe
 
@@ -32,11 +34,49 @@ def test_conda_python_packages_pin_the_pip_resolution() -> None:
 
 
 def test_target_platform_follows_the_recipe_glibc() -> None:
-    uv_platform, tags = target_platform("linux-64", {"glibc": "2.17"})
-    assert uv_platform == "x86_64-manylinux_2_17"
+    uv_platform, tags, admitted = target_platform("linux-64", {"glibc": "2.17"})
+    assert uv_platform == "x86_64-manylinux_2_17" and admitted == tags
     assert tags[0] == "manylinux_2_17_x86_64" and "manylinux_2_28_x86_64" not in tags
-    uv_platform, tags = target_platform("linux-64", {"glibc": "2.28"})
+    uv_platform, tags, _ = target_platform("linux-64", {"glibc": "2.28"})
     assert uv_platform == "x86_64-manylinux_2_28" and "manylinux_2_17_x86_64" in tags
+
+
+def _minor(tag: str) -> int:
+    m = re.match(r"manylinux_2_(\d+)_", tag)
+    return int(m.group(1)) if m else 17  # manylinux2014/2010/1, linux_*: glibc <= 2.17
+
+
+@pytest.mark.parametrize("minor", range(17, 41))
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_every_glibc_maps_to_a_uv_platform_that_admits_no_more_than_the_target(
+    minor: int, arch: str
+) -> None:
+    platform = {"x86_64": "linux-64", "aarch64": "linux-aarch64"}[arch]
+    uv_platform, tags, admitted = target_platform(platform, {"glibc": f"2.{minor}"})
+    got = int(uv_platform.rsplit("_", 1)[1])
+    assert uv_platform == f"{arch}-manylinux_2_{got}" and got in UV_MANYLINUX
+    assert got <= minor  # admits no wheel the target cannot load
+    assert not [m for m in UV_MANYLINUX if got < m <= minor]  # the nearest one: rounds down
+    assert set(admitted) <= set(tags) and max(_minor(t) for t in admitted) == got
+    assert max(_minor(t) for t in tags) == minor
+
+
+def test_a_glibc_above_uv_s_newest_resolves_as_its_newest_and_below_2_17_is_refused() -> None:
+    assert target_platform("linux-64", {"glibc": "2.41"})[0] == "x86_64-manylinux_2_40"
+    with pytest.raises(BadInput, match="glibc >= 2.17"):
+        target_platform("linux-64", {"glibc": "2.12"})
+
+
+def test_the_build_says_which_glibc_the_chosen_wheels_were_checked_against() -> None:
+    files = ["six-1.16.0-py2.py3-none-any.whl",
+             "psutil-7.0.0-cp36-abi3-manylinux_2_12_x86_64.manylinux2010_x86_64.whl",
+             "numpy-2.1.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"]
+    note = wheels_note(files, "linux-64", {"glibc": "2.26"})
+    assert note is not None and "3 pip files checked against glibc 2.26" in note
+    assert "uv resolved for x86_64-manylinux_2_17" in note
+    assert note.endswith("the newest needs glibc 2.17 (numpy-2.1.0-cp312-cp312-"
+                         "manylinux_2_17_x86_64.manylinux2014_x86_64.whl)")
+    assert wheels_note(files, "osx-arm64", {"glibc": "2.26"}) is None
 
 
 @pytest.mark.slow
@@ -78,3 +118,15 @@ def test_the_lint_reads_rapids_wheels_as_their_release_and_cuda_major(
                      name="cu11", system='{cuda: "12.8", glibc: "2.28"}')  # fmt: skip
     assert main(["build", str(r), "--out", out]) == ExitCode.UNSOLVABLE
     assert "pypi.org has its wheels for CUDA 12, 13.x only" in capsys.readouterr().err
+
+
+
+def test_a_chosen_wheel_that_needs_2_28_on_a_2_26_target_is_named_with_its_tag() -> None:
+    from envcheck.resolve import el7
+
+    wheels = [("six", "1.16.0", "six-1.16.0-py2.py3-none-any.whl"),
+              ("xgboost", "3.4.1", "xgboost-3.4.1-py3-none-manylinux_2_28_x86_64.whl")]
+    (bad,) = el7.check_solution("2.26", "linux-64", [], wheels, [], None)
+    assert bad.line("2.26").startswith("xgboost 3.4.1 (pip) needs glibc 2.28 (wheel tag "
+                                       "manylinux_2_28_x86_64)")
+    assert el7.check_solution("2.28", "linux-64", [], wheels, [], None) == []
