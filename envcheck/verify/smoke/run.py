@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from envcheck.report import Result, Status
@@ -183,3 +184,20 @@ class SmokeRun:
         with contextlib.suppress(Exception):
             self.client.cancel(self._futures, force=True)
         self._futures.clear()
+
+
+@dataclass(frozen=True)
+class SmokeTest:
+    id: str
+    summary: str
+    body: Callable[[SmokeRun], list[Result]]
+    # Each entry is satisfied by any one of its package stems (see needs.package_version).
+    worker_packages: tuple[tuple[str, ...], ...] = ()
+    client_modules: tuple[str, ...] = ()  # what the client imports to build the graph
+    gpu: bool = False  # runs only on GPU workers; skipped when there are none
+    # every task it submits is pinned to the run's workers; False: a library places tasks on
+    # any worker of the cluster (it does not run while a worker is held out, run_smoke)
+    pinned: bool = True
+    # a collective over every worker (a process group, xgboost's tracker): runs by itself,
+    # after the others, which run at once (each waits on its own tasks)
+    alone: bool = False

@@ -8,7 +8,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from envcheck.record import replace
 from envcheck.report import Result, Status
@@ -17,14 +17,12 @@ from envcheck.verify.facts import NodeFacts
 from envcheck.verify.smoke.run import (
     POLL,
     SmokeRun,
+    SmokeTest,
     SmokeTimeout,
     WorkerLost,
     lost_workers,
     result,
 )
-
-if TYPE_CHECKING:
-    from envcheck.verify.smoke.suite import SmokeTest
 
 # The body gets this much longer than its own deadline to return before the runner gives up on
 # it: a body that waits with SmokeRun's helpers reports *which* step timed out.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from envcheck.errors import BadInput
@@ -28,6 +27,7 @@ from envcheck.verify.smoke.resources import smoke_resources
 from envcheck.verify.smoke.run import (
     GROUP,
     SmokeRun,
+    SmokeTest,
     SmokeTimeout,
     WorkerLost,
     check_id,
@@ -37,23 +37,6 @@ from envcheck.verify.smoke.run import (
 from envcheck.verify.smoke.runner import asked_for, held_out, run_one, timed_run
 
 XGBOOST_ACCURACY_FLOOR = 0.90
-
-
-@dataclass(frozen=True)
-class SmokeTest:
-    id: str
-    summary: str
-    body: Callable[[SmokeRun], list[Result]]
-    # Each entry is satisfied by any one of its package stems (see needs.package_version).
-    worker_packages: tuple[tuple[str, ...], ...] = ()
-    client_modules: tuple[str, ...] = ()  # what the client imports to build the graph
-    gpu: bool = False  # runs only on GPU workers; skipped when there are none
-    # every task it submits is pinned to the run's workers; False: a library places tasks on
-    # any worker of the cluster (it does not run while a worker is held out, run_smoke)
-    pinned: bool = True
-    # a collective over every worker (a process group, xgboost's tracker): runs by itself,
-    # after the others, which run at once (each waits on its own tasks)
-    alone: bool = False
 
 
 # --- the tests ----------------------------------------------------------------------------
