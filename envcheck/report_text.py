@@ -71,6 +71,9 @@ def skip_lines(skips: list[Any], limit: int = 6) -> list[str]:
     return lines
 
 
+FEW_PASSES = 3  # at most this many passes print a line each, with their messages
+
+
 def pass_lines(passes: list[Any], width: int) -> list[str]:
     """One wrapped line per group: ``12 passed (node): driver, gpus, glibc, ...``."""
     groups: dict[str, list[str]] = {}
@@ -139,13 +142,15 @@ def render(report: Any, console: Any = None, verbose: bool = False,
         _print_table(console, t.title, t.columns, [tuple(map(str, r)) for r in t.rows], width)
     passes = [r for r in report.results if r.status.value == "pass"]
     skips = [r for r in report.results if r.status.value == "skip"]
-    if verbose:
-        for r in passes + skips:
-            for i, line in enumerate(issue_lines(r, width)):
-                say(line, _STYLE[r.status.value] if i == 0 else "dim")
-    else:
-        for line in pass_lines(passes, width):
-            say(line, _STYLE["pass"])
+    # a few passes (build's locks, an install) are the product: each shows its message
+    shown = passes + skips if verbose else passes if len(passes) <= FEW_PASSES else []
+    for r in shown:
+        for i, line in enumerate(issue_lines(r, width)):
+            say(line, _STYLE[r.status.value] if i == 0 else "dim")
+    if not verbose:
+        if len(passes) > FEW_PASSES:
+            for line in pass_lines(passes, width):
+                say(line, _STYLE["pass"])
         for line in skip_lines(skips):
             for part in wrap(line.strip(), width, "  ", "    "):
                 say(part, _STYLE["skip"])

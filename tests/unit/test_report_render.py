@@ -52,7 +52,18 @@ def test_the_first_line_is_the_verdict_then_failures_before_warnings_before_pass
     firsts = [ln.split()[0] for ln in lines[1:] if ln and not ln.startswith(" ")]
     assert firsts[:3] == ["fail", "fail", "warn"]
     text = "\n".join(lines)
-    assert text.index("busy-gpus") < text.index("1 passed (node): glibc")
+    assert text.index("busy-gpus") < text.index("glibc 2.36")  # a lone pass keeps its message
+
+
+def test_many_passes_fold_into_one_line_per_group() -> None:
+    from envcheck.report_text import FEW_PASSES
+
+    many = tuple(Result(f"c{i}", Status.PASS, f"message {i}", group="node")
+                 for i in range(FEW_PASSES + 1))
+    text = _render(Report(title="verify node", results=many))
+    assert f"{FEW_PASSES + 1} passed (node): c0, c1" in text and "message 0" not in text
+    few = _render(Report(title="verify node", results=many[:FEW_PASSES]))
+    assert "message 0" in few and "passed (node)" not in few
 
 
 def test_each_failure_keeps_its_fix_and_its_brackets() -> None:
