@@ -1,12 +1,13 @@
 """envcheck: provision and validate environments for multi-GPU Dask / PyTorch clusters.
 
-``import envcheck`` imports nothing else: the functions below load their modules when first
-used (``envcheck.build`` imports the solver, ``envcheck.verify_cluster`` dask).
+``import envcheck`` imports nothing else but its version (version.py): the functions below load
+their modules when first used (``envcheck.build`` imports the solver, ``envcheck.verify_cluster``
+dask).
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from envcheck.version import __version__
 
 # public name -> the module that holds it (docs/api.md)
 _LAZY = {

@@ -5,7 +5,7 @@
     report = envcheck.build("recipes/rapids-24.04-el7.yaml", out="locks")
     report = envcheck.install("locks/rapids-24.04-el7.conda-lock.yml", "/opt/envs/rapids")
     report = envcheck.verify_node(expect_gpus=8, min_gpu_memory="40GiB", skip=("xid",))
-    report                       # in Jupyter: a table; report.exit_code(), report.to_json()
+    report                       # in Jupyter: a table; report.exit_code, report.to_json()
 
 Each function builds the Options its command line builds, through the same constructor, so a
 value the command refuses is refused here too (BadInput, exit code 4), and calls the same
@@ -86,8 +86,8 @@ def build(
     from envcheck.extras import require_build_extra
 
     require_build_extra("build")
-    from envcheck.resolve.build import BuildOptions
-    from envcheck.resolve.build import build as run
+    from envcheck.resolve.options import BuildOptions
+    from envcheck.resolve.pipeline import build as run
 
     options = BuildOptions(
         recipes=_paths(recipe), out=_path(out), check=check, platform=platform,
@@ -325,7 +325,7 @@ def verify_job(
     """``envcheck verify job`` in every task of a parallel launch (a submitit job's function,
     an srun/torchrun/mpirun task): the group forms from the launcher's environment, rank 0
     judges, and every task gets a Report with the same exit code (rank 0's is the full report;
-    another rank's holds one ``job.verdict`` result carrying rank 0's line). Bounded by
+    another rank's holds one ``job.ranks.verdict`` result carrying rank 0's line). Bounded by
     ``timeout`` per step; a rank that never arrives is named."""
     from envcheck.verify.job.options import JobOptions
     from envcheck.verify.job.pipeline import verify_job as run
@@ -348,7 +348,7 @@ def verify_ray(
     """``envcheck verify ray``: a Ray cluster at ``address`` (host:port on a node of it, or
     ray://host:port), or a local one started and shut down when None; ``train`` also runs a
     Ray Train all-reduce."""
-    from envcheck.verify.ray.pipeline import RayOptions
+    from envcheck.verify.ray.options import RayOptions
     from envcheck.verify.ray.pipeline import verify_ray as run
 
     return run(RayOptions(address=address, timeout=timeout, expect_nodes=expect_nodes,

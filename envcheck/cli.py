@@ -11,8 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-from envcheck import __version__
 from envcheck.errors import EnvcheckError, ExitCode
+from envcheck.text import say
+from envcheck.version import __version__
 
 TYPE_CHECKING = False  # typing itself is not imported: `envcheck --version` stays cheap
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ EPILOG = (
     "  envcheck verify node            check this machine (driver, GPUs, libraries, health)\n"
     "  envcheck verify cluster [ADDR]  audit a Dask cluster (none given: start a local one)\n"
     "  envcheck build RECIPE           lint and solve a recipe into conda-lock lockfiles\n"
-    "exit codes: 0 pass, 1 warn, 2 fail, 3 error, 4 bad input (README: Exit codes)"
+    "exit codes: 0 pass, 1 warn, 2 fail, 3 error, 4 bad input (docs/exit-codes.md)"
 )
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
@@ -73,8 +74,57 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         # one line, as every other bad input; the usage block is one --help away
-        print(f"envcheck: error: {message} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(ExitCode.BAD_INPUT)
+        say(f"error: {message} (see {self.prog} --help)")
+        raise _BadArguments(self.prog, f"{message} (see {self.prog} --help)")
+
+
+class _BadArguments(SystemExit):
+    """The command line does not parse: exit 4, after the --json/--junit report if it named
+    one (a SystemExit, so that a parse outside main exits as argparse's own would)."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(ExitCode.BAD_INPUT)
+        self.prog, self.message = prog, message
+
+
+class _Quiet(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ValueError(message)
+
+
+def _named_reports(argv: list[str]) -> argparse.Namespace | None:
+    """--json and --junit as the command line gives them, read apart from the verb's parser
+    (which refused the line); None when even they do not parse."""
+    p = _Quiet(add_help=False)
+    for flag in REPORT_FLAGS:
+        p.add_argument(f"--{flag}", type=Path)
+    try:
+        return p.parse_known_args(argv)[0]
+    except ValueError:
+        return None
+
+
+def _title_of(argv: list[str], prog: str) -> str:
+    """The report title of the verb ``argv`` names ('envcheck verify node'), else ``prog``."""
+    words = tuple(a for a in argv if not a.startswith("-"))
+    path = next((p for p in COMMANDS if words[: len(p)] == p), None)
+    return f"envcheck {' '.join(path)}" if path else prog
+
+
+def _report_stopped(args: argparse.Namespace, title: str, message: str, code: ExitCode) -> None:
+    """The --json/--junit report of a run that a signal or its command line stopped: one
+    error result saying what stopped it. Nothing when no report was asked for, or its
+    destination is refused (said on stderr: the run is over anyway)."""
+    from envcheck import destinations
+    from envcheck.report import error_report
+
+    if not any(getattr(args, flag, None) for flag in REPORT_FLAGS):
+        return
+    try:
+        destinations.check_destinations(_report_destinations(args))
+        write_reports(error_report(title, message, code), args)
+    except (EnvcheckError, _ReportNotWritten) as e:
+        say(f"the report cannot be written: {getattr(e, 'message', e)}")
 
 
 def _add_report_arguments(p: argparse.ArgumentParser) -> None:
@@ -83,7 +133,8 @@ def _add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.add_argument(
         "--verbose", action="store_true",
-        help="show every skipped check as a row (by default skips fold into one line per reason)",
+        help="show every check with its message and the measurements (by default passes fold "
+        "into one line per group, skips into one line per reason, measurements into a count)",
     )
 
 
@@ -192,12 +243,13 @@ def _print(report: Report, args: argparse.Namespace) -> None:
         sys.stdout.write(report.output)
         for r in report.results:  # what went wrong goes beside it, one line each
             if r.status not in (Status.PASS, Status.SKIP):
-                print(f"envcheck: {r.message}", file=sys.stderr)
+                say(r.message)
     elif args.quiet:
-        c = report.counts()
+        c = report.counts
         print(f"{report.status.value.upper()}: " + ", ".join(f"{n} {s}" for s, n in c.items() if n))
     else:
-        render_table(report, verbose=getattr(args, "verbose", False))
+        verbose = getattr(args, "verbose", False)
+        render_table(report, verbose=verbose, measurements=getattr(args, "bench", False))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -239,28 +291,45 @@ def _main(argv: list[str]) -> int:
     try:
         parser = build_parser(argv)
     except EnvcheckError as e:
-        print(f"envcheck: {e.message}", file=sys.stderr)
+        say(e.message)
         return int(e.exit_code)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except _BadArguments as e:  # said on stderr already; it leaves as argparse's exit would
+        named = _named_reports(argv)
+        if named is not None:
+            _report_stopped(named, _title_of(argv, e.prog), f"error: {e.message}",
+                            ExitCode.BAD_INPUT)
+        raise
     from envcheck import destinations
 
     try:  # nothing is written anywhere when a destination is bad
         destinations.check_destinations(_report_destinations(args))
         destinations.check_stdout()
     except EnvcheckError as e:
-        print(f"envcheck: {e.message}", file=sys.stderr)
+        say(e.message)
         return int(e.exit_code)
     try:
         outcome = _call(args)
         if isinstance(outcome, int):
             return outcome
         render(outcome, args)
-        return int(outcome.exit_code())
+        return int(outcome.exit_code)
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (Terminated): the report says so
+        from envcheck.interrupts import Terminated
+
+        if isinstance(e, Terminated):
+            _report_stopped(args, args._title, "terminated by SIGTERM before it finished",
+                            ExitCode.TERMINATED)
+        else:
+            _report_stopped(args, args._title, "interrupted (SIGINT, Ctrl-C) before it "
+                            "finished", ExitCode.INTERRUPTED)
+        raise
     except _ReportNotWritten as e:
         from envcheck import interrupts
 
         written = " (the locks were written)" if interrupts.committed() else ""
-        print(f"envcheck: the report cannot be written: {e}{written}", file=sys.stderr)
+        say(f"the report cannot be written: {e}{written}")
         return int(ExitCode.ERROR)
 
 
@@ -277,9 +346,9 @@ def _call(args: argparse.Namespace) -> Report | int:
             import traceback
 
             traceback.print_exc()
-        print(f"envcheck: {e.message}", file=sys.stderr)
+        say(e.message)
         if e.detail and (debug or getattr(args, "explain", False)):
-            print(e.detail, file=sys.stderr)
+            say(e.detail, prefix="")
         failed = error_report(args._title, e.message, e.exit_code, tables=e.tables)  # type: ignore[arg-type]
     except OSError as e:  # an unwritable --save-facts path, and the like
         if debug:
@@ -287,7 +356,7 @@ def _call(args: argparse.Namespace) -> Report | int:
 
             traceback.print_exc()
         message = f"{e.strerror or e}: {e.filename or ''}".rstrip(": ")
-        print(f"envcheck: {message}", file=sys.stderr)
+        say(message)
         failed = error_report(args._title, message, ExitCode.BAD_INPUT)
     write_reports(failed, args)
-    return int(failed.exit_code())
+    return int(failed.exit_code)

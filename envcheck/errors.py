@@ -6,7 +6,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Documented process exit codes (README, 'Exit codes')."""
+    """Documented process exit codes (docs/exit-codes.md)."""
 
     OK = 0  # every result passed (skips allowed)
     WARN = 1  # warnings, no failures

@@ -94,6 +94,7 @@ class Report:
                 return s
         return Status.PASS
 
+    @property
     def exit_code(self) -> ExitCode:
         if self.code is not None:
             return self.code
@@ -104,17 +105,22 @@ class Report:
             Status.ERROR: ExitCode.ERROR,
         }[self.status]
 
+    @property
     def counts(self) -> dict[str, int]:
         c = Counter(r.status.value for r in self.results)
         return {s.value: c.get(s.value, 0) for s in Status}
+
+    def __repr__(self) -> str:
+        listed = ", ".join(f"{n} {s}" for s, n in self.counts.items() if n) or "no results"
+        return f"<Report {self.title!r} {self.status.value}: {listed}, exit {int(self.exit_code)}>"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "title": self.title,
             "status": self.status.value,
-            "exit_code": int(self.exit_code()),
-            "counts": self.counts(),
+            "exit_code": int(self.exit_code),
+            "counts": self.counts,
             "environment": dict(self.environment),
             "results": [
                 {
@@ -166,7 +172,7 @@ def to_junit(report: Report) -> Any:
     (an ElementTree element: xml.etree is imported here, not on every start)."""
     import xml.etree.ElementTree as ET
 
-    counts = report.counts()
+    counts = report.counts
     suite = ET.Element(
         "testsuite",
         name=printable(report.title),
@@ -220,106 +226,13 @@ def write_junit(report: Report, path: Path) -> None:
     write_file(path, data + b"\n", f"--junit {path}")
 
 
-_STYLE = {
-    Status.PASS: "green",
-    Status.WARN: "yellow",
-    Status.FAIL: "bold red",
-    Status.SKIP: "dim",
-    Status.ERROR: "bold magenta",
-}
+def render_table(report: Report, console: Any = None, verbose: bool = False,
+                 measurements: bool = False) -> None:
+    """Print the report for people, the verdict first (envcheck.report_text); the JSON and
+    JUnit reports keep every row."""
+    from envcheck.report_text import render
 
-
-def render_table(report: Report, console: Any = None, verbose: bool = False) -> None:
-    """Print the report for people: results grouped, measurements, extra tables, a summary.
-
-    By default failures, warnings and errors are shown in full with their fix, passes take a
-    row each, and skips fold into one line per reason with a count (the JSON and JUnit reports
-    keep every row); ``verbose`` shows every skip as a row of its own.
-    """
-    from rich.console import Console
-
-    console = console or Console()
-    groups: dict[str, list[Result]] = {}
-    for r in report.results:
-        groups.setdefault(r.group or "checks", []).append(r)
-    for group, results in groups.items():
-        shown = results if verbose else [r for r in results if r.status is not Status.SKIP]
-        if shown:
-            console.print(_results_table(f"{report.title}: {group}", shown))
-        if not verbose:
-            for line in skip_lines([r for r in results if r.status is Status.SKIP]):
-                console.print(line, style=_STYLE[Status.SKIP], markup=False, highlight=False)
-    for extra in report.tables:
-        console.print(_extra_table(extra))
-    if report.measurements:
-        console.print(_measurement_table(report))
-    c = report.counts()
-    summary = ", ".join(f"{n} {s}" for s, n in c.items() if n)
-    console.print(
-        f"[{_STYLE[report.status]}]{report.status.value.upper()}[/]: {summary or 'no results'}"
-        f" (exit {int(report.exit_code())})"
-    )
-
-
-def skip_lines(skips: list[Result], limit: int = 6) -> list[str]:
-    """One line per skip reason, most frequent first: "20 skipped: no GPU (driver, gpus, ...)"."""
-    by_reason: dict[str, list[str]] = {}
-    for r in skips:
-        name = f"{r.check}[{r.node}]" if r.node and len({x.node for x in skips}) > 1 else r.check
-        by_reason.setdefault(r.message, []).append(name)
-    lines = []
-    for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
-        unique = list(dict.fromkeys(names))
-        listed = ", ".join(unique[:limit]) + (", ..." if len(unique) > limit else "")
-        lines.append(f"  {len(names)} skipped: {reason} ({listed})")
-    return lines
-
-
-def _results_table(title: str, results: list[Result]) -> Any:
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
-    # Text, not markup: messages and fixes quote commands ("pip install 'envcheck[gpu]'")
-    # whose brackets rich would otherwise take for style tags and drop
-    t = RichTable(title=title, title_justify="left", expand=False)
-    with_fix = any(r.fix for r in results)
-    for col in ("status", "check", "node", "message", *(("fix",) if with_fix else ())):
-        t.add_column(col, overflow="fold")
-    for r in results:
-        cells = (r.check, r.node, r.message, *((r.fix,) if with_fix else ()))
-        t.add_row(Text(r.status.value, style=_STYLE[r.status]), *(Text(x) for x in cells))
-    return t
-
-
-def _extra_table(extra: Table) -> Any:
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
-    t = RichTable(title=extra.title, title_justify="left")
-    for col in extra.columns:
-        t.add_column(col, overflow="fold")
-    for row in extra.rows:
-        t.add_row(*(Text(str(x)) for x in row))
-    return t
-
-
-def _measurement_table(report: Report) -> Any:
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
-    t = RichTable(title=f"{report.title}: measurements", title_justify="left")
-    for col in ("name", "node", "value", "bare", "reference", "verdict"):
-        t.add_column(col, overflow="fold")
-    for m in report.measurements:
-        t.add_row(
-            m.name,
-            m.node,
-            f"{m.value:.4g} {m.unit}",
-            "" if m.baseline is None else f"{m.baseline:.4g} {m.unit}",
-            "" if m.reference is None else f"{m.reference:.4g} {m.unit}",
-            Text(m.verdict),
-        )
-    return t
+    render(report, console, verbose=verbose, measurements=measurements)
 
 
 def columns_text(table: Table) -> str:
@@ -348,7 +261,7 @@ NAGIOS_LIMIT = 400  # characters of detail: prolog logs and NHC keep one short l
 def nagios_line(report: Report, node: str) -> tuple[str, int]:
     """(the line, its exit code) for one node's report."""
     code = _NAGIOS_CODE[report.status]
-    counts = report.counts()
+    counts = report.counts
     worst = [r for r in report.results if r.status in (Status.ERROR, Status.FAIL)] or [
         r for r in report.results if r.status is Status.WARN
     ]

@@ -33,3 +33,53 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     lines = str(exc).strip().splitlines()
     line = f"{type(exc).__name__}: {lines[0].strip()}" if lines else type(exc).__name__
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+SHOWN = 40  # a value longer than this is described (type and length), never embedded
+
+
+def shown(value: object, limit: int = SHOWN) -> str:
+    """A value for an error message: its repr when short, else its type and length.
+
+    A message never embeds a whole value from outside: an alias bomb's repr, a 5 MB line or
+    a terminal escape would be printed (or built) in full. Short strings and numbers are
+    shown (escaped as printable does); anything longer or nested is named by type and size.
+    """
+    if isinstance(value, (bool, type(None))):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value)  # at most 24 characters: 'inf', 'nan', '1e+308'
+    if isinstance(value, int):  # repr of a 5,000-digit int is refused (and slow) past 4300
+        return repr(value) if value.bit_length() <= 3 * limit else f"an int of {limit}+ digits"
+    if isinstance(value, (str, bytes)):
+        if len(value) <= limit:
+            return printable(repr(value))
+        unit = "characters" if isinstance(value, str) else "bytes"
+        return f"a {type(value).__name__} of {len(value)} {unit}"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    if isinstance(value, dict):
+        return f"a mapping of {len(value)} keys"
+    return f"a {type(value).__name__}"
+
+
+MAX_LINE = 2000  # characters of one line on the terminal; the rest is counted, not printed
+
+
+def for_terminal(text: str, max_line: int = MAX_LINE) -> str:
+    """``text`` as printed to stderr: control characters escaped (printable) and each line cut
+    at max_line characters, the cut said ("... 5242880 more characters")."""
+    lines = printable(text).split("\n")
+    return "\n".join(
+        line if len(line) <= max_line
+        else f"{line[:max_line]}... ({len(line) - max_line} more characters)"
+        for line in lines
+    )
+
+
+def say(message: str, prefix: str = "envcheck: ") -> None:
+    """One message on stderr, as for_terminal makes it: how envcheck tells the user what went
+    wrong (error lines, lint notes, install's steps)."""
+    import sys
+
+    print(prefix + for_terminal(message), file=sys.stderr, flush=True)

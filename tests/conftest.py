@@ -147,7 +147,10 @@ _NEEDS = {
     "netns": lambda: _root() or _tools("ip", "unshare"),
     "oldenv": lambda: "" if _pyenv("3.8") and _pyenv("3.9") else "needs pyenv's Python 3.8 and 3.9",
     "ray": lambda: "" if _importable("ray") else "needs Ray (pip install -e '.[test]')",
+    # a need by marker, not a kind: a tests/unit test may carry it (.ci/run installs chromium)
+    "browser": lambda: _tools("chromium"),
 }
+NEED_MARKERS = ("browser",)
 
 
 # kinds whose tests share one session-scoped world (a Slurm, namespaces as hosts, images, cached
@@ -184,7 +187,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _group(item, kinds)
         if xdist and group:
             item.add_marker(pytest.mark.xdist_group(group))
-        for kind in sorted(kinds & set(_NEEDS)):
+        needs = kinds | {m for m in NEED_MARKERS if item.get_closest_marker(m)}
+        for kind in sorted(needs & set(_NEEDS)):
             if kind not in lacking:
                 lacking[kind] = _NEEDS[kind]()
             why = lacking[kind]

@@ -91,3 +91,22 @@ def check_virtual(path: Path, package: LockedPackage) -> None:
             raise BadInput(
                 f"{path}: {package.name} needs {key} {spec!r}, which is not a version spec"
             )
+
+
+def check_unique(path: Path, packages: Iterable[LockedPackage]) -> None:
+    """BadInput naming both records when a lock lists one package twice for one platform (by
+    one manager): installing both lets the last one linked win, whichever it is."""
+    seen: dict[tuple[str, str, str], LockedPackage] = {}
+    for p in packages:
+        key = (p.platform, p.manager, p.name)
+        first = seen.setdefault(key, p)
+        if first is not p:
+            raise BadInput(
+                f"{path}: {p.platform} lists {p.manager} package {p.name} twice: "
+                f"{_record(first)} and {_record(p)} (a lock has one record per package and "
+                "platform)"
+            )
+
+
+def _record(p: LockedPackage) -> str:
+    return f"{p.version}" + (f" {p.build}" if p.build else "") + f" ({p.file_name})"

@@ -101,8 +101,19 @@ def _platform(
         h = p.hashes
         md5, sha = (_hex(h.md5), _hex(h.sha256)) if h else (None, None)
         requires = [str(r) for r in getattr(p, "requires_dist", None) or ()]
-        rows.append(["pip", str(p.name), str(p.version), str(p.location), "", requires, md5, sha])
+        rows.append(["pip", str(p.name), str(p.version), _url(str(p.location)), "", requires,
+                     md5, sha])
     return want, records, rows, have
+
+
+def _url(location: str) -> str:
+    """A PyPI package's location as a URL: py-rattler gives a local wheel (``pypi:
+    file:///...whl`` in the lock) as the path alone; it is the file:// URL the lock wrote."""
+    if location.startswith("/"):
+        from pathlib import Path
+
+        return Path(location).as_uri()
+    return location
 
 
 def _hex(value: bytes | None) -> str | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from envcheck.errors import BadInput
 from envcheck.inputs import MAX_LOCK_BYTES, read_bytes
 from envcheck.lockfile.model import Lock
-from envcheck.lockfile.package import check_virtual, packages_from_rows
+from envcheck.lockfile.package import check_unique, check_virtual, packages_from_rows
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -37,8 +37,9 @@ def read_lock(
     ``environment`` picks a pixi.lock's environment (default: "default"). ``records``: parse
     with py-rattler and keep the RepoDataRecords of ``platform`` (None: this machine's), in the
     lock's order, to link. BadInput with one line when the file is missing, not a lock, lists
-    no packages, has a virtual-package constraint that is not a version, or lacks the
-    platform or environment (naming those it has).
+    no packages, has a virtual-package constraint that is not a version, lists a package twice
+    for one platform (naming both records), or lacks the platform or environment (naming those
+    it has).
     """
     path = Path(path)
     if records:
@@ -49,6 +50,7 @@ def read_lock(
         raise BadInput(f"{path}: the lock lists no packages (an empty lock checks nothing)")
     for p in lock.packages:
         check_virtual(path, p)
+    check_unique(path, lock.packages)
     return lock
 
 

@@ -20,7 +20,6 @@ Jobs arrive one JSON line each on ``jobs``; "+" is written to ``out`` per packag
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import json
 import os
@@ -251,6 +250,8 @@ def _detach(parent: int, stderr_fd: int) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
+        import ctypes  # here, in the child: envcheck's own process never needs it
+
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if parent and os.getppid() != parent:  # it died before prctl took effect
         os._exit(1)

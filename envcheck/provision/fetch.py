@@ -10,6 +10,12 @@ thread cuts the socket of a download past its deadline or when the install stops
 elsewhere, Ctrl-C), so a server that drips one byte a second cannot hold the install and an
 interrupt takes effect within a fraction of a second. A download shorter than announced is
 retried like a network error; a full disk is reported as such at once.
+
+A ``file://`` source is read only when it is a regular file: it is opened without blocking
+(a FIFO with no writer returns at once) and refused after fstat when it is a FIFO, a device, a
+directory or a socket (one BadInput line, exit 4); it is read under the same deadline. A
+mismatch of a file:// source names the lock's hash and says the file does not match: the
+hash of a local file the lock names (/etc/shadow, as root) is never printed.
 """
 
 from __future__ import annotations
@@ -22,11 +28,12 @@ import shutil
 import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from envcheck.errors import BadInput, Unreachable
+from envcheck.inputs import kind
 from envcheck.lockfile.model import LockedPackage
 from envcheck.provision.cache_layout import archive_path
 from envcheck.record import frozen
@@ -68,24 +75,63 @@ def _hashes(path: Path) -> tuple[str, str]:
     return sha.hexdigest(), md5.hexdigest()
 
 
-def check(artifact: LockedPackage, sha256: str, md5: str) -> None:
-    """HashMismatch naming the package and both hashes when the file is not the locked one."""
+def check(artifact: LockedPackage, sha256: str, md5: str, *, reveal: bool = True) -> None:
+    """HashMismatch naming the package and the lock's hash when the file is not the locked
+    one; the file's own hash too when ``reveal`` (not for a file:// source: an oracle)."""
     a = artifact
     what = f"{a.manager} package {a.name} {a.version} ({a.file_name})"
-    if a.sha256 and sha256 != a.sha256:
-        raise HashMismatch(f"{what}: sha256 mismatch: lock says {a.sha256}, file has {sha256}")
-    if a.md5 and md5 != a.md5:
-        raise HashMismatch(f"{what}: md5 mismatch: lock says {a.md5}, file has {md5}")
+    for name, locked, got in (("sha256", a.sha256, sha256), ("md5", a.md5, md5)):
+        if locked and got != locked:
+            has = f"file has {got}" if reveal else "the file does not match"
+            raise HashMismatch(f"{what}: {name} mismatch: lock says {locked}, {has}")
+
+
+def is_local(url: str) -> bool:
+    """A file:// URL: its bytes are a file on this machine, not an answer from a server."""
+    return urlparse(url).scheme == "file"
 
 
 def cache_path(cache: Path, artifact: LockedPackage) -> Path:
     return archive_path(cache, artifact.sha256, artifact.md5, artifact.file_name)
 
 
-def _open(url: str, timeout: float):  # noqa: ANN202 - a urllib response or a file
+class _LocalFile:
+    """A file:// source: a regular file, read under its download's deadline."""
+
+    def __init__(self, url: str, path: str, watch: _Watch) -> None:
+        # O_NONBLOCK: a FIFO without a writer opens at once, to be refused below
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            st = os.fstat(self.fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise BadInput(f"cannot fetch {url}: it is {kind(st.st_mode)}, not a regular file")
+            if watch.limit is not None and st.st_size > watch.limit:
+                raise TooLarge(f"cannot fetch {url}: it is {st.st_size} bytes, more than the "
+                               f"{watch.limit} the lock states (not read)")
+            os.set_blocking(self.fd, True)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.watch = watch
+
+    def read(self, n: int) -> bytes:
+        if self.watch.cut or self.watch.left() <= 0:
+            raise OSError("cut")  # past --fetch-timeout (a file on a hung network mount)
+        return os.read(self.fd, n)
+
+    def __enter__(self) -> _LocalFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
+def _open(url: str, timeout: float, watch: _Watch):  # noqa: ANN202 - a urllib response or a file
     parsed = urlparse(url)
     if parsed.scheme == "file":
-        return open(unquote(parsed.path), "rb")  # noqa: SIM115 - closed by the caller
+        if parsed.netloc not in ("", "localhost"):
+            raise BadInput(f"cannot fetch {url}: a file:// URL names a file on this machine")
+        return _LocalFile(url, unquote(parsed.path), watch)
     if parsed.scheme in ("http", "https"):
         import urllib.request  # loaded by _fetch_threads already: nothing to fetch, no import
 
@@ -101,12 +147,18 @@ class _Short(Exception):
     """The server closed the connection before sending what it announced."""
 
 
-class _Watch:
-    """One download's deadline and socket, which the watchdog cuts when it is time."""
+class TooLarge(BadInput):
+    """A source larger than the size the lock states: refused, never read to its end."""
 
-    def __init__(self, seconds: float) -> None:
+
+class _Watch:
+    """One download's deadline and socket, which the watchdog cuts when it is time, and the
+    size the lock states for it (None: the lock does not say)."""
+
+    def __init__(self, seconds: float, limit: int | None = None) -> None:
         self.end = time.monotonic() + seconds
         self.seconds = seconds
+        self.limit = limit
         self.sock: socket.socket | None = None
         self.cut = False
 
@@ -134,10 +186,15 @@ def _watchdog(watches: list[_Watch], stop: threading.Event, done: threading.Even
                 w.cut_now()
 
 
-def _stream(src, out, sha, md5, progress: Callable[[int], None]) -> int:  # noqa: ANN001
+def _stream(  # noqa: ANN001
+    src, out, sha, md5, progress: Callable[[int], None], limit: int | None = None
+) -> int:
     done = 0
     read = getattr(src, "read1", src.read)  # read1: what has arrived, not a full chunk
     while chunk := read(CHUNK):
+        if limit is not None and done + len(chunk) > limit:
+            raise TooLarge(f"{getattr(src, 'url', None) or out.name}: more than the {limit} "
+                           "bytes the lock states (the rest is not read)")
         try:
             out.write(chunk)
         except OSError as e:
@@ -173,9 +230,10 @@ def _download(
             break
         sha, md5, done = hashlib.sha256(), hashlib.md5(), 0
         try:
-            with _open(artifact.url, min(TIMEOUT_S, watch.left())) as src, dest.open("wb") as out:
+            with _open(artifact.url, min(TIMEOUT_S, watch.left()), watch) as src, \
+                    dest.open("wb") as out:
                 watch.attach(src)
-                done = _stream(src, out, sha, md5, progress)
+                done = _stream(src, out, sha, md5, progress, watch.limit)
             if watch.cut:
                 raise OSError("cut")
             got = (sha.hexdigest(), md5.hexdigest())
@@ -295,7 +353,7 @@ def fetch_one(
         sha, md5 = _download(
             artifact, tmp, progress, stop or threading.Event(), watch or _Watch(DEADLINE_S)
         )
-        check(artifact, sha, md5)
+        check(artifact, sha, md5, reveal=not is_local(artifact.url))
         os.replace(tmp, final)
         _mark(final, sha, md5)
     finally:
@@ -309,18 +367,28 @@ def fetch_all(
     progress: Callable[[int], None] = lambda n: None,
     workers: int = 4,
     deadline: float = DEADLINE_S,
+    sizes: Mapping[str, int] | None = None,
 ) -> list[Fetched]:
-    """Fetch and check every artifact (in parallel); the first failure stops the rest.
+    """Fetch and check every artifact (in parallel) into ``cache``, which is made if missing;
+    the first failure stops the rest, and no half-written download stays behind.
 
+    ``sizes``: url -> the size the lock states; a source is never read past it (TooLarge).
     Workers are daemon threads: an interrupt returns at once, whatever they are blocked in.
     """
-    known = [_known(a, cache, progress) for a in artifacts]
-    missing = [a for a, k in zip(artifacts, known) if k is None]
-    if not missing:  # all cached and unchanged: no threads to start
-        return [k for k in known if k is not None]
-    fetched = iter(_fetch_threads(missing, cache, progress, workers, deadline))
-    merged = [k if k is not None else next(fetched, None) for k in known]
-    return [f for f in merged if f is not None]
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BadInput(f"cannot use cache {cache}: {e.strerror}") from None
+    try:
+        known = [_known(a, cache, progress) for a in artifacts]
+        missing = [a for a, k in zip(artifacts, known) if k is None]
+        if not missing:  # all cached and unchanged: no threads to start
+            return [k for k in known if k is not None]
+        fetched = iter(_fetch_threads(missing, cache, progress, workers, deadline, sizes or {}))
+        merged = [k if k is not None else next(fetched, None) for k in known]
+        return [f for f in merged if f is not None]
+    finally:
+        clear_partials(cache)
 
 
 def _fetch_threads(
@@ -329,6 +397,7 @@ def _fetch_threads(
     progress: Callable[[int], None],
     workers: int,
     deadline: float,
+    sizes: Mapping[str, int],
 ) -> list[Fetched]:
     import urllib.request  # noqa: F401 - here, before the threads: a warm install needs none
 
@@ -344,7 +413,7 @@ def _fetch_threads(
                 if not todo:
                     return
                 i = todo.pop(0)
-                watch = _Watch(deadline)
+                watch = _Watch(deadline, sizes.get(artifacts[i].url))
                 watches.append(watch)
             try:
                 results[i] = fetch_one(artifacts[i], cache, progress, stop, watch)

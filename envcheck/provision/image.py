@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from envcheck import __version__
 from envcheck.errors import BadInput
 from envcheck.lockfile import read_lock
+from envcheck.version import __version__
 
 OSES = {"rhel7": "Dockerfile.rhel7", "centos7": "Dockerfile.centos7"}
 ENGINES = ("podman", "docker", "buildah")  # first one found builds

@@ -4,13 +4,13 @@ buildah -> Report. The flags are image_command.py; the Dockerfiles and build arg
 from __future__ import annotations
 
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from envcheck.errors import EnvcheckError, ExitCode
 from envcheck.provision.image_options import ImageOptions
 from envcheck.report import Report, Result, Status
+from envcheck.text import say
 
 
 class ImageBuildFailed(EnvcheckError):
@@ -46,7 +46,7 @@ def build_image(opts: ImageOptions) -> Report:
         context = write_context(build, Path(tmp) / "ctx")
         cmd = build.command(engine, context)
         if opts.show_command:
-            print(shell_line(cmd), file=sys.stderr)
+            say(shell_line(cmd), prefix="")
         done = subprocess.run(cmd, check=False)
     if done.returncode != 0:
         raise ImageBuildFailed(

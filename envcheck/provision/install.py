@@ -4,13 +4,14 @@ prefix, rename it into place.
 Order, so that a prefix is either the old env or the complete new one, never a mix:
 1. read the lock; check that the prefix's parent can be written;
 2. take the prefix lock (``<parent>/.<name>.envcheck-lock``: one install per prefix), undo
-   what a dead install left beside it (staging.recover); stop if the stamp matches the lock;
+   what a dead install left beside it (staging.recover); stop if the stamp (stamp.py) matches
+   the lock;
 3. fetch every conda package and pip wheel into the cache and check its sha256/md5;
 4. under the cache lock: unpack each checked archive (linker child) or check the unpacked
    tree against its marker (unpacked.py); check each package's metadata (validate.py);
 5. link the lock's records into ``<parent>/.<name>.envcheck-staging-<pid>`` for the final
    path (linker child: py-rattler may abort), install the pip wheels (pip_part.py), write the
-   stamp (``conda-meta/envcheck-install.json``);
+   stamp;
 6. commit (signals are held from here), swap the staging tree into place, remove the old env,
    renew the cache markers.
 Any failure or signal before step 6 removes the staging tree: the prefix is as it was.
@@ -19,25 +20,22 @@ Any failure or signal before step 6 removes the staging tree: the prefix is as i
 from __future__ import annotations
 
 import errno
-import json
 import os
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from envcheck import __version__, interrupts
+from envcheck import interrupts
 from envcheck.errors import BadInput, EnvcheckError
-from envcheck.provision import linker, pip_part, prefix_lock, staging, unpacked, validate
+from envcheck.provision import linker, pip_part, prefix_lock, staging, stamp, unpacked, validate
 from envcheck.provision.fetch import DEADLINE_S as FETCH_DEADLINE_S
-from envcheck.provision.fetch import DiskFull, Fetched, clear_partials, fetch_all
+from envcheck.provision.fetch import DiskFull, Fetched, fetch_all
 from envcheck.provision.plan import Plan
 from envcheck.record import frozen
+from envcheck.text import say as terminal_say
 
 LOCK_TIMEOUT_S = 600.0  # how long an install waits for another one into the same prefix
-STAMP = "envcheck-install.json"  # under <prefix>/conda-meta/
 
 
 @frozen
@@ -50,22 +48,6 @@ class Outcome:
     bytes_fetched: int = 0  # downloaded now
     bytes_total: int = 0  # every checked archive, cached or not
     seconds: float = 0.0
-
-
-def read_stamp(prefix: Path) -> dict | None:
-    try:
-        return json.loads((prefix / "conda-meta" / STAMP).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def is_current(prefix: Path, plan: Plan) -> bool:
-    stamp = read_stamp(prefix)
-    return bool(
-        stamp
-        and stamp.get("lock_sha256") == plan.lock_sha256
-        and stamp.get("platform") == plan.platform
-    )
 
 
 def check_writable(prefix: Path) -> None:
@@ -88,31 +70,15 @@ def check_writable(prefix: Path) -> None:
     if not os.access(p, os.W_OK | os.X_OK):
         raise BadInput(f"cannot write prefix {prefix}: {p} is not writable")
     try:  # root passes os.access everywhere; a read-only filesystem still refuses
-        fd, probe = tempfile.mkstemp(dir=p, prefix=".envcheck-probe-")
-        os.close(fd)
+        probe = p / f".envcheck-probe-{os.getpid()}-{time.monotonic_ns()}"
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         os.unlink(probe)
     except OSError as e:
         raise BadInput(f"cannot write prefix {prefix}: {e.strerror} ({p})") from None
 
 
-def write_stamp(prefix: Path, plan: Plan) -> None:
-    body = {
-        "lock": str(plan.lock.resolve()),
-        "lock_sha256": plan.lock_sha256,
-        "platform": plan.platform,
-        "conda_packages": len(plan.conda),
-        "pip_packages": len(plan.pip),
-        "envcheck": __version__,
-        "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    path = prefix / "conda-meta" / STAMP
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(body, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
 def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    terminal_say(line, prefix="")
 
 
 def _target(prefix: Path) -> Path:
@@ -134,29 +100,30 @@ def install(
     fetch_timeout: float = FETCH_DEADLINE_S,
     say: Callable[[str], None] = _say,
 ) -> Outcome:
-    """Steps 1-6 of the module docstring; raises EnvcheckError subclasses."""
+    """Steps 1-6 of the module docstring, in order; raises EnvcheckError subclasses."""
     start = time.perf_counter()
     prefix = _target(prefix)
+    # relative to the working directory, as any path given; the linker needs file:// URLs
+    cache = Path(os.path.abspath(cache))
     check_writable(prefix)
     with prefix_lock.hold(prefix_lock.lock_path(prefix), f"prefix {prefix}", lock_timeout, say):
         for note in staging.recover(prefix):
             say(f"envcheck: {note}")
-        if not force and is_current(prefix, plan):
+        if not force and stamp.is_current(prefix, plan):
             return Outcome(prefix, plan, noop=True, seconds=time.perf_counter() - start)
-        try:
-            cache.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise BadInput(f"cannot use cache {cache}: {e.strerror}") from None
         with linker.Linker(plan, cache) as child:  # forked now, while envcheck has no threads
-            try:
-                fetched = fetch_all(
-                    [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout
-                )
-            finally:
-                clear_partials(cache)
+            fetched = fetch_all(
+                [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout,
+                sizes=_sizes(plan),
+            )
+            conda = [f for f in fetched if f.artifact.manager == "conda"]
+            pip = [f for f in fetched if f.artifact.manager == "pip"]
             lock = prefix_lock.cache_lock_path(cache)
-            with prefix_lock.hold(lock, f"cache {cache}", lock_timeout, say):
-                _build(plan, fetched, prefix, cache, child, reporter, before_link)
+            with prefix_lock.hold(lock, f"cache {cache}", lock_timeout, say), _errors(prefix):
+                items = [(f.artifact, f.path) for f in conda]
+                ready = unpacked.prepare(items, cache, lambda it: _unpack(child, it))  # validated
+                before_link()
+                _build_and_swap(plan, conda, pip, ready, prefix, child, reporter)
     return Outcome(
         prefix,
         plan,
@@ -169,40 +136,19 @@ def install(
     )
 
 
-def _build(
+def _build_and_swap(
     plan: Plan,
-    fetched: Sequence[Fetched],
+    conda: Sequence[Fetched],
+    pip: Sequence[Fetched],
+    ready: Sequence[unpacked.Unpacked],
     prefix: Path,
-    cache: Path,
     child: linker.Linker,
     reporter,  # noqa: ANN001
-    before_link: Callable[[], None],
 ) -> None:
-    """Steps 4-6: verified unpacked packages, a staged env, the swap."""
-    conda = [f for f in fetched if f.artifact.manager == "conda"]
-    with _errors(prefix):
-        ready = unpacked.prepare(
-            [(f.artifact, f.path) for f in conda],
-            cache,
-            lambda items: child.run({"op": "extract", "items": items}, f"unpacking into {cache}"),
-        )
-        for u in ready:
-            if u.validated:  # validated before, not changed since (the stat marker)
-                continue
-            try:
-                validate.check_package(f"{u.artifact.name} {u.artifact.version}", u.folder, u.walk)
-            except validate.UnsafePackage:
-                unpacked.forget(u.folder)  # nothing of a refused package stays in the cache
-                raise
-    before_link()
+    """Steps 5-6: the records linked, the pip wheels installed and the stamp written into the
+    staging tree, then the swap; the staging tree is removed on any failure or signal before
+    the swap."""
     stage = staging.staging_path(prefix)
-    job = {
-        "op": "link",
-        "staging": str(stage),
-        "final": str(prefix),
-        "pkgs": str(cache / "pkgs"),
-        "archives": {f.artifact.url: str(f.path) for f in conda},
-    }
     renewal = unpacked.Renewal(ready)
 
     def tick(index: int) -> None:
@@ -212,15 +158,11 @@ def _build(
             reporter.on_link_complete(0)
 
     try:
-        with _errors(prefix):
-            child.run(job, f"linking into {prefix}", tick)
-            child.finish()  # the last job: it exits while the install goes on
-            pip_part.install(
-                plan, [f for f in fetched if f.artifact.manager == "pip"], stage, prefix
-            )
-            write_stamp(stage, plan)
-            interrupts.commit()  # from here on the install finishes: signals are held
-            old = staging.swap_in(stage, prefix)
+        child.link(stage, prefix, {f.artifact.url: str(f.path) for f in conda}, tick)
+        pip_part.install(plan, pip, stage, prefix)
+        stamp.write(stage, plan)
+        interrupts.commit()  # from here on the install finishes: signals are held
+        old = staging.swap_in(stage, prefix)
     except BaseException:
         child.stop()  # it may still be writing into the staging tree
         staging.remove_tree(stage)
@@ -245,3 +187,26 @@ def _errors(prefix: Path) -> Iterator[None]:
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise EnvcheckError(f"installing into {prefix} failed: {first}", detail=str(e)) from None
+
+
+def _sizes(plan: Plan) -> dict[str, int]:
+    """url -> the size a conda record states (a pixi.lock's ``size``; conda-lock files have
+    none): no source is read past it."""
+    out = {}
+    for r in plan.records:
+        size = getattr(r, "size", None)
+        if isinstance(size, int) and size > 0:
+            out[str(r.url)] = size
+    return out
+
+
+def _unpack(child: linker.Linker, items: list[tuple[str, str, str]]) -> None:
+    """The linker child unpacks checked archives into the cache. An archive py-rattler refuses
+    to unpack (a member outside its folder, through a symlink of its own) is a bad package,
+    exit 4: the folders of this batch are removed, nothing of it stays in the cache."""
+    try:
+        child.extract(items)
+    except linker.JobFailed as e:
+        for _archive, folder, _key in items:
+            unpacked.forget(Path(folder))
+        raise validate.UnsafePackage(f"{e.message} (the package is refused)") from None

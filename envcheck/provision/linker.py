@@ -90,6 +90,10 @@ def _write_line(fd: int, job: dict[str, Any]) -> None:
     write_all(fd, (json.dumps(job) + "\n").encode())
 
 
+class JobFailed(EnvcheckError):
+    """The child ran a job and answered that it failed (py-rattler raised): not a death."""
+
+
 class Linker:
     """One linker child, started when the block is entered; ``run`` sends it a job and waits.
     ``cache``: the install's cache directory, which the child gets ready to link from."""
@@ -176,6 +180,26 @@ class Linker:
                 os.kill(self.pid, signal.SIGKILL)
             self._reap(True)
 
+    def extract(self, items: list[tuple[str, str, str]]) -> None:
+        """Unpack each (archive, folder, its sha256 or md5) into the cache, its bytes checked."""
+        self.run({"op": "extract", "items": items}, f"unpacking into {self.cache}")
+
+    def link(
+        self, staging: Path, final: Path, archives: dict[str, str], on_tick: Callable[[int], None]
+    ) -> None:
+        """Link the plan's records into ``staging`` for the final path ``final``, from the
+        cache's unpacked packages (``archives``: each record's URL -> its checked archive);
+        the last job: the child then leaves while the install goes on."""
+        job = {
+            "op": "link",
+            "staging": str(staging),
+            "final": str(final),
+            "pkgs": f"{self.cache}/pkgs",
+            "archives": archives,
+        }
+        self.run(job, f"linking into {final}", on_tick)
+        self.finish()
+
     def run(
         self, job: dict[str, Any], what: str, on_tick: Callable[[int], None] = lambda i: None
     ) -> None:
@@ -200,7 +224,7 @@ class Linker:
             raise DiskFull(f"disk full {what}: {outcome['error'].splitlines()[0]}")
         if outcome:
             first = outcome["error"].splitlines()[0]
-            raise EnvcheckError(f"{what} failed: {first}", detail=outcome["error"])
+            raise JobFailed(f"{what} failed: {first}", detail=outcome["error"])
         code = self._reap(True) or 0
         self.err.seek(0)
         tail = self.err.read()[-4000:].decode(errors="replace")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.lockfile.model import LockedPackage
-from envcheck.lockfile.read import packages_from_rows
+from envcheck.lockfile.read import read_lock
 from envcheck.record import frozen
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -28,17 +28,20 @@ def read_plan(lock: Path, platform: str | None) -> Plan:
     """Read a conda-lock file or a pixi.lock (py-rattler reads both) for ``platform``.
 
     ``platform`` defaults to this machine's. BadInput when the lock is missing, unreadable,
-    lacks the platform (naming the ones it has), or has a package without a hash to check.
+    lacks the platform (naming the ones it has), lists a package twice (naming both records),
+    or has a package without a hash to check.
     """
-    from envcheck.lockfile import rattler_read
-
-    sha256, want, records, rows = rattler_read.read(str(lock), platform)
-    packages = packages_from_rows(rows, want)
-    for p in packages:
+    read = read_lock(lock, platform, records=True)
+    for p in read.packages:
         if not p.sha256 and not p.md5:
             raise BadInput(f"{lock}: {p.manager} package {p.name} {p.version} has no hash to check")
         if p.manager == "pip" and not p.sha256:
             raise BadInput(f"{lock}: pip package {p.name} {p.version} has no sha256")
-    conda = tuple(p for p in packages if p.manager == "conda")
-    pip = tuple(p for p in packages if p.manager == "pip")
-    return Plan(lock, sha256, want, records, conda, pip)
+    return Plan(
+        lock,
+        read.sha256,
+        read.platform,
+        read.records,
+        conda=tuple(p for p in read.packages if p.manager == "conda"),
+        pip=tuple(p for p in read.packages if p.manager == "pip"),
+    )

@@ -29,8 +29,8 @@ from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.lockfile.model import LockedPackage
+from envcheck.provision import validate
 from envcheck.provision.cache_layout import unpacked_folder
-from envcheck.provision.validate import VALIDATION_RULES
 from envcheck.record import frozen
 
 CHUNK = 1 << 20
@@ -155,7 +155,7 @@ def _key(artifact: LockedPackage) -> str:
 
 # The digest marker's third word once an install validated the package's metadata and linked
 # it (Renewal); a marker written at unpacking has none. A change of validate.py's rules bumps it.
-VALIDATED = f"validated-{VALIDATION_RULES}"
+VALIDATED = f"validated-{validate.VALIDATION_RULES}"
 
 
 def check(artifact: LockedPackage, folder: Path) -> tuple[Walk, bool] | None:
@@ -208,8 +208,9 @@ def prepare(
     cache: Path,
     unpack: Callable[[list[tuple[str, str, str]]], None],
 ) -> list[Unpacked]:
-    """Each (artifact, checked archive) as a verified unpacked folder, unpacking where needed
-    through ``unpack`` (the linker child)."""
+    """Each (artifact, checked archive) as a verified unpacked folder whose metadata passed
+    validate.py, unpacking where needed through ``unpack`` (the linker child). A package
+    validate.py refuses leaves nothing in the cache."""
     found: dict[int, tuple[Walk, bool]] = {}
     todo = []
     for i, (artifact, _archive) in enumerate(items):
@@ -229,7 +230,16 @@ def prepare(
         )
         for i in todo:
             found[i] = (record(items[i][0], folder_for(cache, items[i][0])), False)
-    return [Unpacked(a, folder_for(cache, a), *found[i]) for i, (a, _) in enumerate(items)]
+    ready = [Unpacked(a, folder_for(cache, a), *found[i]) for i, (a, _) in enumerate(items)]
+    for u in ready:
+        if u.validated:  # validated before, not changed since (the stat marker)
+            continue
+        try:
+            validate.check_package(f"{u.artifact.name} {u.artifact.version}", u.folder, u.walk)
+        except validate.UnsafePackage:
+            forget(u.folder)
+            raise
+    return ready
 
 
 def forget(folder: Path) -> None:

@@ -3,8 +3,9 @@
 Checked before anything links, on the unpacked package (its ``info/paths.json``, else
 ``info/files``, and the symlinks themselves): each path relative, normalised (no ``..``, ``.``
 or empty parts, no NUL or backslash), listed once, present in the package as the type it
-claims, with the size it claims; each symlink's target relative and inside the prefix from
-where it sits; noarch entry point names plain file names. py-rattler's linker panics (the
+claims, with the size it claims; nothing unpacked outside info/ that the metadata does not
+list; each symlink's target (listed or not) relative and inside the prefix from where it
+sits; noarch entry point names plain file names. py-rattler's linker panics (the
 process aborts) on some of these and writes outside the prefix on others.
 """
 
@@ -22,7 +23,7 @@ from envcheck.errors import BadInput
 MAX_PATH = 4096
 # Bumped whenever a rule here changes: cache markers recording a validation under other rules
 # (unpacked.py) are then validated again.
-VALIDATION_RULES = 1
+VALIDATION_RULES = 2
 
 
 class UnsafePackage(BadInput):
@@ -130,5 +131,21 @@ def check_package(package: str, folder: Path, walk: Sequence[tuple]) -> int:
     seen: set[str] = set()
     for entry in _entries(folder):
         _check_entry(package, folder, entry, seen, modes)
+    _check_unlisted(package, folder, modes, seen)
     _check_entry_points(package, folder)
     return len(seen)
+
+
+def _check_unlisted(
+    package: str, folder: Path, modes: dict[str, tuple[int, int]], listed: set[str]
+) -> None:
+    """What the archive unpacked beyond its metadata: a file or symlink outside info/ that the
+    metadata does not list (an archive member under another name than its paths.json says,
+    an absolute member unpacked under the folder) is refused, and so is a symlink anywhere in
+    the folder that points outside it, listed or not."""
+    for rel, (mode, _) in modes.items():
+        if stat.S_ISLNK(mode):
+            check_link_target(package, rel, os.readlink(folder / rel))
+        if stat.S_ISDIR(mode) or rel.startswith("info/") or rel in listed:
+            continue
+        raise _bad(package, rel, "is in the archive but not in its metadata")

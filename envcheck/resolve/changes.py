@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from envcheck.report import Table
+from envcheck.text import printable
 
 Key = tuple[str, str, str]  # platform, manager, name
 
@@ -45,12 +46,23 @@ def changes_table(
     return Table(title, cols, rows)
 
 
+def _cell(text: str) -> str:
+    """Text from a lock as one markdown table cell: control characters escaped (a NUL or a
+    terminal escape never reaches the review), a pipe kept from ending the cell."""
+    return printable(text).replace("\n", "\\n").replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """A file name as inline code: escaped as a cell, a backtick kept from ending the code."""
+    return "`" + _cell(text).replace("`", "'") + "`"
+
+
 def markdown(changes: Iterable[Change], old: str, new: str) -> str:
     """A GitHub-flavoured markdown table for code review, grouped by platform."""
     changes = list(changes)
     counts = {k: sum(1 for c in changes if c.kind == k) for k in ("added", "removed", "changed")}
     out = [
-        f"### `{old}` -> `{new}`",
+        f"### {_code(old)} -> {_code(new)}",
         "",
         ", ".join(f"{n} {k}" for k, n in counts.items()) if changes else "no changes",
     ]
@@ -58,5 +70,6 @@ def markdown(changes: Iterable[Change], old: str, new: str) -> str:
         out += ["", "| platform | package | change | old | new |", "|---|---|---|---|---|"]
         for c in changes:
             name = c.name if c.manager == "conda" else f"{c.name} ({c.manager})"
-            out.append(f"| {c.platform} | {name} | {c.kind} | {c.old} | {c.new} |")
+            cells = (c.platform, name, c.kind, c.old, c.new)
+            out.append("| " + " | ".join(_cell(x) for x in cells) + " |")
     return "\n".join(out) + "\n"

@@ -1,4 +1,4 @@
-"""envcheck build: flags -> BuildOptions -> the build pipeline (envcheck.resolve.build)."""
+"""envcheck build: flags -> BuildOptions -> the build pipeline (envcheck.resolve.pipeline)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 from envcheck.errors import ExitCode
 from envcheck.flags import seconds
 from envcheck.report import Report
-from envcheck.resolve.build import BuildOptions, build
+from envcheck.resolve.options import BuildOptions
+from envcheck.resolve.pipeline import build
 from envcheck.resolve.solve import DEFAULT_FETCH_TIMEOUT_S
 
 

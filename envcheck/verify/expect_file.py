@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from envcheck.errors import BadInput
+from envcheck.text import shown
 from envcheck.verify.expectations import ExpectOptions, parse_size_mib
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -24,12 +25,18 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 MAX_BYTES = 1 << 20  # 1 MiB: a node type's expectations fit in a few hundred bytes
+MAX_SECONDS = 86400.0  # probe-timeout: a day; a longer probe is a hung one
+MAX_DURATION = 3650 * 86400.0  # since: ten years of kernel log
 
 _VERSION = re.compile(r"\d+(\.\d+)*")
 
 
 class Wrong(Exception):
     """A value of the wrong type or form; the message says what was expected."""
+
+
+class _Aliased(Exception):
+    """The YAML has an alias; the message says where."""
 
 
 def _int(v: Any) -> int:
@@ -78,19 +85,23 @@ def _size(v: Any) -> int:
 
 
 def _seconds(v: Any) -> float:
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf:
+    # YAML's .inf and .nan are floats: refused, as a limit that never ends or never compares
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= MAX_SECONDS:
         return float(v)
-    raise Wrong("a positive number of seconds")
+    raise Wrong(f"a number of seconds above 0 and at most {MAX_SECONDS:g}")
 
 
 def _duration(v: Any) -> float:
+    seconds = math.nan
     if isinstance(v, str):
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", v)
+        m = re.fullmatch(r"\s*(\d{1,12}(?:\.\d{1,9})?)\s*([smhd]?)\s*", v)
         if m:
-            return float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m[2]]
-    elif isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf:
-        return float(v)
-    raise Wrong('a duration, e.g. "12h", or seconds as a number')
+            seconds = float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m[2]]
+    elif isinstance(v, (int, float)) and not isinstance(v, bool):
+        seconds = float(v)
+    if 0 <= seconds <= MAX_DURATION:  # nan compares false
+        return seconds
+    raise Wrong(f'a duration, e.g. "12h", or seconds as a number (at most {MAX_DURATION:g})')
 
 
 def _names(v: Any) -> tuple[str, ...]:
@@ -130,24 +141,22 @@ def read_expect_file(path: Path) -> ExpectOptions:
         name = str(key).replace("_", "-")
         if name not in KEYS:
             raise BadInput(
-                f"--expect {path}: unknown key {key!r} (known: {', '.join(KEYS)})"
+                f"--expect {path}: unknown key {shown(key)} (known: {', '.join(KEYS)})"
             )
         field, read = KEYS[name]
         try:
             values[field] = read(value)
         except Wrong as e:
-            raise BadInput(
-                f"--expect {path}: {key} must be {e}, not {type(value).__name__} "
-                f"{_shown(value)}"
-            ) from None
+            raise BadInput(f"--expect {path}: {key} must be {e}, not {_typed(value)}") from None
     if "lock" in values:
         values["lock"] = path.parent / Path(values["lock"]).expanduser()
     return ExpectOptions(**values)
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _typed(value: Any) -> str:
+    """"str 'eight'", "float 12.1", "a list of 3 items": the type and a bounded view."""
+    view = shown(value)
+    return view if view.startswith(("a ", "an ")) else f"{type(value).__name__} {view}"
 
 
 def _read_capped(path: Path) -> bytes:
@@ -192,6 +201,8 @@ def _parse(path: Path, raw: bytes) -> dict[Any, Any]:
         data = _toml(text) if toml else _yaml(text)
     except BadInput:
         raise
+    except _Aliased as e:
+        raise BadInput(f"--expect {path}: {e}") from None
     except RecursionError:
         raise BadInput(f"--expect {path}: nested too deeply") from None
     except Exception as e:  # the parsers' own errors: one line, with their position
@@ -221,7 +232,14 @@ def _toml(text: str) -> Any:
 
 
 def _yaml(text: str) -> Any:
+    """The document, aliases refused before it is built: an expectations file has no use for
+    them, and a 1 KB alias bomb expands to billions of items once anything walks it."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.AliasEvent):
+            line = event.start_mark.line + 1 if event.start_mark else 0
+            raise _Aliased(f"line {line}: a YAML alias (*{shown(event.anchor)}); an "
+                           "expectations file has no anchors or aliases: write each value")
     return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader

@@ -276,7 +276,9 @@ def _blocked_on(fifo: Path, pid: int) -> bool:
     return False
 
 
-def start_blocked_build(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, dict, Path]:
+def start_blocked_build(
+    tmp_path: Path, *extra: str
+) -> tuple[subprocess.Popen[str], Path, dict, Path]:
     """A rebuild whose solver waits on a writerless FIFO; returns (proc, fifo, before, out).
 
     The FIFO as repodata has no writer: opening it blocks, so the solve cannot end (or fail)
@@ -294,7 +296,7 @@ def start_blocked_build(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, di
     os.mkfifo(repodata)
     r.write_text(r.read_text().replace("python=3.9", "python=3.9.18"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envcheck", "build", str(r), "--out", str(out)],
+        [sys.executable, "-m", "envcheck", "build", str(r), "--out", str(out), *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # a runner started in the background ignores SIGINT, and Python then installs no
         # KeyboardInterrupt handler: give the build the default disposition a terminal gives

@@ -132,7 +132,8 @@ def _gone(pid: int, within: float = 10) -> bool:
 def test_sigterm_and_sigkill_end_the_solver_child_and_keep_the_lock(
     tmp_path: Path, sig: int, code: int, says: str
 ) -> None:
-    proc, repodata, before, out = start_blocked_build(tmp_path)
+    report = tmp_path / "r.xml"
+    proc, repodata, before, out = start_blocked_build(tmp_path, "--junit", str(report))
     children = _descendants(proc.pid)
     try:
         assert children, "the solver child was not found"
@@ -152,6 +153,14 @@ def test_sigterm_and_sigkill_end_the_solver_child_and_keep_the_lock(
     assert err.strip() == says
     assert not left, f"solver child {left} outlived envcheck ({signal.Signals(sig).name})"
     assert snapshot(out) == before
+    if sig == signal.SIGTERM:  # the report says what stopped the run
+        import xml.etree.ElementTree as ET
+
+        (case,) = ET.parse(report).getroot().iter("testcase")
+        assert case.get("name") == "envcheck build"
+        assert case.find("error").get("message") == "terminated by SIGTERM before it finished"
+    else:
+        assert not report.exists()
 
 
 # --- report destinations are checked before any work --------------------------------------

@@ -387,3 +387,13 @@ def test_a_worker_killed_mid_smoke_is_an_error_naming_it_within_the_timeout(body
     assert took < 15, took  # not the 60 s timeout
     assert [r.node for r in submit] == [a for a in sorted(facts) if a != victim]
     assert [r.status for r in submit] == [Status.PASS]
+
+
+def test_a_smoke_test_named_in_smoke_that_cannot_run_warns_saying_why() -> None:
+    facts = {"tcp://a:1": cpu_worker(), "tcp://a:2": cpu_worker()}
+    (named,) = run_smoke(None, facts, {"xgboost"})
+    assert named.status is Status.WARN and "xgboost is not installed" in named.message
+    assert named.fix
+    # every test that applies (--smoke all, the default): one that does not apply is a skip
+    (unnamed,) = run_smoke(None, facts, None, tests={"xgboost": SMOKE_TESTS["xgboost"]})
+    assert unnamed.status is Status.SKIP and "xgboost is not installed" in unnamed.message

@@ -75,4 +75,4 @@ def test_two_ranks_forced_onto_one_gpu_fail_binding(tmp_path):
     code, report = _torchrun(tmp_path, 2, {"CUDA_VISIBLE_DEVICES": "0"})
     failed = {r["check"] for r in report["results"] if r["status"] == "fail"}
     assert code == 2
-    assert "job.gpu-shared" in failed, report["results"]
+    assert "job.gpu-binding.shared" in failed, report["results"]

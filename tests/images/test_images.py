@@ -253,7 +253,7 @@ def test_image_builds_runs_and_passes_its_own_check(images: Images, os_name: str
     # the default command expects a GPU: here, with none, it must fail and say so
     default = engine.run("run", "--rm", "--env", "COLUMNS=200", tag)
     assert default.returncode == 2, default.stdout + default.stderr
-    assert re.search(r"fail\s+│\s+gpus\s+│.*expected 1 GPU", default.stdout), default.stdout
+    assert re.search(r"^fail +gpus\b.*\n +expected 1 GPU", default.stdout, re.M), default.stdout
 
 
 def test_lock_with_one_changed_hash_fails_the_build_naming_the_package(

@@ -175,7 +175,7 @@ def test_a_process_with_threads_links_through_a_started_child(tmp_path: Path) ->
         "from envcheck import api\n"
         f"report = api.install({str(lock)!r}, {str(tmp_path / 'env')!r},"
         f" cache_dir={str(tmp_path / 'cache')!r})\n"
-        "print(report.exit_code())\n"
+        "print(report.exit_code)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

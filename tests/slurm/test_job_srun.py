@@ -30,8 +30,8 @@ def test_srun_two_tasks_each_on_its_own_gpu_pass(slurm, tmp_path):
     got = {r["check"]: r for r in report["results"]}
     assert code == 0, report["results"]
     assert got["job.ranks"]["message"].startswith("2 of 2 ranks reported (slurm)")
-    assert got["slurm.gpu-binding"]["status"] == "pass"
-    assert "each on its own GPU Slurm granted it" in got["slurm.gpu-binding"]["message"]
+    assert got["job.slurm.gpu-binding"]["status"] == "pass"
+    assert "each on its own GPU Slurm granted it" in got["job.slurm.gpu-binding"]["message"]
 
 
 def test_srun_two_tasks_sharing_the_step_gpus_fail_binding(slurm, tmp_path):
@@ -39,4 +39,4 @@ def test_srun_two_tasks_sharing_the_step_gpus_fail_binding(slurm, tmp_path):
     code, report = _run(slurm, tmp_path, "-n", "2", "--gres=gpu:2")
     failed = [r for r in report["results"] if r["status"] == "fail"]
     assert code == 2
-    assert "slurm.gpu-shared" in {r["check"] for r in failed}, failed
+    assert "job.slurm.gpu-shared" in {r["check"] for r in failed}, failed

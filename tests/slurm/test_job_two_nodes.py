@@ -46,7 +46,7 @@ def test_srun_across_two_nodes_checks_binding_per_node_and_the_link(nodes, tmp_p
         "4 of 4 ranks reported (slurm), on 2 host(s): sn1 (2), sn2 (2)")
     assert report["environment"]["rendezvous"].startswith("sn1:")  # from SLURM_STEP_NODELIST
     for node in ("sn1", "sn2"):
-        binding = got[("slurm.gpu-binding", node)]
+        binding = got[("job.slurm.gpu-binding", node)]
         assert binding["status"] == "pass", binding
         assert "each on its own GPU Slurm granted it (GPU 0, 1)" in binding["message"]
     assert got[("job.allreduce.gloo", "")]["message"] == (
@@ -80,7 +80,7 @@ def test_a_rate_limited_link_is_named_as_the_slow_host_pair(nodes, tmp_path):
 def test_tasks_sharing_one_gpu_per_node_fail_binding_on_both_nodes(nodes, tmp_path):
     code, report, out = verify_job(nodes, tmp_path, "--ntasks-per-node=2", "--gres=gpu:1")
     assert code == 2, out[-3000:]
-    shared = {r["node"]: r for r in report["results"] if r["check"] == "slurm.gpu-shared"}
+    shared = {r["node"]: r for r in report["results"] if r["check"] == "job.slurm.gpu-shared"}
     assert [r["status"] for r in shared.values()] == ["fail", "fail"], report["results"]
     assert shared["rank 0, rank 1"]["message"].startswith("2 ranks on sn1 compute on Slurm GPU 0")
     assert shared["rank 2, rank 3"]["message"].startswith("2 ranks on sn2 compute on Slurm GPU 0")

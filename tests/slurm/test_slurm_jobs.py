@@ -108,7 +108,7 @@ def test_worker_started_without_gres_is_caught(slurm, tmp_path, monkeypatch):
     assert "started without --gres/--gpus-per-task" in shared[0].message
     idle = [r for r in slurm_results if r.check == "slurm.gpu-idle"]
     assert idle and "holds GPU 1" in idle[0].message
-    assert int(report.exit_code()) == 2
+    assert int(report.exit_code) == 2
     job = report.environment["slurm job"].split()[0]
     assert left_running(job, str(slurm.conf)) == []
 
@@ -153,7 +153,7 @@ def test_job_mode_verifies_every_task_then_runs_the_work(slurm, tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     got = {r["check"]: r for r in report["results"]}
     assert got["job.ranks"]["message"].startswith("2 of 2 ranks reported (slurm)")
-    assert got["slurm.gpu-binding"]["status"] == "pass"
+    assert got["job.slurm.gpu-binding"]["status"] == "pass"
     assert (tmp_path / "then.out").read_text() == "work ran\n"
     job = report["environment"]["slurm job"].split()[0]
     assert left_running(job, str(slurm.conf)) == []

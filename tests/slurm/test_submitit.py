@@ -21,7 +21,7 @@ def _tasks(slurm, monkeypatch, folder: Path, **params) -> list[tuple[int, list]]
         import envcheck
 
         report = envcheck.verify_job(timeout=60)
-        return int(report.exit_code()), [
+        return int(report.exit_code), [
             (r.check, r.status.value, r.node, r.message) for r in report.results]
 
     executor = submitit.SlurmExecutor(folder=folder, python=sys.executable)
@@ -37,8 +37,8 @@ def test_a_two_task_submitit_job_passes_and_its_ranks_agree(slurm, monkeypatch, 
     got = {check: (status, message) for check, status, _, message in rank0}
     assert got["job.ranks"][1].startswith("2 of 2 ranks reported (slurm)")
     assert got["job.launcher"] == ("pass", "slurm and submitit agree on every rank")
-    assert got["slurm.gpu-binding"][0] == "pass"
-    assert [(c, s) for c, s, _, _ in rank1] == [("job.verdict", "pass")]
+    assert got["job.slurm.gpu-binding"][0] == "pass"
+    assert [(c, s) for c, s, _, _ in rank1] == [("job.ranks.verdict", "pass")]
 
 
 def test_submitit_tasks_sharing_the_jobs_gpus_fail_naming_them(slurm, monkeypatch, tmp_path):
@@ -47,5 +47,5 @@ def test_submitit_tasks_sharing_the_jobs_gpus_fail_naming_them(slurm, monkeypatc
                                             gpus_per_node=2)
     assert code0 == 2 and code1 == 2
     failed = [(c, node, m) for c, s, node, m in rank0 if s == "fail"]
-    assert any(c == "slurm.gpu-shared" for c, _, _ in failed), failed
+    assert any(c == "job.slurm.gpu-shared" for c, _, _ in failed), failed
     assert rank1[0][1] == "fail"

@@ -204,3 +204,56 @@ def test_snake_case_keys_and_an_unknown_skip_id(tmp_path):
     assert read_expect_file(_write(tmp_path, "a.yaml", "expect_gpus: 2\n")).expect_gpus == 2
     with pytest.raises(BadInput, match="unknown check id nope for --skip"):
         _exp(_write(tmp_path, "b.yaml", "skip: [nope]\n"))
+
+
+def test_an_alias_bomb_in_skip_is_refused_within_a_second(tmp_path, capsys):
+    import time
+
+    text = "\n".join(
+        ["x0: &x0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+        + [f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * 9) + "]" for i in range(1, 9)]
+        + ["skip: *x8"]
+    ) + "\n"
+    assert len(text) < 1024
+    path = _write(tmp_path, "bomb.yaml", text)
+    started = time.monotonic()
+    assert main(["verify", "node", "--expect", str(path)]) == ExitCode.BAD_INPUT
+    assert time.monotonic() - started < 1.0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "YAML alias" in err and "line 2" in err, err
+
+
+def test_a_single_alias_is_refused_too(tmp_path):
+    path = _write(tmp_path, "alias.yaml", "import: &m [torch]\nlibrary: *m\n")
+    with pytest.raises(BadInput, match=r"line 2: a YAML alias \(\*'m'\)"):
+        read_expect_file(path)
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "1e308", "0", "86401"])
+def test_probe_timeout_must_be_finite_positive_and_at_most_a_day(tmp_path, value):
+    path = _write(tmp_path, "t.yaml", f"probe-timeout: {value}\n")
+    with pytest.raises(BadInput, match="probe-timeout must be a number of seconds above 0 and "
+                                       "at most 86400"):
+        read_expect_file(path)
+    assert read_expect_file(_write(tmp_path, "ok.yaml", "probe-timeout: 86400\n"))
+
+
+@pytest.mark.parametrize("value", [".inf", ".nan", "'9999999999999d'", "-1"])
+def test_since_must_be_a_bounded_duration(tmp_path, value):
+    path = _write(tmp_path, "s.yaml", f"since: {value}\n")
+    with pytest.raises(BadInput, match="since must be a duration"):
+        read_expect_file(path)
+
+
+def test_no_message_embeds_a_long_value(tmp_path):
+    long = "x" * 5000
+    path = _write(tmp_path, "long.yaml", f"expect-gpus: {long}\n")
+    with pytest.raises(BadInput) as e:
+        read_expect_file(path)
+    assert long not in e.value.message and "a str of 5000 characters" in e.value.message
+    path = _write(tmp_path, "nested.yaml", f"skip: [{', '.join(['[1]'] * 500)}]\n")
+    with pytest.raises(BadInput, match="skip must be a list of strings, not a list of 500 items"):
+        read_expect_file(path)
+    path = _write(tmp_path, "key.yaml", f"? {long}\n: 1\n")  # an explicit key: any length
+    with pytest.raises(BadInput, match="unknown key a str of 5000 characters"):
+        read_expect_file(path)

@@ -89,7 +89,7 @@ def test_each_api_function_takes_the_listed_keywords(name):
 
 # api function -> (its Options class, api keyword -> Options field where the names differ)
 OPTIONS = {
-    "build": ("envcheck.resolve.build:BuildOptions", {"recipe": "recipes"}),
+    "build": ("envcheck.resolve.options:BuildOptions", {"recipe": "recipes"}),
     "image": ("envcheck.provision.image_options:ImageOptions", {"os": "os_name"}),
     "recipe_new": ("envcheck.resolve.record.new_options:Options", {}),
     "why": ("envcheck.resolve.why_options:WhyOptions", {}),
@@ -98,7 +98,7 @@ OPTIONS = {
     "verify_node": ("envcheck.verify.node.options:NodeOptions", {}),
     "verify_cluster": ("envcheck.verify.cluster.options:ClusterOptions", {}),
     "verify_job": ("envcheck.verify.job.options:JobOptions", {}),
-    "verify_ray": ("envcheck.verify.ray.pipeline:RayOptions", {}),
+    "verify_ray": ("envcheck.verify.ray.options:RayOptions", {}),
 }
 
 

@@ -19,6 +19,7 @@ import yaml
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.verify.facts import conda_platform
+from tests.support.report_schema import validated
 
 EXCERPT = Path(__file__).parents[1] / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
 
@@ -81,6 +82,10 @@ def test_locks_that_check_nothing_or_nonsense_are_bad_input(
         (["verify", "cluster", "--timeout=-3"], "--timeout must be positive"),
         (["verify", "cluster", "--smoke-timeout", "nan"], "seconds must be a finite number"),
         (["verify", "cluster", "--smoke-timeout", "1e999"], "seconds must be a finite number"),
+        (["verify", "job", "--timeout", "1e308"], "at most 2.592e+06 (30 days)"),
+        (["verify", "job", "--timeout", "inf"], "seconds must be a finite number"),
+        (["verify", "job", "--timeout", "nan"], "seconds must be a finite number"),
+        (["verify", "ray", "--timeout", "1e308"], "at most 2.592e+06 (30 days)"),
     ],
 )
 def test_non_finite_or_non_positive_seconds_are_one_line_exit_4(
@@ -246,10 +251,15 @@ def _tree(pid: int) -> list[int]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("when", ["workers starting", "workers running"])
-def test_ctrl_c_to_the_whole_process_group_is_one_line_and_exit_130(when: str) -> None:
-    """A terminal sends SIGINT to every process of the foreground group, workers included."""
+def test_ctrl_c_to_the_whole_process_group_is_one_line_and_exit_130(
+    when: str, tmp_path: Path
+) -> None:
+    """A terminal sends SIGINT to every process of the foreground group, workers included;
+    the --json report says the run was interrupted."""
+    report = tmp_path / "r.json"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envcheck", "verify", "cluster", "--quiet", "--workers", "2"],
+        [sys.executable, "-m", "envcheck", "verify", "cluster", "--quiet", "--workers", "2",
+         "--json", str(report)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     seen: set[int] = set()
@@ -278,6 +288,10 @@ def test_ctrl_c_to_the_whole_process_group_is_one_line_and_exit_130(when: str) -
     assert proc.returncode == ExitCode.INTERRUPTED, err
     assert err == "envcheck: interrupted\n"
     assert not left, f"processes {left} outlived envcheck"
+    data = validated(report)
+    assert data["exit_code"] == 130 and data["title"] == "envcheck verify cluster"
+    assert [r["message"] for r in data["results"]] == [
+        "interrupted (SIGINT, Ctrl-C) before it finished"]
 
 
 def test_a_full_disk_message_names_the_file(capsys) -> None:

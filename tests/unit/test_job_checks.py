@@ -52,14 +52,14 @@ def failing(results):
 def test_four_ranks_on_four_gpus_pass_and_idle_gpus_warn():
     results = check_gpu_binding(job([rank(r) for r in range(4)]), expect())
     assert not failing(results)
-    idle = [r for r in results if r.check == "job.gpu-idle"]
+    idle = [r for r in results if r.check == "job.gpu-binding.idle"]
     assert idle and idle[0].status is Status.WARN and "GPU 4, 5, 6, 7 idle" in idle[0].message
 
 
 def test_two_ranks_on_one_gpu_in_a_host_fail_naming_both():
     ranks = [rank(0), rank(1, device=0), rank(2), rank(3)]
     bad = failing(check_gpu_binding(job(ranks), expect()))
-    assert [r.check for r in bad] == ["job.gpu-shared"]
+    assert [r.check for r in bad] == ["job.gpu-binding.shared"]
     assert "ranks 0, 1 compute on one GPU" in bad[0].message and bad[0].node == "gpu-node-1"
 
 
@@ -79,12 +79,12 @@ def test_one_visible_gpu_per_rank_and_local_rank_above_zero_warns_for_torchrun()
     ranks = [dataclasses.replace(rank(r), device_count=1, device=0, device_uuid=gpu_uuid(r))
              for r in range(4)]
     results = check_gpu_binding(job(ranks), expect())
-    warned = sorted(r.node for r in results if r.check == "job.local-rank-device")
+    warned = sorted(r.node for r in results if r.check == "job.gpu-binding.local-rank")
     assert warned == ["rank 1", "rank 2", "rank 3"]
     # srun --gpus-per-task: SLURM_LOCALID is no LOCAL_RANK the script reads
     slurm = [dataclasses.replace(r, launcher="slurm") for r in ranks]
     assert not [r for r in check_gpu_binding(job(slurm), expect())
-                if r.check == "job.local-rank-device"]
+                if r.check == "job.gpu-binding.local-rank"]
 
 
 def test_duplicate_and_gapped_local_ranks_fail():
@@ -149,7 +149,7 @@ def test_slurm_binding_per_node_against_cuda_visible_devices():
             "SLURM_JOB_ID": "7", "SLURMD_NODENAME": host, "SLURM_JOB_GPUS": "0,1",
             "SLURM_STEP_GPUS": "0,1", "SLURM_JOB_NODELIST": "sn[1-2]"}))
     bad = failing(check_slurm_binding(job(ranks, launch, facts), expect()))
-    assert {r.check for r in bad} == {"slurm.gpu-shared", "slurm.gpu-idle"}
+    assert {r.check for r in bad} == {"job.slurm.gpu-shared", "job.slurm.gpu-idle"}
     assert all("sn1" in r.message for r in bad)
 
 
@@ -282,3 +282,65 @@ def test_a_rank_whose_horovod_failed_is_named():
     bad = failing(check_horovod_ranks(job(ranks, HOROVODRUN, horovod=hv), expect()))
     assert [(r.node, r.message) for r in bad] == [
         ("rank 2, rank 3", f"ranks 2, 3 on gpu-node-1: {timed_out}")]
+
+
+# --- one id per check: a result's check is its catalog id, or that id and an aspect ----------
+
+
+def _is_id_or_aspect(check: str, check_id: str) -> bool:
+    return check == check_id or check.startswith(f"{check_id}.")
+
+
+def test_every_job_result_reports_under_its_catalog_id_or_an_aspect_of_it():
+    from envcheck.verify.catalog import checks_of
+    from envcheck.verify.job.checks import JOB_CHECKS
+
+    node_ids = {c.id for c in checks_of("job") if c.kind == "node"}
+    slurm = dataclasses.replace(TORCHRUN, launcher="slurm")
+    ranks, facts = [], []
+    for r, (host, gpu) in enumerate((("sn1", "0"), ("sn1", "0"), ("sn2", "0"), ("sn2", "1"))):
+        ranks.append(rank(r, host, local=r % 2 + 1, device=0, uuid=f"{host}-{gpu}",
+                          device_count=1, launcher="slurm"))
+        f = with_env(node(2, host=host, pid=5000 + r), CUDA_VISIBLE_DEVICES=gpu)
+        f = dataclasses.replace(f, packages={**f.packages, "numpy": f"1.2{r}"},
+                                python_packages={**f.python_packages, "numpy": f"1.2{r}"})
+        facts.append(dataclasses.replace(f, slurm={
+            "SLURM_JOB_ID": "7", "SLURMD_NODENAME": host, "SLURM_JOB_GPUS": "0,1",
+            "SLURM_STEP_GPUS": "0,1", "SLURM_JOB_NODELIST": "sn[1-2]"}))
+    jobs = [
+        job(ranks, slurm, facts, missing=((4, "rank 4 on sn3"),), bench_skipped="one host",
+            collectives=(Collective("gloo", 10.0, error="timed out"),)),
+        job([rank(0), rank(1, device=0, device_count=1), rank(2, torch_cuda="12.1"),
+             rank(3, device=-1)]),
+        job([rank(r, launcher="horovod") for r in range(4)], HOROVODRUN,
+            horovod=tuple(hvd_rank(r, size=2) for r in range(4))),
+    ]
+    seen = set()
+    for j in jobs:
+        for check_id, fn in JOB_CHECKS.items():
+            for r in fn(j, expect()):
+                seen.add(r.check)
+                if check_id == "job.node":  # verify node's checks, under their own ids
+                    assert r.check in node_ids, r
+                else:
+                    assert _is_id_or_aspect(r.check, check_id), (check_id, r)
+    assert {"job.gpu-binding.shared", "job.gpu-binding.idle", "job.gpu-binding.local-rank",
+            "job.slurm.gpu-shared", "job.skew.cuda-runtime", "job.skew.numpy"} <= seen, seen
+
+
+def test_every_result_id_written_in_verify_job_is_a_catalog_id_or_an_aspect_of_one():
+    # run.py and facts_wire.py make the results of a group that fails (no rendezvous, a step,
+    # facts that cannot be used, another rank's verdict) outside the registry: the ids are
+    # read from the sources of verify/job/
+    import re
+    from pathlib import Path
+
+    from envcheck.verify.catalog import checks_of
+    from envcheck.verify.job import run
+
+    ids = {i for path in Path(run.__file__).parent.glob("*.py")
+           for i in re.findall(r'(?:_err|_r|Result)\(\s*"([^"]+)"', path.read_text())}
+    job_ids = {c.id for c in checks_of("job") if c.kind == "job"}
+    assert {"job.ranks.rendezvous", "job.ranks.step", "job.ranks.verdict",
+            "job.ranks.facts", "job.gpu-binding.shared"} <= ids
+    assert all(any(_is_id_or_aspect(i, c) for c in job_ids) for i in ids), ids

@@ -119,8 +119,41 @@ def test_inner_launcher_wins_over_the_allocation():
         ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "70000"}, "not a TCP port"),
         ({"PMIX_RANK": "0"}, "world size is unknown"),
         ({"HOROVOD_RANK": "0", "HOROVOD_SIZE": "2"}, "HOROVOD_LOCAL_RANK is not set"),
+        # every value range-checked before it is used (MAX_WORLD = 65536)
+        ({"RANK": "0", "WORLD_SIZE": "1000000000000"}, "at most 10"),
+        ({"RANK": "0", "WORLD_SIZE": "1" + "0" * 30}, "at most 10"),
+        ({"RANK": "0", "WORLD_SIZE": "65537"}, "world size 65537 is not 1 to 65536"),
+        ({"RANK": "0", "WORLD_SIZE": "0"}, "world size 0 is not 1 to 65536"),
+        ({"RANK": "-1", "WORLD_SIZE": "2"}, "rank -1 is outside the world of 2"),
+        ({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "2"}, "local rank 2 is outside"),
+        ({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "3"},
+         "local world size 3 is not 1 to the world size 2"),
+        ({"RANK": "0", "WORLD_SIZE": "2", "GROUP_RANK": "5"}, "node rank 5 is outside"),
+        ({"RANK": "\uff10", "WORLD_SIZE": "2"}, "is not a number"),  # a fullwidth 0
+        ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "\uff11\uff12\uff13"}, "not a number"),
+        ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "x" * 5000},
+         r"MASTER_PORT=a str of 5000 characters is not a number"),
+        ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "bad host!"},
+         "MASTER_ADDR='bad host!' is neither a host name nor an IP address"),
+        ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "::::"}, "neither a host name"),
+        ({"SLURM_STEP_ID": "0", "SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "2",
+          "SLURM_STEP_NODELIST": "n[0-9999999999]"}, "names more than 65536 hosts"),
+        ({"SLURM_STEP_ID": "0", "SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "2",
+          "SLURM_STEP_TASKS_PER_NODE": "1(x9999999999)"}, "more than 65536 tasks or nodes"),
     ],
 )
 def test_bad_launch_environments_are_one_line(env, says):
-    with pytest.raises(BadInput, match=says):
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(BadInput, match=says) as e:
         launch_info(env)
+    assert time.monotonic() - started < 1.0 and "\n" not in e.value.message
+    assert len(e.value.message) < 400
+
+
+def test_good_addresses_and_the_largest_world_are_taken():
+    for addr in ("10.0.0.1", "fe80::1", "gpu-01.cluster.example", "node_7"):
+        env = {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": addr}
+        assert launch_info(env).master_addr == addr
+    assert launch_info({"RANK": "65535", "WORLD_SIZE": "65536"}).world_size == 65536

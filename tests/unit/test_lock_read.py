@@ -7,6 +7,7 @@ document; on the locks shipped and the real ones in tests/data it must answer.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,35 @@ def test_verify_side_of_the_lock_package_needs_no_build_extra() -> None:
     for path in (ROOT / "envcheck" / "lockfile").glob("*.py"):
         text = path.read_text()
         assert "envcheck.verify" not in text and "envcheck.provision" not in text, path
+
+
+def _with_a_second_cuda_version(tmp_path: Path) -> Path:
+    """The pangeo excerpt with a second record of cuda-version (12.0) for linux-64."""
+    text = (ROOT / "tests" / "data" / "pangeo-pytorch-excerpt.conda-lock.yml").read_text()
+    start = text.index("- category: main\n  dependencies: {}\n")
+    end = text.index("- category: main", start + 1)
+    record = text[start:end]
+    assert "name: cuda-version" in record
+    second = record.replace("cuda-version-11.8-", "cuda-version-12.0-").replace(
+        "version: '11.8'", "version: '12.0'")
+    path = tmp_path / "twice.conda-lock.yml"
+    path.write_text(text[:end] + second + text[end:])
+    return path
+
+
+def test_a_package_listed_twice_for_one_platform_is_refused_naming_both(tmp_path, capsys):
+    from envcheck.cli import main
+    from envcheck.errors import BadInput
+
+    path = _with_a_second_cuda_version(tmp_path)
+    both = ("linux-64 lists conda package cuda-version twice: 11.8 h70ddcb2_2 "
+            "(cuda-version-11.8-h70ddcb2_2.conda) and 12.0 h70ddcb2_2 "
+            "(cuda-version-12.0-h70ddcb2_2.conda)")
+    for records in (False, True):  # envcheck's reader and py-rattler's (install's)
+        with pytest.raises(BadInput, match=re.escape(both)):
+            read_lock(path, "linux-64", records=records)
+    # install reads the plan with py-rattler: refused before anything is fetched
+    assert main(["install", str(path), "--prefix", str(tmp_path / "env")]) == 4
+    assert both in capsys.readouterr().err and not (tmp_path / "env").exists()
+    assert main(["verify", "node", "--lock", str(path), "--quiet"]) == 4
+    assert both in capsys.readouterr().err

@@ -241,3 +241,28 @@ def test_table_keeps_brackets_of_quoted_commands() -> None:
                  console)
     text = console.export_text()
     assert fix in text and "[red]x" in text
+
+
+def test_expected_gpus_without_pynvml_name_nvidia_ml_py_not_the_driver() -> None:
+    facts = no_driver_node(nvml_state=NVML_NO_MODULE,
+                           nvml_error="NVML did not start: No module named 'pynvml'")
+    exp = Expectations(expect_gpus=1)
+    for check in ("driver", "gpus"):
+        [r] = BUILTIN_CHECKS[check](facts, exp)
+        assert r.status is Status.FAIL
+        assert r.fix.startswith("pip install nvidia-ml-py"), r.fix
+        assert "install the NVIDIA driver" not in r.fix
+    library = no_driver_node(nvml_state=NVML_NO_LIBRARY)
+    [r] = BUILTIN_CHECKS["driver"](library, exp)
+    assert "NVIDIA driver" in r.fix and "nvidia-ml-py" not in r.fix
+
+
+def test_level_2_without_a_gpu_warns_naming_why_and_the_fix() -> None:
+    from envcheck.verify.node.load import run_load
+
+    facts = no_driver_node(nvml_state=NVML_NO_MODULE,
+                           nvml_error="NVML did not start: No module named 'pynvml'")
+    _, [r], measurements = run_load(facts, 0.1)
+    assert r.status is Status.WARN and "level 2 load not run: no GPU" in r.message
+    assert "No module named 'pynvml'" in r.message and "nvidia-ml-py" in r.fix
+    assert measurements == []

@@ -99,3 +99,24 @@ def test_skip_reports_the_check_once_and_runs_the_rest():
     assert any(c.startswith("ray.skew") for c in seen) and "driver" in seen  # verify node's
     node_skip = run_ray_checks(_cluster(), RayExpect(skip=frozenset({"glibc"})))
     assert [(r.status, r.node) for r in node_skip if r.check == "glibc"] == [(Status.SKIP, "")]
+
+
+def test_every_ray_result_reports_under_its_catalog_id_or_an_aspect_of_it():
+    from envcheck.verify.catalog import checks_of
+
+    node_ids = {c.id for c in checks_of("ray") if c.kind == "node"}
+    ray = _cluster(3)
+    dead = dataclasses.replace(ray.nodes[2], alive=False, death="raylet died (OOM)")
+    clusters = [
+        _cluster(),
+        dataclasses.replace(ray, nodes=(*ray.nodes[:2], dead), fact_errors={"x": "gone"},
+                            train=TrainRun(2, "gloo", 3.0, got=(3.0, 2.0))),
+        _cluster(1, gpus=0.0),
+    ]
+    for c in clusters:
+        for check_id, fn in RAY_CHECKS.items():
+            for r in fn(c, RayExpect(nodes=3)):
+                if check_id == "ray.node":  # verify node's checks, under their own ids
+                    assert r.check in node_ids, r
+                else:
+                    assert r.check == check_id or r.check.startswith(f"{check_id}."), r

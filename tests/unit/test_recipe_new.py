@@ -45,28 +45,60 @@ def test_shipped_rapids_recipes_are_what_their_own_command_generates():
 
 
 @pytest.mark.parametrize(
-    ("argv", "code", "needle"),
+    ("argv", "code", "needle", "choices"),
     [
         (["--rapids", "24.06", "--cuda", "11.5", "--os", "el7"], ExitCode.UNSOLVABLE,
-         "rapids.glibc: RAPIDS 24.06 needs glibc >= 2.28"),
+         "RAPIDS 24.06 needs glibc >= 2.28", "try --rapids 24.04 or --os el8"),
         (["--rapids", "23.04", "--cuda", "11.5", "--os", "el7", "--python", "3.9"],
-         ExitCode.UNSOLVABLE, "rapids.python: recipe entry 'python=3.9' contradicts RAPIDS 23.04"),
+         ExitCode.UNSOLVABLE, "recipe entry 'python=3.9' contradicts RAPIDS 23.04",
+         "--python 3."),
         (["--rapids", "22.08", "--cuda", "12.2", "--os", "el8"], ExitCode.UNSOLVABLE,
-         "rapids.cuda: recipe entry 'cudatoolkit=12.2' contradicts RAPIDS 22.08"),
+         "recipe entry 'cudatoolkit=12.2' contradicts RAPIDS 22.08", "--cuda 11."),
         (["--rapids", "26.10", "--cuda", "12.0", "--os", "el8"], ExitCode.UNSOLVABLE,
-         "rapids.cuda: RAPIDS 26.10 ('cudf=26.10'): RAPIDS 25.12 and later require CUDA >= 12.2"),
+         "RAPIDS 25.12 and later require CUDA >= 12.2", "--cuda 12.2"),
         (["--rapids", "26.12", "--cuda", "12.2", "--os", "el8"], ExitCode.BAD_INPUT,
-         "RAPIDS 26.12 is not in the release record"),
+         "RAPIDS 26.12 is not in the release record", "try --rapids 26."),
         (["--rapids", "24.04", "--cuda", "12.2", "--os", "el8", "--libs", "cudf,cusignal"],
-         ExitCode.BAD_INPUT, "cusignal: not part of RAPIDS 24.04"),
+         ExitCode.BAD_INPUT, "cusignal: not part of RAPIDS 24.04", ""),
+        # a value that is no version is bad input, not a contradiction of the record
+        (["--rapids", "24.08", "--cuda", "eleven", "--os", "el8"], ExitCode.BAD_INPUT,
+         "--cuda 'eleven' is not a version (e.g. 12.4)", ""),
+        (["--rapids", "24.08", "--cuda", "12.4", "--os", "el8", "--python", "x"],
+         ExitCode.BAD_INPUT, "--python 'x' is not a version (e.g. 3.11)", ""),
+        (["--rapids", "24.08", "--cuda", "12.4", "--os", "el8", "--toolkit", "x"],
+         ExitCode.BAD_INPUT, "--toolkit 'x' is not a version (e.g. 11.8)", ""),
+        (["--rapids", "24.08", "--cuda", "1" * 5000, "--os", "el8"], ExitCode.BAD_INPUT,
+         "--cuda a str of 5000 characters is not a version", ""),
     ],
 )  # fmt: skip
-def test_recipe_new_refuses_what_the_record_rules_out_in_one_line(capsys, argv, code, needle):
+def test_recipe_new_refuses_in_one_short_line_with_the_nearest_choices(
+    capsys, argv, code, needle, choices
+):
     assert main(["recipe", "new", *argv]) == code
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and needle in err[0], err
+    assert len(err) == 1 and needle in err[0] and choices in err[0], err
     if code == ExitCode.UNSOLVABLE:
-        assert re.search(r"\[(integration/|docs/|RAPIDS support notice RSN 37)", err[0]), err[0]
+        assert len(err[0]) <= 220, err[0]  # "envcheck: " + refusal.LIMIT
+        assert "(rule rapids." in err[0] and "[" not in err[0], err[0]  # sources: --debug
+        assert main(["recipe", "new", *argv, "--debug"]) == code
+        debug = capsys.readouterr().err
+        assert re.search(r"\[(integration/|docs/|RAPIDS support notice RSN 37)", debug), debug
+
+
+def test_every_suggested_choice_makes_a_recipe(capsys):
+    argv = ["--rapids", "24.06", "--cuda", "11.5", "--os", "el7"]
+    assert main(["recipe", "new", *argv]) == ExitCode.UNSOLVABLE
+    line = capsys.readouterr().err
+    suggested = re.findall(r"(--rapids|--os|--cuda|--python) (\S+?)(?= or | \(|$)", line)
+    assert suggested, line
+    for flag, value in suggested:
+        changed = list(argv)
+        if flag in changed:
+            changed[changed.index(flag) + 1] = value
+        else:
+            changed += [flag, value]
+        assert main(["recipe", "new", *changed]) == 0, (flag, value)
+        capsys.readouterr()
 
 
 def test_recipe_new_writes_the_file_it_is_given(tmp_path, capsys):

@@ -84,12 +84,14 @@ def test_rapids_25_12_and_later_need_cuda_12_2(capsys):
     assert [g.rule for g in _errors(["cudf=25.12", "cuda-version=12.0"], EL8)] == ["rapids.cuda"]
     assert _errors(["cudf=25.10", "cuda-version=12.0"], EL8) == []
     assert _errors(["cudf=26.10", "cuda-version>=12.2,<13"], EL8) == []
-    # a 12.0 driver under 26.10: recipe new refuses in one line citing the notice (exit 5)
+    # a 12.0 driver under 26.10: recipe new refuses in one line naming the rule (exit 5)
     argv = ["recipe", "new", "--rapids", "26.10", "--cuda", "12.0", "--os", "el8"]
     assert main(argv) == ExitCode.UNSOLVABLE
     (err,) = capsys.readouterr().err.strip().splitlines()
-    assert "rapids.cuda: RAPIDS 26.10 ('cudf=26.10'): RAPIDS 25.12 and later require CUDA" in err
-    assert "the recipe's target driver supports CUDA 12.0 [docs/main/_notices/rsn0054.md:" in err
+    assert "RAPIDS 25.12 and later require CUDA >= 12.2" in err and "(rule rapids.cuda" in err
+    assert "the recipe's target driver supports CUDA 12.0: try " in err and "--cuda 12.2" in err
+    assert main([*argv, "--debug"]) == ExitCode.UNSOLVABLE  # the sources, with --debug
+    assert "[docs/main/_notices/rsn0054.md:" in capsys.readouterr().err
     # and what it writes for a 12.8 driver starts at 12.2
     assert main(["recipe", "new", "--rapids", "26.10", "--cuda", "12.8", "--os", "el8"]) == 0
     assert "  - cuda-version>=12.2,<13 " in capsys.readouterr().out

@@ -1,12 +1,22 @@
-"""The table people read: failures in full, passes a row each, skips folded by reason."""
+"""The table people read: the verdict first, then failures and warnings with their fix, passes
+one line per group, skips one line per reason, measurements on request; words never cut."""
 
 from __future__ import annotations
 
 import io
+import os
+import re
+import subprocess
+import sys
 
+import pytest
 from rich.console import Console
 
-from envcheck.report import Report, Result, Status, render_table, skip_lines
+from envcheck.report import Measurement, Report, Result, Status, Table, render_table
+from envcheck.report_text import skip_lines
+
+WORKER = "tcp://10.120.33.201:40123"
+FIX = f"install distributed==2026.1.0 on {WORKER} (pip install 'distributed==2026.1.0')"
 
 
 def _report() -> Report:
@@ -14,18 +24,40 @@ def _report() -> Report:
     return Report(
         "verify node",
         (
+            Result("glibc", Status.PASS, "glibc 2.36", group="node"),
             Result("driver", Status.FAIL, "driver 470 < 525", fix="pip install 'envcheck[gpu]'"),
-            Result("glibc", Status.PASS, "glibc 2.36"),
             *(Result(c, Status.SKIP, no_gpu) for c in ("gpus", "ecc", "pcie", "nvlink")),
             Result("ucx", Status.SKIP, "UCX not installed"),
+            Result("busy-gpus", Status.WARN, "another user's process holds GPU 0"),
+            Result("skew.distributed", Status.FAIL,
+                   f"distributed differs: worker {WORKER} has 2025.1.0; client, scheduler and "
+                   "4 workers have 2026.1.0", node=WORKER, fix=FIX, group="cluster"),
         ),
+        measurements=(Measurement("facts round", 0.25, "s"),),
+        tables=(Table("version skew", ("package", "client", WORKER, "verdict"),
+                      (("distributed", "2026.1.0", "2025.1.0", "fail"),)),),
     )
 
 
-def _render(report: Report, verbose: bool = False) -> str:
+def _render(report: Report, verbose: bool = False, width: int = 200, **kw: bool) -> str:
     out = io.StringIO()
-    render_table(report, Console(file=out, width=200, color_system=None), verbose=verbose)
+    render_table(report, Console(file=out, width=width, color_system=None), verbose=verbose, **kw)
     return out.getvalue()
+
+
+def test_the_first_line_is_the_verdict_then_failures_before_warnings_before_passes() -> None:
+    lines = _render(_report()).splitlines()
+    assert lines[0] == "FAIL  verify node: 2 fail, 1 warn, 1 pass, 5 skip (exit 2)"
+    firsts = [ln.split()[0] for ln in lines[1:] if ln and not ln.startswith(" ")]
+    assert firsts[:3] == ["fail", "fail", "warn"]
+    text = "\n".join(lines)
+    assert text.index("busy-gpus") < text.index("1 passed (node): glibc")
+
+
+def test_each_failure_keeps_its_fix_and_its_brackets() -> None:
+    text = _render(_report())
+    assert "fix: pip install 'envcheck[gpu]'" in text
+    assert "driver 470 < 525" in text
 
 
 def test_skips_fold_into_one_line_per_reason_with_a_count_most_frequent_first() -> None:
@@ -38,17 +70,33 @@ def test_skips_fold_into_one_line_per_reason_with_a_count_most_frequent_first() 
     assert text.count("no GPU on this machine") == 1
 
 
-def test_failures_keep_their_fix_and_brackets_and_passes_keep_a_row() -> None:
-    text = _render(_report())
-    assert "pip install 'envcheck[gpu]'" in text
-    assert "driver 470 < 525" in text and "glibc 2.36" in text
-    assert "FAIL: 1 pass, 1 fail, 5 skip (exit 2)" in text
+def test_measurements_show_only_when_asked_for() -> None:
+    assert "0.25 s" not in _render(_report())
+    assert "1 measurement: shown with --verbose" in _render(_report())
+    assert "0.25 s" in _render(_report(), measurements=True)
+    assert "0.25 s" in _render(_report(), verbose=True)
+    assert "bare" not in _render(_report(), verbose=True)
 
 
-def test_verbose_shows_every_skip_as_a_row() -> None:
+def test_verbose_shows_every_check_with_its_message() -> None:
     text = _render(_report(), verbose=True)
-    assert "skipped:" not in text
+    assert "skipped:" not in text and "glibc 2.36" in text
     assert sum("no GPU on this machine" in ln for ln in text.splitlines()) == 4
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_wrapping_keeps_addresses_and_ids_whole_and_within_the_width(width: int) -> None:
+    text = _render(_report(), width=width)
+    words = set(text.split())
+    for whole in (WORKER, f"[{WORKER}]", "skew.distributed", "distributed==2026.1.0"):
+        assert any(whole in w for w in words), (whole, text)
+    assert max(map(len, text.splitlines())) <= width, text
+    assert "tcp://10.120.33.201:4\n" not in text
+
+
+def test_a_table_too_wide_for_the_terminal_prints_one_line_per_row() -> None:
+    narrow = _render(_report(), width=40)
+    assert "distributed: client 2026.1.0," in narrow and WORKER in narrow.split()
 
 
 def test_skip_lines_name_the_node_when_results_come_from_several_nodes() -> None:
@@ -60,3 +108,27 @@ def test_a_long_list_of_checks_is_cut_with_an_ellipsis() -> None:
     skips = [Result(f"c{i}", Status.SKIP, "same") for i in range(9)]
     (line,) = skip_lines(skips)
     assert line == "  9 skipped: same (c0, c1, c2, c3, c4, c5, ...)"
+
+
+def test_a_report_has_a_short_repr_and_properties_for_status_counts_and_exit_code() -> None:
+    report = _report()
+    assert repr(report) == (
+        "<Report 'verify node' fail: 1 pass, 1 warn, 2 fail, 5 skip, exit 2>"
+    )
+    assert str(report) == repr(report)
+    assert report.counts["fail"] == 2 and int(report.exit_code) == 2
+    assert report.status is Status.FAIL
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_verify_node_at_the_terminal_width_leads_with_the_verdict(columns: int) -> None:
+    env = {**os.environ, "COLUMNS": str(columns), "TERM": "dumb"}
+    out = subprocess.run(
+        [sys.executable, "-m", "envcheck", "verify", "node", "--expect-gpus", "1"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    lines = out.stdout.splitlines()
+    assert re.match(r"(PASS|WARN|FAIL|ERROR) +verify node: \d+ ", lines[0]), out.stdout
+    assert max(map(len, lines)) <= columns, out.stdout
+    assert not any(ln.strip().startswith("skip ") for ln in lines), out.stdout
+    assert "measurement" in out.stdout and "collect_node_facts" not in out.stdout

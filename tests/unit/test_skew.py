@@ -6,8 +6,15 @@ import dataclasses
 
 import pytest
 
-from envcheck.report import Status
-from envcheck.verify.across.skew import TRACKED, canonical_name, compare_package, skew_report
+from envcheck.report import Result, Status
+from envcheck.verify.across.skew import (
+    TRACKED,
+    canonical_name,
+    compare_package,
+    skew_by_process,
+    skew_report,
+    wire_skew,
+)
 from envcheck.verify.facts import NodeFacts
 from tests.support.factories import no_driver_node
 
@@ -155,3 +162,17 @@ def test_tracked_list_covers_the_issue() -> None:
     for name in ("python", "dask", "distributed", "msgpack", "cloudpickle", "torch", "rmm",
                  "ucx-py", "ucxx", "distributed-ucxx", "dask-cuda", "dask-cudf", "cudf"):
         assert name in TRACKED
+
+
+def test_skew_by_process_names_each_process_a_failing_or_warning_skew_names() -> None:
+    results = [
+        Result("skew.distributed", Status.FAIL, "differs", node="tcp://w1:1, tcp://w2:2"),
+        Result("skew.numpy", Status.WARN, "differs", node="tcp://w1:1"),
+        Result("skew", Status.PASS, "all identical"),
+        Result("gpus", Status.FAIL, "not skew", node="tcp://w3:3"),
+    ]
+    by = skew_by_process(results)
+    assert by == {"tcp://w1:1": ("skew.distributed", "skew.numpy"),
+                  "tcp://w2:2": ("skew.distributed",)}
+    assert wire_skew(by["tcp://w1:1"]) == ("skew.distributed",)
+    assert wire_skew(("skew.numpy", "skew.torch")) == ()

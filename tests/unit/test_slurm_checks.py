@@ -142,3 +142,16 @@ def test_gpu_resource_claim_without_nvml_defers_to_slurms_grant():
     bare = dataclasses.replace(granted, slurm={})
     (r,) = [r for r in check_pinning({"tcp://a:1": bare}) if r.status is Status.FAIL]
     assert r.check == "pinning.visible"
+
+
+@pytest.mark.parametrize(
+    "text", ["n[0-9999999999]", "a[0-999]b[0-999]", ",".join(f"n{i}" for i in range(70000))]
+)
+def test_a_hostlist_naming_too_many_hosts_is_refused_before_expanding(text):
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="names more than 65536 hosts"):
+        expand_hostlist(text)
+    assert time.monotonic() - started < 1.0
+    assert len(expand_hostlist("n[00001-65536]")) == 65536

@@ -22,6 +22,7 @@ PANGEO_ML = ROOT / "locks" / "pangeo-ml-2023.10.conda-lock.yml"
 PIXI = DATA / "holoviz_holoviews_fb85eeb_pixi.lock"
 OLD = DATA / "pangeo_pytorch-notebook_2023-05-19_cd2ce0b.conda-lock.yml"
 NEW = DATA / "pangeo_ml-notebook_2023-10-03_2e817e6.conda-lock.yml"
+EXCERPT = DATA / "pangeo-pytorch-excerpt.conda-lock.yml"
 
 
 def _edges_hold(chain: list[str], nodes) -> None:
@@ -130,3 +131,14 @@ def test_diff_reads_pixi_locks_too():
     # the holoviews lock against itself, environment by environment: nothing changes
     assert lock_diff(PIXI, PIXI, "test-gpu") == []
     assert lock_diff(PIXI, PIXI) == []
+
+
+def test_diff_markdown_escapes_control_characters_and_pipes_from_a_lock(tmp_path, capsys):
+    text = EXCERPT.read_text()
+    assert "  name: cuda-version\n" in text
+    hostile = tmp_path / "hostile.conda-lock.yml"
+    hostile.write_text(text.replace("  name: cuda-version\n", '  name: "cuda\\0ver|\\e[2J"\n'))
+    assert main(["diff", str(EXCERPT), str(hostile), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "\0" not in out and "\x1b" not in out
+    assert "| linux-64 | cuda\\x00ver\\|\\x1b[2J | added |" in out

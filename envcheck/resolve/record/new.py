@@ -9,13 +9,17 @@ The pipeline: Options (new_options.py) -> recipe_new() -> Report; the flags are 
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from envcheck.errors import BadInput, Unsolvable
+from envcheck.errors import BadInput, EnvcheckError, Unsolvable
+from envcheck.resolve.record.finding import Finding
 from envcheck.resolve.record.lint import ERROR, lint
 from envcheck.resolve.record.new_options import OSES, Options
+from envcheck.resolve.record.refusal import nearest, refusal_line, short_reason, version_key
 from envcheck.resolve.record.table import (
     Record,
     Release,
@@ -24,6 +28,7 @@ from envcheck.resolve.record.table import (
     load_record,
     release_key,
 )
+from envcheck.text import shown
 
 if TYPE_CHECKING:
     from envcheck.report import Report
@@ -55,16 +60,86 @@ def cite(v: Value) -> str:
     return "; ".join(f"{p}:{','.join(ls)}" if ls else p for p, ls in files.items())
 
 
-def _refuse(findings: Sequence[object]) -> None:
-    bad = [f for f in findings if getattr(f, "severity", "") == ERROR]
+class _Refused(Unsolvable):
+    """The record rules the request out: the first error finding (compose() words it)."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(f"recipe new: {finding.line()} (from {RECORD})")
+        self.finding = finding
+
+
+def _refuse(findings: Sequence[Finding]) -> None:
+    bad = [f for f in findings if f.severity == ERROR]
     if bad:
-        f = bad[0]
-        raise Unsolvable(f"recipe new: {f.line()} (from {RECORD})")  # type: ignore[attr-defined]
+        raise _Refused(bad[0])
+
+
+def _works(opts: Options, record: Record, **change: str) -> bool:
+    """Whether ``opts`` with ``change`` makes a recipe the record allows."""
+    try:
+        _compose(dataclasses.replace(opts, **change), record)
+    except EnvcheckError:
+        return False
+    return True
+
+
+def _cuda_candidates(record: Record, release: Release | None) -> list[str]:
+    """The CUDA versions a release names (builds, majors as X.0, the record's floor)."""
+    if release is None:
+        return []
+    out = [str(v) for v in _values(release.get("cuda_builds"))]
+    out += [f"{m}.0" for m in _values(release.get("cuda_majors"))]
+    floor = record.floors.get("cuda")
+    if floor is not None and floor.known:
+        out.append(str(floor.value["cuda"]))
+    return [c for c in out if re.fullmatch(r"\d+\.\d+", c)]
+
+
+def _values(v: Value) -> list[object]:
+    return list(v.value) if v.known and isinstance(v.value, (list, tuple)) else []
+
+
+def _choices(opts: Options, record: Record) -> list[tuple[str, str]]:
+    """(flag, value) for each flag whose nearest other value alone makes the request work."""
+    release = record.release(opts.rapids)
+    choices = []
+    rapids = nearest(opts.rapids, record.releases, lambda v: _works(opts, record, rapids=v))
+    if rapids:
+        choices.append(("--rapids", rapids))
+    glibcs = {OSES[o][0]: o for o in OSES}
+    by_glibc = nearest(OSES[opts.os][0], glibcs, lambda g: _works(opts, record, os=glibcs[g]))
+    if by_glibc:
+        choices.append(("--os", glibcs[by_glibc]))
+    cuda = nearest(opts.cuda, _cuda_candidates(record, release),
+                   lambda c: _works(opts, record, cuda=c, toolkit=None))  # type: ignore[arg-type]
+    if cuda and not opts.toolkit:
+        choices.append(("--cuda", cuda))
+    pythons = [str(p) for p in _values(release.get("python"))] if release else []
+    python = nearest(opts.python or "", pythons, lambda p: _works(opts, record, python=p))
+    if python and opts.python:
+        choices.append(("--python", python))
+    return choices
+
+
+# version flags -> (form, example): anything else is bad input (exit 4), not a contradiction
+_VERSION_FLAGS = {
+    "cuda": (re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){0,2}"), "12.4"),
+    "toolkit": (re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){0,2}"), "11.8"),
+    "python": (re.compile(r"[0-9]{1,2}\.[0-9]{1,3}"), "3.11"),
+}
+
+
+def _check_versions(opts: Options) -> None:
+    for name, (form, example) in _VERSION_FLAGS.items():
+        value = getattr(opts, name)
+        if value is not None and not (isinstance(value, str) and form.fullmatch(value)):
+            raise BadInput(f"--{name} {shown(value)} is not a version (e.g. {example})")
 
 
 def _release(record: Record, opts: Options) -> Release:
     if not is_release(opts.rapids):
         raise BadInput(f"--rapids {opts.rapids!r} is not a RAPIDS release (YY.MM, e.g. 22.08)")
+    _check_versions(opts)
     if opts.os not in OSES:
         raise BadInput(f"--os {opts.os!r}: one of {', '.join(OSES)}")
     glibc = OSES[opts.os][0]
@@ -72,10 +147,11 @@ def _release(record: Record, opts: Options) -> Release:
     _refuse(lint([f"cudf={opts.rapids}"], {"glibc": glibc, "cuda": opts.cuda}, record))
     release = record.release(opts.rapids)
     if release is None:
-        covered = ", ".join(sorted(record.releases))
+        covered = sorted(record.releases, key=version_key)
         raise BadInput(
-            f"RAPIDS {opts.rapids} is not in the release record ({RECORD} covers {covered}): "
-            "its pins are unknown here"
+            f"RAPIDS {opts.rapids} is not in the release record ({covered[0]} to "
+            f"{covered[-1]}): its pins are unknown here",
+            detail=f"{RECORD} covers {', '.join(covered)}",
         )
     return release
 
@@ -195,8 +271,25 @@ def _range(release: Release, name: str, lines: _Lines, *, advice: str = "") -> N
 
 
 def compose(opts: Options, record: Record | None = None) -> str:
-    """The recipe text for ``opts``; raises Unsolvable / BadInput for what the record rules out."""
+    """The recipe text for ``opts``; raises Unsolvable / BadInput for what the record rules
+    out: one short line with the nearest choices that work (the rule's sources in its detail)."""
     record = record or load_record()
+    try:
+        return _compose(opts, record)
+    except _Refused as e:
+        reason = f"recipe new: {short_reason(e.finding.message)}"
+        line = refusal_line(reason, _choices(opts, record), e.finding.rule)
+        raise Unsolvable(line, detail=e.message) from None
+    except BadInput as e:
+        if not is_release(opts.rapids) or record.release(opts.rapids) is not None:
+            raise
+        rapids = nearest(opts.rapids, record.releases, lambda v: _works(opts, record, rapids=v))
+        choices = [("--rapids", rapids)] if rapids else []
+        reason = f"recipe new: RAPIDS {opts.rapids} is not in the release record"
+        raise BadInput(refusal_line(reason, choices), detail=e.detail) from None
+
+
+def _compose(opts: Options, record: Record) -> str:
     release = _release(record, opts)
     rel = release.version
     glibc, os_words = OSES[opts.os]

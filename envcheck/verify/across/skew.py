@@ -48,7 +48,27 @@ CRITICAL: frozenset[str] = frozenset(
     {"python", "dask", "distributed", "cloudpickle", "msgpack", "torch"}
 )
 
+# A difference here can crash a worker on a task or message from the others (they are pickled
+# and framed by these): a worker that differs in one is given no smoke test.
+WIRE: frozenset[str] = frozenset({"python", "dask", "distributed", "cloudpickle", "msgpack"})
+
 ABSENT = "-"
+
+
+def skew_by_process(results: Iterable[Result]) -> dict[str, tuple[str, ...]]:
+    """Process label (a worker's address) -> the skew checks that failed or warned naming it,
+    from skew_report's results (pure)."""
+    out: dict[str, list[str]] = {}
+    for r in results:
+        if r.check.startswith("skew.") and r.status in (Status.FAIL, Status.WARN) and r.node:
+            for label in r.node.split(", "):
+                out.setdefault(label, []).append(r.check)
+    return {label: tuple(checks) for label, checks in out.items()}
+
+
+def wire_skew(checks: Iterable[str]) -> tuple[str, ...]:
+    """Those of ``checks`` (skew check ids) on a WIRE package."""
+    return tuple(c for c in checks if c[len("skew."):] in WIRE)
 
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.report import Measurement, Report, Result, Status, Table
 from envcheck.verify.across.processes import ClusterFacts
-from envcheck.verify.across.skew import skew_report
+from envcheck.verify.across.skew import skew_by_process, skew_report
 from envcheck.verify.across.workers import (
     NodeChecks,
     cluster_pids_by_host,
@@ -141,7 +141,7 @@ def verify(
     results, tables = judge(cluster, exp, run_checks)
     measurements = [Measurement("facts round", cluster.seconds, "s",
                                 node=f"{len(cluster.by_process())} processes")]
-    results += _smoke(client, cluster, exp, options)
+    results += _smoke(client, cluster, exp, options, skew_by_process(results))
     if options.bench and cluster.workers:
         try:
             got, problems = _bench(client, cluster, options)
@@ -196,14 +196,17 @@ def judge(
 
 
 def _smoke(
-    client: Client, cluster: ClusterFacts, exp: Expectations, options: ClusterOptions
+    client: Client, cluster: ClusterFacts, exp: Expectations, options: ClusterOptions,
+    skewed: dict[str, tuple[str, ...]],
 ) -> list[Result]:
+    """The smoke tests; ``skewed`` (worker -> its failing skew checks) holds out the workers
+    a task from this client could crash, and names the skew when a worker dies anyway."""
     if cluster.workers and options.smoke != frozenset():
         from envcheck.verify.smoke.suite import run_smoke
 
         return _guarded("smoke", lambda: run_smoke(
             client, cluster.workers, options.smoke, options.smoke_timeout,  # type: ignore
-            skip=exp.skip,
+            skip=exp.skip, skewed=skewed,
         ))
     # no smoke test runs: those --skip names are still said to be skipped
     from envcheck.verify.catalog import CATALOG

@@ -24,6 +24,7 @@ import os
 import sys
 
 from .model import CompiledArchs
+from .orphans import dies_with_parent
 
 TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ def start_arch_probe(frameworks: tuple[str, ...], python: str = "") -> subproces
         return None
     try:
         return subprocess.Popen(
-            [python or sys.executable, "-c", _ARCH_CHILD, *frameworks],
+            [python or sys.executable, "-c", dies_with_parent(_ARCH_CHILD), *frameworks],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,

@@ -28,6 +28,7 @@ import sys
 from .archs import cache_path
 from .model import HorovodBuild, HorovodFramework, horovod_from_dict
 from .nccl import decode_nccl_version
+from .orphans import dies_with_parent
 from .probes import child_answer
 
 TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
@@ -158,7 +159,7 @@ def _start_child(python: str) -> subprocess.Popen | None:
 
     try:
         return subprocess.Popen(
-            [python or sys.executable, "-c", _CHILD, *FRAMEWORKS],
+            [python or sys.executable, "-c", dies_with_parent(_CHILD), *FRAMEWORKS],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,

@@ -10,6 +10,7 @@ import threading
 import time
 
 from .model import ImportProbe, LibraryProbe
+from .orphans import dies_with_parent
 
 TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def _import_child(modules: list[str], timeout: float, python: str) -> list[Impor
 
     try:
         proc = subprocess.Popen(
-            [python, "-c", _IMPORT_CHILD, *modules],
+            [python, "-c", dies_with_parent(_IMPORT_CHILD), *modules],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -209,7 +210,7 @@ def probe_libraries(
     sonames = [s if ".so" in s or "/" in s else f"lib{s}.so" for s in sonames]
     try:
         proc = subprocess.run(
-            [python or sys.executable, "-c", _LIBRARY_CHILD, *sonames],
+            [python or sys.executable, "-c", dies_with_parent(_LIBRARY_CHILD), *sonames],
             capture_output=True,
             text=True,
             timeout=timeout,

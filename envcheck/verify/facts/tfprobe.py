@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 
 from .model import TensorFlowFacts, tensorflow_from_dict
+from .orphans import dies_with_parent
 from .probes import child_answer
 
 TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
@@ -80,7 +81,7 @@ def start_tensorflow_probe(python: str = "") -> subprocess.Popen | None:
 
     try:
         return subprocess.Popen(
-            [python or sys.executable, "-c", _CHILD, str(CPU_REPLICAS)],
+            [python or sys.executable, "-c", dies_with_parent(_CHILD), str(CPU_REPLICAS)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE,
             text=True, start_new_session=True,  # a Ctrl-C at the terminal reaches the caller
         )

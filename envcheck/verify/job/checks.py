@@ -194,7 +194,7 @@ def check_gpu_binding(job: JobFacts, exp: Expectations) -> list[Result]:
                           f"{r.cuda_visible_devices!r})", node=f"rank {r.rank}", fix=BIND_FIX))
         elif r.device_count == 1 and r.local_rank > 0 and r.launcher in (
                 "torchrun", "env", "horovod"):
-            out.append(_r("job.local-rank-device", Status.WARN,
+            out.append(_r("job.gpu-binding.local-rank", Status.WARN,
                           f"rank {r.rank} has LOCAL_RANK {r.local_rank} but sees one device: "
                           f"torch.cuda.set_device(LOCAL_RANK) fails there (invalid device "
                           f"ordinal)", node=f"rank {r.rank}",
@@ -207,7 +207,7 @@ def check_gpu_binding(job: JobFacts, exp: Expectations) -> list[Result]:
                 on.setdefault(r.device_uuid or f"cuda:{r.device}", []).append(r.rank)
         for uuid, shared in sorted(on.items()):
             if len(shared) > 1:
-                out.append(_r("job.gpu-shared", Status.FAIL,
+                out.append(_r("job.gpu-binding.shared", Status.FAIL,
                               f"{host}: {_names(shared)} compute on one GPU ({uuid})",
                               node=host, fix=BIND_FIX))
         out += _idle(job, host, ranks, set(on))
@@ -227,7 +227,7 @@ def _idle(job: JobFacts, host: str, ranks: list[RankFacts], used: set[str]) -> l
     idle = sorted(i for u, i in gpus.items() if u not in used)
     if not gpus or not idle or not used:
         return []
-    return [_r("job.gpu-idle", Status.WARN,
+    return [_r("job.gpu-binding.idle", Status.WARN,
                f"{host}: GPU {', '.join(map(str, idle))} idle: {len(ranks)} ranks on "
                f"{len(gpus)} GPUs", node=host,
                fix="one rank per GPU (torchrun --nproc-per-node=<GPUs>), or hide the others "
@@ -266,7 +266,8 @@ def nccl_blocker(ranks: Sequence[RankFacts]) -> str:
     for r in ranks:
         key = (r.host, r.device_uuid or f"cuda:{r.device}")
         if key in seen:
-            return f"ranks {seen[key]} and {r.rank} share one GPU on {r.host} (job.gpu-shared)"
+            return (f"ranks {seen[key]} and {r.rank} share one GPU on {r.host} "
+                    "(job.gpu-binding.shared)")
         seen[key] = r.rank
     return ""
 
@@ -310,7 +311,8 @@ def check_bench(job: JobFacts, exp: Expectations) -> list[Result]:
 def check_slurm_binding(job: JobFacts, exp: Expectations) -> list[Result]:
     """Slurm's GPU binding per rank: SLURM_*_GPUS against CUDA_VISIBLE_DEVICES."""
     labelled = {f"rank {k}": f for k, f in job.labelled().items()}
-    return check_slurm(labelled, words=Words("rank", BIND_FIX))
+    return [dataclasses.replace(r, check=f"job.{r.check}")  # slurm.gpus -> job.slurm.gpus
+            for r in check_slurm(labelled, words=Words("rank", BIND_FIX))]
 
 
 Check = Callable[[JobFacts, Expectations], List[Result]]

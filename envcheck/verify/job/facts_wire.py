@@ -33,7 +33,7 @@ def read(got: Any) -> tuple[RankFacts, NodeFacts] | wire.Bad:
 
 def refused(rv: grp.Rendezvous, rank: int, bad: wire.Bad) -> Result:
     """The error naming the rank (and its host, from its signed roll-call record)."""
-    return Result("job.facts", Status.ERROR,
+    return Result("job.ranks.facts", Status.ERROR,
                   f"{grp.describe(rv, rank)} sent facts that cannot be used: {bad.why}",
                   node=f"rank {rank}", group="job",
                   fix="run the same envcheck version on every rank; only the launch's own "

@@ -13,22 +13,33 @@ srun             SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID, SLURM_NODEID
 The first that applies, in that order, wins: torchrun inside srun, or mpirun inside an sbatch
 allocation, name the ranks the inner launcher made. SLURM_PROCID alone (the batch script sets
 it too) is not a parallel launch: only an srun step (SLURM_STEP_ID) is.
+
+Every value is range-checked before use, each refusal one BadInput line (exit 4): numbers are
+ASCII digits (at most 10), the world has 1 to MAX_WORLD ranks, RANK, LOCAL_RANK and the node
+rank lie within it, a node list or tasks-per-node list names at most MAX_WORLD entries
+(expanded only after counting), MASTER_PORT is 1-65535 and MASTER_ADDR a host name or an IP
+address.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from envcheck.errors import BadInput
+from envcheck.text import shown
 from envcheck.verify.across.hostlist import expand_hostlist
 
 DEFAULT_PORT = 29500  # torch.distributed's own default
 _PORT_RANGE = (20000, 30000)  # derived ports (no MASTER_PORT): one per job step
 CANDIDATES = 6  # derived ports rank 0 tries in turn when one is in use on its host
+MAX_WORLD = 65536  # ranks in one launch: the largest jobs run ~50,000 GPUs
+_NUMBER = re.compile(r"-?[0-9]{1,10}")
+_HOSTNAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?")
 
 
 @dataclass(frozen=True)
@@ -74,21 +85,38 @@ def _int(env: Mapping[str, str], name: str, default: int | None = None) -> int:
         if default is None:
             raise BadInput(f"{name} is not set")
         return default
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise BadInput(f"{name}={text!r} is not a number") from None
+    if not _NUMBER.fullmatch(text.strip()):
+        raise BadInput(f"{name}={shown(text)} is not a number (ASCII digits, at most 10)")
+    return int(text.strip())
 
 
 def tasks_per_node(text: str) -> tuple[int, ...]:
     """Slurm's "2(x3),1" -> (2, 2, 2, 1)."""
     out: list[int] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
-        m = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part)
+        m = re.fullmatch(r"([0-9]{1,10})(?:\(x([0-9]{1,10})\))?", part)
         if not m:
-            raise BadInput(f"SLURM_STEP_TASKS_PER_NODE={text!r} is not Slurm's n(xk) list")
-        out += [int(m.group(1))] * int(m.group(2) or 1)
+            raise BadInput(f"SLURM_STEP_TASKS_PER_NODE={shown(text)} is not Slurm's n(xk) list")
+        tasks, nodes = int(m.group(1)), int(m.group(2) or 1)
+        if tasks > MAX_WORLD or len(out) + nodes > MAX_WORLD:
+            raise BadInput(f"SLURM_STEP_TASKS_PER_NODE={shown(text)} names more than "
+                           f"{MAX_WORLD} tasks or nodes")
+        out += [tasks] * nodes
     return tuple(out)
+
+
+def master_addr(env: Mapping[str, str]) -> str:
+    """MASTER_ADDR, stripped: a host name or an IP address ("" when unset); torch would print a
+    C++ backtrace for anything else, after its connect timeout."""
+    addr = env.get("MASTER_ADDR", "").strip()
+    if not addr or _HOSTNAME.fullmatch(addr):
+        return addr
+    try:
+        ipaddress.ip_address(addr)
+    except ValueError:
+        raise BadInput(f"MASTER_ADDR={shown(addr)} is neither a host name nor an IP "
+                       "address") from None
+    return addr
 
 
 def _derived_port(*ids: str) -> int:
@@ -136,7 +164,7 @@ def _torchrun(env: Mapping[str, str]) -> LaunchInfo:
         local_rank=_int(env, "LOCAL_RANK", 0 if not run else None),
         local_world_size=_int(env, "LOCAL_WORLD_SIZE", -1),
         node_rank=_int(env, "GROUP_RANK", -1),
-        master_addr=env.get("MASTER_ADDR", "").strip(),
+        master_addr=master_addr(env),
         master_port=port,
         port_source=source,
         port_candidates=candidates,
@@ -154,7 +182,7 @@ def _horovod(env: Mapping[str, str]) -> LaunchInfo:
         local_rank=_int(env, "HOROVOD_LOCAL_RANK"),
         local_world_size=_int(env, "HOROVOD_LOCAL_SIZE", -1),
         node_rank=_int(env, "HOROVOD_CROSS_RANK", -1),
-        master_addr=env.get("MASTER_ADDR", "").strip(),
+        master_addr=master_addr(env),
         master_port=port,
         port_source=source,
         port_candidates=candidates,
@@ -172,7 +200,7 @@ def _openmpi(env: Mapping[str, str]) -> LaunchInfo:
         local_rank=_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0),
         local_world_size=_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", -1),
         # OMPI_COMM_WORLD_NODE_RANK is the rank among the node's processes, not the node
-        master_addr=env.get("MASTER_ADDR", "").strip(),
+        master_addr=master_addr(env),
         master_port=port,
         port_source=source,
         port_candidates=candidates,
@@ -191,7 +219,7 @@ def _pmi(env: Mapping[str, str]) -> LaunchInfo:
         world_size=_int(env, "PMI_SIZE"),
         local_rank=_int(env, "MPI_LOCALRANKID", 0),
         local_world_size=_int(env, "MPI_LOCALNRANKS", -1),
-        master_addr=env.get("MASTER_ADDR", "").strip(),
+        master_addr=master_addr(env),
         master_port=port,
         port_source=source,
         port_candidates=candidates,
@@ -204,7 +232,7 @@ def _slurm(env: Mapping[str, str]) -> LaunchInfo:
     try:
         hosts = tuple(expand_hostlist(nodelist))
     except ValueError as e:
-        raise BadInput(f"SLURM_STEP_NODELIST={nodelist!r}: {e}") from None
+        raise BadInput(f"SLURM_STEP_NODELIST={shown(nodelist)}: {e}") from None
     per_node = tasks_per_node(env.get("SLURM_STEP_TASKS_PER_NODE")
                               or env.get("SLURM_TASKS_PER_NODE", ""))
     job, step = env.get("SLURM_JOB_ID", ""), env.get("SLURM_STEP_ID", "")
@@ -218,7 +246,7 @@ def _slurm(env: Mapping[str, str]) -> LaunchInfo:
         local_world_size=per_node[node_id] if 0 <= node_id < len(per_node) else -1,
         node_rank=node_id,
         # the step's first node runs rank 0 under every distribution Slurm has
-        master_addr=env.get("MASTER_ADDR", "").strip() or (hosts[0] if hosts else ""),
+        master_addr=master_addr(env) or (hosts[0] if hosts else ""),
         master_port=port,
         port_source=source,
         port_candidates=candidates,
@@ -255,18 +283,29 @@ def launch_info(env: Mapping[str, str]) -> LaunchInfo:
             break
     else:
         raise BadInput(NOT_LAUNCHED)
-    if info.world_size < 1:
-        raise BadInput(f"{info.launcher}: world size {info.world_size} is not 1 or more")
-    if not 0 <= info.rank < info.world_size:
-        raise BadInput(
-            f"{info.launcher}: rank {info.rank} is outside the world of {info.world_size}"
-        )
-    if info.local_rank < 0:
-        raise BadInput(f"{info.launcher}: local rank {info.local_rank} is negative")
+    _check_ranges(info)
     if not info.master_addr and info.local_world_size == info.world_size:
         # every rank on this host: rank 0 is here
         return dataclasses.replace(info, master_addr="127.0.0.1")
     return info
+
+
+def _check_ranges(info: LaunchInfo) -> None:
+    """BadInput unless the world has 1..MAX_WORLD ranks and every rank number lies in it."""
+    world = info.world_size
+    if not 1 <= world <= MAX_WORLD:
+        raise BadInput(f"{info.launcher}: world size {world} is not 1 to {MAX_WORLD}")
+    if not 0 <= info.rank < world:
+        raise BadInput(f"{info.launcher}: rank {info.rank} is outside the world of {world}")
+    if not 0 <= info.local_rank < world:
+        raise BadInput(f"{info.launcher}: local rank {info.local_rank} is outside the world "
+                       f"of {world}")
+    if not (info.local_world_size == -1 or 1 <= info.local_world_size <= world):
+        raise BadInput(f"{info.launcher}: local world size {info.local_world_size} is not 1 "
+                       f"to the world size {world}")
+    if not -1 <= info.node_rank < world:
+        raise BadInput(f"{info.launcher}: node rank {info.node_rank} is outside the world "
+                       f"of {world}")
 
 
 # Each launcher's own (rank, local rank, world size) variables, where a rank may carry several

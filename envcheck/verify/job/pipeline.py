@@ -1,6 +1,6 @@
 """`verify job` as options -> Report, in every rank of a parallel launch.
 
-Rank 0's Report is the full report. Another rank's Report holds one ``job.verdict`` result
+Rank 0's Report is the full report. Another rank's Report holds one ``job.ranks.verdict`` result
 carrying rank 0's line and rank 0's exit code, and is marked not shown: the command line prints
 and writes nothing for it (one line on stderr with --debug, or when rank 0 is gone).
 """
@@ -35,7 +35,7 @@ def verify_job(opts: JobOptions) -> Report:
     if report.shown:
         return report
     line = report.results[0].message
-    if opts.debug or (report.exit_code() == ExitCode.ERROR and not job.heard_rank0):
+    if opts.debug or (report.exit_code == ExitCode.ERROR and not job.heard_rank0):
         grp.debug_line(launch, line)
     return report
 

@@ -87,7 +87,7 @@ class JobRun:
             self.rv = rv = grp.connect(launch, self.timeout)
         except grp.GroupError as e:
             if rank0:
-                return self._report([_err("job.rendezvous", str(e))])
+                return self._report([_err("job.ranks.rendezvous", str(e))])
             return self._verdict(int(ExitCode.ERROR), str(e))
         self.launch = rv.launch  # a derived port: the candidate rank 0 answered on
         self.heard_rank0 = True
@@ -258,7 +258,7 @@ class JobRun:
         (the command line prints and writes nothing for it)."""
         status = {ExitCode.OK: Status.PASS, ExitCode.WARN: Status.WARN,
                   ExitCode.FAIL: Status.FAIL}.get(ExitCode(code), Status.ERROR)
-        result = Result("job.verdict", status, line or f"rank 0 ended with exit {code}",
+        result = Result("job.ranks.verdict", status, line or f"rank 0 ended with exit {code}",
                         node=f"rank {self.launch.rank}", group="job")
         return Report(title="verify job", code=ExitCode(code), results=(result,), shown=False)
 
@@ -296,7 +296,7 @@ class JobRun:
                      node=f"rank {r}", fix="run again with --debug to see where it stopped")
                 for r in behind]
         if not out:
-            out.append(_err("job.group", f"{failed.step} failed on rank 0: "
+            out.append(_err("job.ranks.step", f"{failed.step} failed on rank 0: "
                             f"{first_line(failed.cause)}",
                             fix="run again with --debug; check the network between the hosts"))
         return out
@@ -323,7 +323,7 @@ class JobRun:
             environment=self._environment(job),
         )
         if self.rv is not None:
-            code = int(report.exit_code())
+            code = int(report.exit_code)
             first = next((r.message for r in results if r.status == Status.ERROR), "")
             line = f"verify job: {report.status.value}" + (f": {first}" if first else "")
             # the acks wait has its own bound: the step before it must not run the watchdog out

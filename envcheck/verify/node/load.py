@@ -19,8 +19,9 @@ import threading
 import time
 
 from envcheck.report import Measurement, Result, Status
-from envcheck.verify.facts import GpuHealth, NodeFacts, collect_gpu_health
-from envcheck.verify.node.checks.gpu.nvml_gap import gap_results
+from envcheck.verify.facts import NVML_NO_MODULE, GpuHealth, NodeFacts, collect_gpu_health
+from envcheck.verify.facts.orphans import dies_with_parent
+from envcheck.verify.node.checks.gpu.nvml_gap import gap_results, no_nvml_fix
 from envcheck.verify.node.gemm import GEMM_CHILD, gemm_runs
 
 CHECK = "gpu-load"
@@ -105,15 +106,19 @@ def run_load(
     if not facts.gpus:
         why = facts.nvml_error or "NVML lists no GPU"
         gap = gap_results(facts, CHECK, "level 2 load")
-        skip = [Result(CHECK, Status.SKIP, f"level 2 load skipped: no GPU ({why})")]
+        fix = "run --level 2 on a GPU node, or use --level 1 here"
+        if facts.nvml_state == NVML_NO_MODULE:
+            fix = no_nvml_fix(facts)
+        skip = [Result(CHECK, Status.WARN, f"level 2 load not run: no GPU ({why})", fix=fix)]
         return facts, gap or skip, []
     if not facts.visible_gpu_uuids:
-        return facts, [Result(CHECK, Status.SKIP, "level 2 load skipped: CUDA_VISIBLE_DEVICES "
-                                                  "leaves this process no GPU")], []
+        return facts, [Result(CHECK, Status.WARN, "level 2 load not run: CUDA_VISIBLE_DEVICES "
+                              "leaves this process no GPU",
+                              fix="unset CUDA_VISIBLE_DEVICES or name a GPU in it")], []
     framework = pick_framework(facts) if framework is None else framework
     if not framework:
         return facts, [
-            Result(CHECK, Status.SKIP, "level 2 load skipped: neither torch nor CuPy is "
+            Result(CHECK, Status.WARN, "level 2 load not run: neither torch nor CuPy is "
                    "installed in this environment",
                    fix="install torch or cupy-cudaXXx to run the load, or use --level 1")
         ], []
@@ -121,7 +126,8 @@ def run_load(
     order = [by_uuid.get(u) for u in facts.visible_gpu_uuids]  # CUDA device d -> NVML index
     indices = [i for i in order if i is not None]
     proc = subprocess.Popen(
-        [python or sys.executable, "-c", LOAD_CHILD + GEMM_CHILD, framework, str(seconds)],
+        [python or sys.executable, "-c", dies_with_parent(LOAD_CHILD + GEMM_CHILD), framework,
+         str(seconds)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -226,8 +232,10 @@ def judge_load(
             measurements.append(Measurement(f"{way} pinned {BUFFER_MIB} MiB ({framework})",
                                             round(float(msg[way]), 2), "GB/s", node=name))
     if devices == 0:
-        return [Result(CHECK, Status.SKIP, f"level 2 load skipped: {framework} sees no CUDA "
-                       "device (a CPU-only build, or no usable driver)")], []
+        return [Result(CHECK, Status.WARN, f"level 2 load not run: {framework} sees no CUDA "
+                       "device (a CPU-only build, or no usable driver)",
+                       fix=f"install a CUDA build of {framework} matching the driver, or use "
+                       "--level 1")], []
     if returncode != 0 or devices < 0 or len(seen) < devices:
         tail = [ln for ln in stderr.strip().splitlines() if ln.strip()]
         why = tail[-1][:300] if tail else f"exit {returncode}"

@@ -110,16 +110,18 @@ def _levels(
             python = str(interpreter(options.prefix))
         facts, results, measurements = run_load(facts, options.load_seconds, python)
     elif options.level >= 2:
-        results.append(Result("gpu-load", Status.SKIP, "level 2 load skipped: judging "
-                              "saved --facts, not this machine"))
+        results.append(Result("gpu-load", Status.WARN, "level 2 load not run: judging "
+                              "saved --facts, not this machine",
+                              fix="run --level 2 on the machine itself, or use --level 1 "
+                              "with --facts"))
     if options.level >= 3:
         results.append(
             Result(
                 "level-3",
-                Status.SKIP,
-                "level 3 is the cluster's bandwidth measurements (TCP vs UCX transfers, NCCL "
-                "all-reduce busbw against topology references): run `envcheck verify cluster "
-                "--bench` on the nodes",
+                Status.WARN,
+                "level 3 not run here: it is the cluster's bandwidth measurements (TCP vs UCX "
+                "transfers, NCCL all-reduce busbw against topology references): run "
+                "`envcheck verify cluster --bench` on the nodes",
                 fix="envcheck verify cluster --bench (docs/verify-cluster.md)",
             )
         )

@@ -9,11 +9,13 @@ Ray, not envcheck (the facts package travels with them, verify/shipping.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any, Callable
 
 from envcheck.errors import BadInput, Unreachable
@@ -65,7 +67,8 @@ def connect(ray: Any, address: str | None, timeout: float) -> None:
         kwargs["address"] = address
     if address is None:  # Ray starts its own processes from the main thread, bounded by itself
         try:
-            ray.init(**kwargs)
+            with _own_sigterm():
+                ray.init(**kwargs)
         except Exception as e:  # noqa: BLE001 - one line, as any other unreachable cluster
             raise Unreachable(f"a local Ray cluster did not start: {_told(e)}") from None
         return
@@ -86,6 +89,76 @@ def connect(ray: Any, address: str | None, timeout: float) -> None:
     if failure:
         line = (str(failure[0]).strip().splitlines() or [type(failure[0]).__name__])[0]
         raise Unreachable(f"ray.init({address or ''}) failed: {line[:300]}")
+
+
+@contextlib.contextmanager
+def _own_sigterm() -> Iterator[None]:
+    """ray.init in the main thread replaces the SIGTERM handler with one that calls
+    sys.exit(15): the run would end with exit 15 and skip envcheck's handling. The caller's
+    handler is put back when ray.init returns, and a SIGTERM taken by Ray's meanwhile is
+    raised as envcheck's own (Terminated: exit 143, the local cluster shut down)."""
+    import signal
+
+    from envcheck.interrupts import Terminated
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    except SystemExit as e:
+        if e.code != signal.SIGTERM:
+            raise
+        raise Terminated() from None
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def shutdown(ray: Any, local: bool) -> None:
+    """ray.shutdown; for a local cluster, also every process it started that is still there
+    after it. Ray's agents (dashboard, runtime env) outlive their raylet by 60-75 s, listening
+    on 0.0.0.0; the descendants of this process are noted before the shutdown and killed
+    after it (each checked by its start time, so a reused pid is never hit)."""
+    left = _descendants(os.getpid()) if local else {}
+    ray.shutdown()
+    for pid, started in left.items():
+        if _proc_stat(pid)[1:] == (started,):
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)  # SIGKILL
+
+
+def _proc_stat(pid: int) -> tuple[int, ...]:
+    """(parent pid, start time) of a running process from /proc; () when gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return ()
+    return () if fields[0] == b"Z" else (int(fields[1]), int(fields[19]))
+
+
+def _descendants(root: int) -> dict[int, int]:
+    """pid -> start time of every running descendant of ``root`` ({} without /proc)."""
+    children: dict[int, list[int]] = {}
+    started: dict[int, int] = {}
+    try:
+        pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return {}
+    for pid in pids:
+        st = _proc_stat(pid)
+        if st:
+            children.setdefault(st[0], []).append(pid)
+            started[pid] = st[1]
+    out: dict[int, int] = {}
+    todo = list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        if pid not in out:
+            out[pid] = started[pid]
+            todo += children.get(pid, ())
+    return out
 
 
 def list_nodes(ray: Any) -> tuple[RayNode, ...]:

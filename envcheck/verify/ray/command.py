@@ -7,7 +7,8 @@ import argparse
 from envcheck.flags import seconds
 from envcheck.report import Report
 from envcheck.verify.expect_options import add_expectation_arguments, expect_options_from_args
-from envcheck.verify.ray.pipeline import DEFAULT_TIMEOUT, RayOptions, verify_ray
+from envcheck.verify.ray.options import DEFAULT_TIMEOUT, RayOptions
+from envcheck.verify.ray.pipeline import verify_ray
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,38 +1,19 @@
-"""`verify ray` as options -> pipeline -> Report: connect (or start a local cluster), collect,
-judge with the pure checks, disconnect (a local cluster is shut down with it)."""
+"""`verify ray` as RayOptions (options.py) -> pipeline -> Report: connect (or start a local
+cluster), collect, judge with the pure checks, disconnect (a local cluster is shut down with
+it)."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
 
-from envcheck import values
 from envcheck.report import Report, Table
 from envcheck.verify.expect_options import expectations_from_options
-from envcheck.verify.expectations import ExpectOptions
 from envcheck.verify.ray.checks import run_ray_checks, skew_table
 from envcheck.verify.ray.model import RayExpect, RayFacts
+from envcheck.verify.ray.options import RayOptions
 
-DEFAULT_TIMEOUT = 60.0
 TITLE = "envcheck verify ray"
-
-
-@dataclass(frozen=True)
-class RayOptions:
-    address: str | None = None  # None: start a local Ray cluster and shut it down after
-    timeout: float = DEFAULT_TIMEOUT  # connecting; collecting; the Train run (each)
-    expect_nodes: int | None = None
-    train: bool = False  # also run a Ray Train TorchTrainer all-reduce
-    train_workers: int | None = None  # default: one per GPU, else one per node (2 at least)
-    expect: ExpectOptions = field(default_factory=ExpectOptions)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "timeout", values.seconds(self.timeout, "--timeout"))
-        values.optional_text(self.address, "--address")
-        values.optional_count(self.expect_nodes, "--expect-nodes")
-        values.optional_count(self.train_workers, "--train-workers")
-        values.flag(self.train, "--train")
 
 
 def verify_ray(opts: RayOptions) -> Report:
@@ -42,8 +23,13 @@ def verify_ray(opts: RayOptions) -> Report:
     rexp = RayExpect(exp, opts.expect_nodes, frozenset(exp.skip))
     ray = collect.import_ray()
     t0 = time.monotonic()
-    collect.connect(ray, opts.address, opts.timeout)
+    # shut down once connected, and for a local cluster always: a SIGTERM or Ctrl-C inside
+    # ray.init too, or the processes it started would outlive the run (a remote ray.init
+    # left running in its thread after the timeout is not shut down under it)
+    connected = False
     try:
+        collect.connect(ray, opts.address, opts.timeout)
+        connected = True
         kwargs = {"import_modules": list(exp.import_modules), "libraries": list(exp.libraries),
                   "probe_timeout": exp.probe_timeout}
         facts = collect.gather(ray, opts.address or "", opts.timeout, kwargs)
@@ -54,7 +40,8 @@ def verify_ray(opts: RayOptions) -> Report:
             facts = dataclasses.replace(
                 facts, train=collect.train_allreduce(ray, workers, gpus > 0, opts.timeout))
     finally:
-        ray.shutdown()
+        if connected or opts.address is None:
+            collect.shutdown(ray, local=opts.address is None)
     return _report(facts, rexp, time.monotonic() - t0)
 
 

@@ -105,7 +105,9 @@ class SmokeRun:
 
     def outcomes(self, futures: Mapping[str, Any], what: str) -> dict[str, tuple[Any, Any]]:
         """Wait for all; name -> (value, None) or (None, exception). Raises SmokeTimeout, or
-        WorkerLost as soon as one of the run's workers has left the cluster."""
+        WorkerLost as soon as one of the run's workers has left the cluster, unless every
+        future was pinned to a worker: then the others' outcomes come back once they are
+        done, with WorkerLost for each future of a worker that left."""
         from distributed import wait
 
         while True:
@@ -118,7 +120,10 @@ class SmokeRun:
                     # a killed worker's pinned tasks wait for it for ever: say so now
                     gone = lost_workers(self.client, self.facts)
                     if gone and not self._settle(futures):
-                        raise WorkerLost(gone) from None
+                        if not self._pinned(futures):
+                            raise WorkerLost(gone) from None
+                        if self._others_done(futures, gone):
+                            return self._collect(futures, gone)
                     continue
             pending = [f for f in futures.values() if not f.done()]
             where = sorted({self._where.get(f.key, "") for f in pending} - {""})
@@ -126,9 +131,24 @@ class SmokeRun:
                 raise SmokeTimeout(f"waiting for {what} on {', '.join(where)}")
             unfinished = f"{len(pending)} of {len(futures)} tasks unfinished"
             raise SmokeTimeout(f"waiting for {what} ({unfinished})")
+        return self._collect(futures, [])
+
+    def _pinned(self, futures: Mapping[str, Any]) -> bool:
+        """Whether every future was pinned to one worker (SmokeRun.submit)."""
+        return all(f.key in self._where for f in futures.values())
+
+    def _others_done(self, futures: Mapping[str, Any], gone: list[str]) -> bool:
+        return all(f.done() for f in futures.values() if self._where.get(f.key) not in gone)
+
+    def _collect(self, futures: Mapping[str, Any], gone: list[str]) -> dict[str, tuple[Any, Any]]:
+        """name -> (value, None) or (None, exception); a future pinned to a worker of ``gone``
+        that has not finished is (None, WorkerLost)."""
         out: dict[str, tuple[Any, Any]] = {}
         for name, fut in futures.items():
-            if fut.status == "error":
+            where = self._where.get(fut.key)
+            if where in gone and not fut.done():
+                out[name] = (None, WorkerLost([where]))
+            elif fut.status == "error":
                 out[name] = (None, fut.exception())
             else:
                 out[name] = (fut.result(), None)

@@ -9,25 +9,25 @@ reason; GPU tests skip on clusters without GPU workers.
 from __future__ import annotations
 
 import importlib
-import threading
-import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from envcheck.errors import BadInput
+from envcheck.record import replace
 from envcheck.report import Result, Status
 from envcheck.text import first_line
+from envcheck.verify.across.skew import wire_skew
 from envcheck.verify.facts import NodeFacts
 from envcheck.verify.needs import lacks
 from envcheck.verify.runner import skipped
 from envcheck.verify.smoke import ddp, frameworks
 from envcheck.verify.smoke import tasks as worker_tasks
 from envcheck.verify.smoke.frameworks import SKORCH_ACCURACY_FLOOR
+from envcheck.verify.smoke.guard import run_one
 from envcheck.verify.smoke.resources import smoke_resources
 from envcheck.verify.smoke.run import (
     GROUP,
-    POLL,
     SmokeRun,
     SmokeTimeout,
     WorkerLost,
@@ -35,10 +35,6 @@ from envcheck.verify.smoke.run import (
     lost_workers,
     result,
 )
-
-# The body gets this much longer than its own deadline to return before the runner gives up on
-# it: a body that waits with SmokeRun's helpers reports *which* step timed out.
-_GRACE = 2.0
 
 XGBOOST_ACCURACY_FLOOR = 0.90
 
@@ -52,6 +48,9 @@ class SmokeTest:
     worker_packages: tuple[tuple[str, ...], ...] = ()
     client_modules: tuple[str, ...] = ()  # what the client imports to build the graph
     gpu: bool = False  # runs only on GPU workers; skipped when there are none
+    # every task it submits is pinned to the run's workers; False: a library places tasks on
+    # any worker of the cluster (it does not run while a worker is held out, run_smoke)
+    pinned: bool = True
 
 
 # --- the tests ----------------------------------------------------------------------------
@@ -91,9 +90,8 @@ def _array(run: SmokeRun) -> list[Result]:
     product = (ones @ ones.T).sum()
     chunk = max(1, n // (2 * max(1, len(run.workers))))
     total = da.arange(n, chunks=chunk).sum()
-    got_product, got_total = run.values(
-        run.track(run.client.compute([product, total])), "dask.array reductions"
-    )
+    computed = run.client.compute([product, total], workers=run.workers)
+    got_product, got_total = run.values(run.track(computed), "dask.array reductions")
     bad = []
     if int(got_product) != m**3:
         bad.append(f"(ones({m},{m}) @ ones.T).sum() = {got_product}, expected {m**3}")
@@ -275,6 +273,7 @@ SMOKE_TESTS: dict[str, SmokeTest] = {
             "resources",
             "tasks annotated with a worker resource (--resources GPU=1) run only where it is",
             smoke_resources,
+            pinned=False,
         ),
         SmokeTest(
             "array",
@@ -304,6 +303,7 @@ SMOKE_TESTS: dict[str, SmokeTest] = {
             _xgboost,
             worker_packages=(("xgboost",),),
             client_modules=("dask.array", "xgboost.dask"),
+            pinned=False,
         ),
         SmokeTest(
             "torch-ddp",
@@ -323,6 +323,7 @@ SMOKE_TESTS: dict[str, SmokeTest] = {
             frameworks.ddp_dispatch,
             worker_packages=(("dask-pytorch-ddp", "dask_pytorch_ddp"), ("torch",)),
             client_modules=("dask_pytorch_ddp.dispatch",),
+            pinned=False,
         ),
     )
 }
@@ -387,68 +388,27 @@ def applicability(
 # --- the runner -----------------------------------------------------------------------------
 
 
-def _is_cluster_failure(exc: BaseException) -> bool:
-    """A dead worker or lost connection is an error of the run, not a failure of the stack."""
-    from distributed import KilledWorker
-    from distributed.comm.core import CommClosedError
-
-    return isinstance(exc, (KilledWorker, CommClosedError))
-
-
-def _lost_results(test: str, workers: list[str]) -> list[Result]:
-    return [result(test, Status.ERROR, f"worker {a} left the cluster during the test (killed, "
-                   "or out of memory?): its tasks cannot finish", a) for a in workers]
+def _asked_for(why_not: Result, selected: Collection[str] | None) -> Result:
+    """A test named in --smoke that cannot run is a warning saying why, never a quiet skip."""
+    if selected is None or why_not.status is not Status.SKIP:
+        return why_not
+    fix = why_not.fix or "install what it needs on the workers, or leave it out of --smoke"
+    return replace(why_not, status=Status.WARN,
+                   message=f"asked for (--smoke) but not run: {why_not.message}", fix=fix)
 
 
-def _join(thread: threading.Thread, client: Any, facts: Mapping[str, NodeFacts],
-          limit: float) -> None:
-    """Wait for the body up to `limit` s, or _GRACE s after a worker was lost (a library call
-    that waits for a dead worker would take the whole limit)."""
-    deadline, lost_at = time.monotonic() + limit, None
-    while thread.is_alive() and time.monotonic() < deadline:
-        thread.join(max(0.0, min(POLL, deadline - time.monotonic())))
-        if thread.is_alive() and lost_at is None and lost_workers(client, facts):
-            lost_at = time.monotonic()
-            deadline = min(deadline, lost_at + _GRACE)
-
-
-def run_one(
-    test: SmokeTest, client: Any, facts: Mapping[str, NodeFacts], timeout: float
-) -> list[Result]:
-    run = SmokeRun(client, facts, timeout)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            # Libraries such as xgboost.dask look for "the" client; make it ours in this thread.
-            with client.as_current():
-                box["results"] = test.body(run)
-        except BaseException as exc:  # reported below, as a result
-            box["error"] = exc
-
-    started = time.monotonic()
-    thread = threading.Thread(target=target, name=f"envcheck-smoke-{test.id}", daemon=True)
-    thread.start()
-    _join(thread, client, facts, timeout + _GRACE)
-    alive = thread.is_alive()  # read before the box: a body ending now has filled it
-    took = time.monotonic() - started
-    err = box.get("error")
-    run.release()
-    if isinstance(err, WorkerLost):
-        return _lost_results(test.id, err.workers)
-    if err is not None and _is_cluster_failure(err):
-        return [result(test.id, Status.ERROR, f"{first_line(err)} (after {took:.1f} s)")]
-    gone = lost_workers(client, facts)
-    if gone:  # whatever the body said, it ran on a cluster that lost workers under it
-        return _lost_results(test.id, gone)
-    if alive:
-        # A library call (xgboost, torch) that ignores our deadline: leave its daemon thread.
-        return [result(test.id, Status.FAIL, f"timed out after {timeout:g} s")]
-    if isinstance(err, SmokeTimeout):
-        return [result(test.id, Status.FAIL, f"timed out after {timeout:g} s {err}")]
-    if err is not None:
-        return [result(test.id, Status.FAIL, f"{first_line(err)} (after {took:.1f} s)")]
-    return box["results"]
+def _held_out(test: SmokeTest, held: Mapping[str, tuple[str, ...]]) -> list[Result]:
+    """What ``test`` says about the workers held out of the smoke tests for wire skew."""
+    if not held:
+        return []
+    if not test.pinned:
+        named = "; ".join(f"{a} fails {', '.join(c)}" for a, c in sorted(held.items()))
+        return [result(test.id, Status.SKIP, "not run: it places tasks on any worker, and a "
+                       f"task from this client could crash a worker whose versions differ "
+                       f"({named})")]
+    return [result(test.id, Status.SKIP, f"not run on this worker: it fails {', '.join(c)}, "
+                   "so a task from this client could crash it", a)
+            for a, c in sorted(held.items())]
 
 
 def run_smoke(
@@ -459,10 +419,14 @@ def run_smoke(
     *,
     tests: Mapping[str, SmokeTest] | None = None,
     skip: Collection[str] = (),
+    skewed: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[Result]:
     """Run the selected (default: all) smoke tests in order; never raises for a broken cluster.
 
-    A test `skip` names (smoke.NAME) does not run: one skip says so (it wins over `selected`)."""
+    A test `skip` names (smoke.NAME) does not run: one skip says so (it wins over `selected`).
+    ``skewed``: worker -> the skew checks that fail naming it (skew.skew_by_process); a worker
+    whose skew is on the wire (skew.WIRE: a task from this client could crash it) is held out:
+    each test says so for it, and a test that places tasks on any worker does not run."""
     tests = SMOKE_TESTS if tests is None else tests
     if selected is not None:
         unknown = sorted(set(selected) - set(tests))
@@ -471,6 +435,10 @@ def run_smoke(
                 f"unknown smoke test {', '.join(unknown)}; choose from {', '.join(tests)}"
             )
     workers = {a: f for a, f in facts.items() if f.role not in ("client", "scheduler")}
+    skewed = skewed or {}
+    held = {a: wire_skew(skewed.get(a, ())) for a in workers}
+    held = {a: checks for a, checks in held.items() if checks}
+    workers = {a: f for a, f in workers.items() if a not in held}
     results: list[Result] = []
     for test in tests.values():
         if check_id(test.id) in skip:
@@ -478,11 +446,13 @@ def run_smoke(
             continue
         if selected is not None and test.id not in selected:
             continue
-        not_applicable = applicability(test, workers)
+        not_applicable = applicability(test, workers) if workers or not held else None
         if not_applicable is not None:
-            results.append(not_applicable)
+            results.append(_asked_for(not_applicable, selected))
             continue
-        results.extend(run_one(test, client, workers, timeout))
+        results.extend(_held_out(test, held))
+        if test.pinned or not held:
+            results.extend(run_one(test, client, workers, timeout, skewed) if workers else ())
         for gone in lost_workers(client, workers):  # reported once: later tests run without it
             del workers[gone]
     return results

@@ -6,7 +6,7 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations, version_tuple
 from envcheck.verify.facts import NodeFacts
 
-from .nvml_gap import nvml_gap
+from .nvml_gap import no_nvml_fix, nvml_gap
 
 # Minimum Linux x86_64 driver per CUDA toolkit release (the GA release of each minor version).
 # Source: NVIDIA CUDA Toolkit Release Notes, Table 3 "CUDA Toolkit and Corresponding Driver
@@ -57,7 +57,7 @@ def check_driver(facts: NodeFacts, exp: Expectations) -> list[Result]:
                     CHECK,
                     Status.FAIL,
                     f"no usable NVIDIA driver ({facts.nvml_error}) but {need}",
-                    fix="install the NVIDIA driver (nvidia-smi must work) or run on a GPU node",
+                    fix=no_nvml_fix(facts),
                 )
             ]
         return [

@@ -8,7 +8,7 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations, version_tuple
 from envcheck.verify.facts import Gpu, NodeFacts, resolve_visible_devices
 
-from .nvml_gap import gap_results, nvml_gap
+from .nvml_gap import gap_results, no_nvml_fix, nvml_gap
 
 # Oldest compute capability each CUDA major release still builds for. CUDA 12.0 dropped
 # Kepler (sm_35/37); CUDA 13.0 dropped Maxwell, Pascal and Volta (sm_50 to sm_70).
@@ -42,7 +42,7 @@ def check_gpus(facts: NodeFacts, exp: Expectations) -> list[Result]:
                     check,
                     Status.FAIL,
                     f"expected {want} but NVML sees none: {facts.nvml_error}",
-                    fix="run on a GPU node with the NVIDIA driver loaded (nvidia-smi must work)",
+                    fix=no_nvml_fix(facts),
                 )
             ]
         return [Result(check, Status.SKIP, f"no GPU to check ({facts.nvml_error})")]

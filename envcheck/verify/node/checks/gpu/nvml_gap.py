@@ -57,6 +57,19 @@ _OTHER = (
 )
 
 
+def no_nvml_fix(facts: NodeFacts) -> str:
+    """The fix when NVML gives no GPU and GPUs are expected, named for what failed: the pynvml
+    module, else the driver."""
+    if facts.nvml_state == NVML_NO_MODULE:
+        kd = facts.kernel_driver
+        driver = "" if (kd.version or kd.gpus) else (
+            "; no NVIDIA kernel driver is loaded here either (/proc/driver/nvidia): then run "
+            "on a GPU node")
+        return ("pip install nvidia-ml-py into this environment (the pynvml module; conda: "
+                f"conda install -c conda-forge pynvml){driver}")
+    return "install the NVIDIA driver (nvidia-smi must work) or run on a GPU node"
+
+
 def nvml_gap(facts: NodeFacts) -> tuple[str, str] | None:
     """(what is wrong, fix) when the kernel driver is loaded but NVML gives no GPU; else None."""
     kd = facts.kernel_driver

@@ -1,15 +1,13 @@
 """The build pipeline: recipes -> real solves -> conda-lock files; --check says if locks are
-current. ``BuildOptions`` in, a Report out; the command line and the API both call ``build``."""
+current. ``BuildOptions`` (options.py) in, a Report out; the command line and the API both call
+``build``."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envcheck import values
 from envcheck.atomic import check_writable, write_files_atomically
 from envcheck.destinations import check_destination
 from envcheck.errors import BadInput, EnvcheckError, Unsolvable
@@ -23,6 +21,7 @@ from envcheck.resolve.changes import Change, changes_table, compare, version_bui
 from envcheck.resolve.channel_data import channel_data
 from envcheck.resolve.lock_check import check_all
 from envcheck.resolve.lockdoc import build_lockfile
+from envcheck.resolve.options import BuildOptions
 from envcheck.resolve.recipe import Recipe, load_recipe
 from envcheck.resolve.solve import (
     DEFAULT_FETCH_TIMEOUT_S,
@@ -36,38 +35,7 @@ from envcheck.resolve.solve_recipe import (
     explain_failure,
     solve_platform,
 )
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    """What one build does; ``envcheck build``'s flags, typed."""
-
-    recipes: tuple[Path, ...]
-    out: Path = Path("locks")
-    check: bool = False  # solve nothing: say whether each lock is current
-    platform: str | None = None  # build only this platform of each recipe
-    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT_S
-    channel_data: tuple[str, ...] = ()  # solve against these channels instead of the recipe's
-    lint: bool = True  # refuse pins the RAPIDS release record contradicts
-    try_: tuple[str, ...] = ()  # candidates to try one by one (``--try``): writes no lock
-
-    def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        set_(
-            self,
-            "recipes",
-            tuple(values.path(r, "RECIPE") for r in values.sequence(self.recipes, "RECIPE")),
-        )
-        if not self.recipes:
-            raise BadInput("build: give at least one recipe")
-        set_(self, "out", values.path(self.out, "--out"))
-        values.flag(self.check, "--check")
-        values.optional_text(self.platform, "--platform")
-        set_(self, "fetch_timeout", values.seconds(self.fetch_timeout, "--fetch-timeout"))
-        set_(self, "channel_data", values.words(self.channel_data, "--channel-data"))
-        values.flag(self.lint, "lint")
-        set_(self, "try_", values.words(self.try_, "--try"))
-
+from envcheck.text import say
 
 # --- comparing with the previous lock -----------------------------------------------------
 
@@ -300,4 +268,4 @@ def _print_notes(notes: Sequence[Table]) -> None:
     for table in notes:
         for recipe, severity, rule, message, source in table.rows:
             where = f" [{source}]" if source else ""
-            print(f"envcheck: {recipe}: {severity}: {rule}: {message}{where}", file=sys.stderr)
+            say(f"{recipe}: {severity}: {rule}: {message}{where}")

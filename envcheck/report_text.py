@@ -1,0 +1,176 @@
+"""A Report for people at a terminal: the verdict first, then what is wrong with its fix.
+
+Order: one summary line; every error, failure and warning with its node, message and fix;
+the extra tables (version skew); passes as one line per group; skips as one line per reason;
+measurements only when asked for (``--bench``, ``--verbose``). Text wraps at spaces only, so
+a check id, an address or a command is never cut in two (a word wider than the terminal
+runs past its edge whole). Duck-typed on report.Report, like report_html.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+ISSUES = ("error", "fail", "warn")  # worst first
+_STYLE = {
+    "pass": "green",
+    "warn": "yellow",
+    "fail": "bold red",
+    "skip": "dim",
+    "error": "bold magenta",
+}
+_INDENT = " " * 6
+
+
+def summary_line(report: Any) -> str:
+    """``FAIL  verify node: 1 fail, 10 pass, 5 skip (exit 2)``: the worst status, the counts
+    worst first, the exit code."""
+    counts = report.counts
+    order = (*ISSUES, "pass", "skip")
+    listed = ", ".join(f"{counts[s]} {s}" for s in order if counts.get(s))
+    return (
+        f"{report.status.value.upper():<5} {report.title}: {listed or 'no results'}"
+        f" (exit {int(report.exit_code)})"
+    )
+
+
+def wrap(text: str, width: int, first: str = "", rest: str = _INDENT) -> list[str]:
+    """``text`` wrapped at spaces only: ids, addresses, paths and commands stay whole."""
+    return textwrap.wrap(
+        text,
+        width=max(width, 20),
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
+
+
+def issue_lines(result: Any, width: int) -> list[str]:
+    """One result that is not a pass or skip: status, check and node; message; its fix."""
+    where = f" [{result.node}]" if result.node else ""
+    lines = wrap(f"{result.check or result.group}{where}", width, f"{result.status.value:<5} ")
+    lines += wrap(result.message, width, _INDENT)
+    if result.fix:
+        lines += wrap(f"fix: {result.fix}", width, _INDENT, _INDENT + "     ")
+    return lines
+
+
+def skip_lines(skips: list[Any], limit: int = 6) -> list[str]:
+    """One line per skip reason, most frequent first: "20 skipped: no GPU (driver, gpus, ...)"."""
+    by_reason: dict[str, list[str]] = {}
+    for r in skips:
+        name = f"{r.check}[{r.node}]" if r.node and len({x.node for x in skips}) > 1 else r.check
+        by_reason.setdefault(r.message, []).append(name)
+    lines = []
+    for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+        unique = list(dict.fromkeys(names))
+        listed = ", ".join(unique[:limit]) + (", ..." if len(unique) > limit else "")
+        lines.append(f"  {len(names)} skipped: {reason} ({listed})")
+    return lines
+
+
+def pass_lines(passes: list[Any], width: int) -> list[str]:
+    """One wrapped line per group: ``12 passed (node): driver, gpus, glibc, ...``."""
+    groups: dict[str, list[str]] = {}
+    for r in passes:
+        name = f"{r.check}[{r.node}]" if r.node else r.check
+        groups.setdefault(r.group or "checks", []).append(name)
+    lines = []
+    for group, names in groups.items():
+        unique = ", ".join(dict.fromkeys(names))
+        lines += wrap(f"{len(names)} passed ({group}): {unique}", width, "  ", "    ")
+    return lines
+
+
+def table_lines(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]], width: int
+                ) -> list[str] | None:
+    """A table as one wrapped line per row (``first cell: column value, ...``) when it is too
+    wide for the terminal; None when it fits and can print as a table."""
+    widths = [max(len(str(x)) for x in col) for col in zip(columns, *rows)]
+    if sum(widths) + 3 * len(widths) + 1 <= width:
+        return None
+    lines = [title]
+    for row in rows:
+        cells = ", ".join(f"{c} {v}" for c, v in zip(columns[1:], row[1:]) if str(v))
+        lines += wrap(f"{row[0]}: {cells}", width, "  ", "    ")
+    return lines
+
+
+def measurement_rows(report: Any) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The measurements as table columns and rows (value, reference, verdict)."""
+    columns = ("name", "node", "value", "reference", "verdict")
+    rows = [
+        (
+            m.name,
+            m.node,
+            f"{m.value:.4g} {m.unit}",
+            "" if m.reference is None else f"{m.reference:.4g} {m.unit}",
+            m.verdict,
+        )
+        for m in report.measurements
+    ]
+    return columns, rows
+
+
+def render(report: Any, console: Any = None, verbose: bool = False,
+           measurements: bool = False) -> None:
+    """Print ``report`` (see the module's docstring). ``verbose``: every pass and skip with
+    its message, and the measurements; ``measurements``: the measurements table."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = console or Console()
+    width = console.width
+
+    def say(line: str, style: str = "") -> None:
+        console.print(Text(line, style=style), soft_wrap=True, highlight=False)
+
+    say(summary_line(report), _STYLE[report.status.value])
+    issues = sorted(
+        (r for r in report.results if r.status.value in ISSUES),
+        key=lambda r: ISSUES.index(r.status.value),
+    )
+    for r in issues:
+        for i, line in enumerate(issue_lines(r, width)):
+            say(line, _STYLE[r.status.value] if i == 0 else "")
+    for t in report.tables:
+        _print_table(console, t.title, t.columns, [tuple(map(str, r)) for r in t.rows], width)
+    passes = [r for r in report.results if r.status.value == "pass"]
+    skips = [r for r in report.results if r.status.value == "skip"]
+    if verbose:
+        for r in passes + skips:
+            for i, line in enumerate(issue_lines(r, width)):
+                say(line, _STYLE[r.status.value] if i == 0 else "dim")
+    else:
+        for line in pass_lines(passes, width):
+            say(line, _STYLE["pass"])
+        for line in skip_lines(skips):
+            for part in wrap(line.strip(), width, "  ", "    "):
+                say(part, _STYLE["skip"])
+    if report.measurements and (verbose or measurements):
+        columns, rows = measurement_rows(report)
+        _print_table(console, f"{report.title}: measurements", columns, rows, width)
+    elif report.measurements:
+        n = len(report.measurements)
+        say(f"  {n} measurement{'s' if n > 1 else ''}: shown with --verbose (or --bench), "
+            "kept in --json", "dim")
+
+
+def _print_table(console: Any, title: str, columns: tuple[str, ...],
+                 rows: list[tuple[str, ...]], width: int) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    lines = table_lines(title, columns, rows, width)
+    if lines is not None:
+        for line in lines:
+            console.print(Text(line), soft_wrap=True, highlight=False)
+        return
+    t = Table(title=title, title_justify="left")
+    for col in columns:
+        t.add_column(col, no_wrap=True)
+    for row in rows:
+        t.add_row(*(Text(x) for x in row))
+    console.print(t)

@@ -1,0 +1,103 @@
+"""Every way out writes the --json/--junit report: a run ended by SIGINT or SIGTERM (exit 130,
+143) and a command line that does not parse (exit 4) leave one error result naming what
+stopped it. build, install and verify cluster under real signals: tests/test_faults_build.py,
+tests/test_install.py, tests/test_faults_verify.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from envcheck.cli import main
+from envcheck.errors import ExitCode
+from tests.support.report_schema import validated
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "says"),
+    [
+        (signal.SIGINT, ExitCode.INTERRUPTED, "interrupted (SIGINT, Ctrl-C) before it finished"),
+        (signal.SIGTERM, ExitCode.TERMINATED, "terminated by SIGTERM before it finished"),
+    ],
+)
+def test_verify_node_stopped_by_a_signal_writes_both_reports(
+    tmp_path: Path, sig: int, code: int, says: str
+) -> None:
+    (tmp_path / "slow_import_for_signals.py").write_text(
+        "import pathlib, time\n"
+        f"pathlib.Path({str(tmp_path / 'started')!r}).touch()\n"
+        "time.sleep(120)\n"
+    )
+    json_out, junit_out = tmp_path / "r.json", tmp_path / "r.xml"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envcheck", "verify", "node", "--import",
+         "slow_import_for_signals", "--probe-timeout", "120", "--json", str(json_out),
+         "--junit", str(junit_out)],
+        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # a runner started in the background ignores SIGINT: give it a terminal's default
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "started").exists(), "the import probe never started"
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == code, err
+    data = validated(json_out)
+    assert data["exit_code"] == code and data["title"] == "envcheck verify node"
+    assert [(r["status"], r["message"]) for r in data["results"]] == [("error", says)]
+    (case,) = ET.parse(junit_out).getroot().iter("testcase")
+    assert case.find("error").get("message") == says
+
+
+@pytest.mark.parametrize(
+    ("argv", "title", "says"),
+    [
+        (["verify", "node", "--expect-gpus", "eight"], "envcheck verify node",
+         "argument --expect-gpus: invalid int value: 'eight'"),
+        (["verify", "cluster", "--no-such-flag"], "envcheck verify cluster",
+         "unrecognized arguments: --no-such-flag"),
+        (["build"], "envcheck build", "the following arguments are required"),
+        (["install", "lock.yml"], "envcheck install", "the following arguments are required"),
+    ],
+)
+def test_an_argument_error_writes_the_report_too(
+    tmp_path: Path, capsys, argv: list[str], title: str, says: str
+) -> None:
+    json_out, junit_out = tmp_path / "r.json", tmp_path / "r.xml"
+    with pytest.raises(SystemExit) as left:  # argparse's refusals leave through SystemExit(4)
+        main([*argv, "--json", str(json_out), "--junit", str(junit_out)])
+    assert left.value.code == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err, err
+    data = validated(json_out)
+    assert data["exit_code"] == 4 and data["title"] == title
+    (result,) = data["results"]
+    assert result["status"] == "error" and says in result["message"]
+    (case,) = ET.parse(junit_out).getroot().iter("testcase")
+    assert says in case.find("error").get("message")
+
+
+def test_an_argument_error_with_a_refused_report_path_writes_nothing(tmp_path: Path, capsys):
+    with pytest.raises(SystemExit) as left:
+        main(["verify", "node", "--bogus", "--json", str(tmp_path)])  # a directory
+    assert left.value.code == ExitCode.BAD_INPUT
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert "unrecognized arguments: --bogus" in lines[0]
+    assert len(lines) == 2 and "the report cannot be written" in lines[1]
