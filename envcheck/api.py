@@ -167,9 +167,6 @@ def why(
     """``envcheck why``: the chains from recipe entries to ``package`` in the lock ``file``;
     with ``not_=True``, ``file`` is a recipe that excludes ``package`` and the chains are those
     of a solve without the exclusion."""
-    from envcheck.extras import require_build_extra
-
-    require_build_extra("why")
     from envcheck.resolve.why import why as run
     from envcheck.resolve.why_options import WhyOptions
 
@@ -184,9 +181,6 @@ def diff(
 ) -> Report:
     """``envcheck diff``: what changed between two lock files, per platform; with
     ``markdown=True`` the review table is ``report.output``."""
-    from envcheck.extras import require_build_extra
-
-    require_build_extra("diff")
     from envcheck.resolve.diff import diff as run
     from envcheck.resolve.diff_options import DiffOptions
 
@@ -201,11 +195,12 @@ def slurm_script(
     dashboard: str = "127.0.0.1:0", shared_dir: PathLike = "", wait: int = 300,
     verify_timeout: float = 60.0, smoke: str = "all", then: str = "", then_on: str = "warn",
     sbatch: Iterable[str] = (), job: bool = False, submit: bool = False,
-    submit_timeout: float | None = None,
+    submit_timeout: float | None = None, slurm_version: str = "",
 ) -> Report:
     """``envcheck slurm script``: the sbatch script (``report.output``) whose Dask cluster (or,
     with ``job=True``, whose tasks) verify themselves before ``then`` runs; ``submit=True``
-    submits it, waits and returns the job's verify report."""
+    submits it, waits and returns the job's verify report. ``slurm_version`` ('17.11'...) is
+    the target Slurm ('' = `sinfo --version` here, else 17.11)."""
     from envcheck.slurm.options import SlurmScriptOptions
     from envcheck.slurm.pipeline import slurm_script as run
 
@@ -216,7 +211,7 @@ def slurm_script(
         dashboard=dashboard, shared_dir=os.fspath(shared_dir), wait=wait,
         verify_timeout=verify_timeout, smoke=smoke, then=then, then_on=then_on,
         sbatch=sbatch, job=job, submit=submit,
-        submit_timeout=submit_timeout,
+        submit_timeout=submit_timeout, slurm_version=slurm_version,
     )
     with interrupts.scope():
         return run(options)

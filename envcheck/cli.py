@@ -31,7 +31,14 @@ EPILOG = (
     "  envcheck verify node            check this machine (driver, GPUs, libraries, health)\n"
     "  envcheck verify cluster [ADDR]  audit a Dask cluster (none given: start a local one)\n"
     "  envcheck build RECIPE           lint and solve a recipe into conda-lock lockfiles\n"
-    "exit codes: 0 pass, 1 warn, 2 fail, 3 error, 4 bad input (docs/exit-codes.md)"
+    "shell completion: eval \"$(envcheck completion bash)\" (or zsh)\n"
+    "exit codes:\n"
+    "  0 pass (skips allowed)        5 build: the recipe cannot be solved\n"
+    "  1 warnings, no failures       6 build --check: a lock is missing or stale\n"
+    "  2 a check or smoke test fail  7 verify cluster: no scheduler answered in time\n"
+    "  3 a check could not run       8 image: no podman/docker/buildah (command printed)\n"
+    "  4 bad input (flags, files)    130 Ctrl-C, 143 SIGTERM: nothing was replaced\n"
+    "each verb's cases: docs/exit-codes.md"
 )
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
@@ -58,6 +65,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "envcheck.verify.ray.command",
         "audit a Ray cluster: nodes, skew, GPUs Ray advertises vs the driver's (default: local)",
     ),
+    ("completion",): ("envcheck.completion", "print a bash or zsh completion script"),
     ("slurm", "script"): (
         "envcheck.slurm.command",
         "sbatch script: a Dask cluster that verifies itself before the work (--submit runs it)",
@@ -65,7 +73,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
 }
 
 
-# Verbs whose modules live here need the `build` extra (envcheck.extras)
+# Verbs whose modules live here need Python >= 3.10 (envcheck.extras)
 BUILD_PACKAGE = "envcheck.resolve"
 
 
@@ -128,11 +136,13 @@ def _report_stopped(args: argparse.Namespace, title: str, message: str, code: Ex
 
 
 def _add_report_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the report as JSON")
-    p.add_argument("--junit", type=Path, metavar="FILE", help="write the report as JUnit XML")
-    p.add_argument("--quiet", action="store_true", help="print only the summary line")
+    p.add_argument("--json", type=Path, metavar="FILE",
+                   help="write the report as JSON (- for stdout: then all else goes to stderr)")
+    p.add_argument("--junit", type=Path, metavar="FILE",
+                   help="write the report as JUnit XML (- for stdout, as --json)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
     p.add_argument(
-        "--verbose", action="store_true",
+        "-v", "--verbose", action="store_true",
         help="show every check with its message and the measurements (by default passes fold "
         "into one line per group, skips into one line per reason, measurements into a count)",
     )
@@ -167,13 +177,13 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         _add_report_arguments(sub)
         sub.set_defaults(_module=module, _title=f"envcheck {' '.join(path)}")
         if words is None or words[: len(path)] == path:
-            if module.startswith(BUILD_PACKAGE + "."):
-                from envcheck.extras import build_extra_present, require_build_extra
+            if module.startswith(BUILD_PACKAGE + ".") and sys.version_info < (3, 10):
+                from envcheck.extras import require_build_extra
 
-                if words is None and not build_extra_present():
+                if words is None:
                     continue  # full parser (help): build verbs say what they need when run
-                if words is not None:
-                    require_build_extra(" ".join(path))
+                require_build_extra(" ".join(path))
+            # a verb's flags need none of its extra: each run says what it lacks
             importlib.import_module(module).add_arguments(sub)
     return parser
 
@@ -309,12 +319,14 @@ def _main(argv: list[str]) -> int:
     except EnvcheckError as e:
         say(e.message)
         return int(e.exit_code)
+    to_stdout = any(destinations.is_stdout(getattr(args, f, None)) for f in REPORT_FLAGS)
     try:
-        outcome = _call(args)
-        if isinstance(outcome, int):
-            return outcome
-        render(outcome, args)
-        return int(outcome.exit_code)
+        with destinations.claim_stdout(to_stdout):  # the report alone on stdout, the rest on 2
+            outcome = _call(args)
+            if isinstance(outcome, int):
+                return outcome
+            render(outcome, args)
+            return int(outcome.exit_code)
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (Terminated): the report says so
         from envcheck.interrupts import Terminated
 

@@ -11,19 +11,52 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.fds import write_all
 from envcheck.inputs import kind
 
+# a report file named so goes to standard output (`--json - | jq`)
+STDOUT_NAMES = frozenset({"-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
+_claimed: list[int] = []  # the real standard output while `claim_stdout` holds it
+
+
+def is_stdout(path: Path | str | None) -> bool:
+    return path is not None and str(path) in STDOUT_NAMES
+
+
+@contextmanager
+def claim_stdout(claim: bool) -> Iterator[None]:
+    """While held (``claim``: a report goes to stdout), descriptor 1 is stderr, for this
+    process and every child it starts: the table, progress and a child's chatter go there,
+    and ``write_file`` writes a report named ``-`` to the real standard output alone."""
+    if not claim:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    _claimed.append(saved)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        _claimed.remove(saved)
+        os.dup2(saved, 1)
+        os.close(saved)
+
 
 def check_destination(path: Path, what: str, *, replace: bool = False) -> None:
     """BadInput (one line) unless ``path`` is absent in a writable directory or a writable
     regular file (a symbolic link is judged by what it points at). ``what`` names the path in
     the message, e.g. ``--json out.json``. ``replace``: the file is renamed over, not written
-    into, so its own permission bits do not matter."""
+    into, so its own permission bits do not matter. Standard output (``STDOUT_NAMES``) is
+    accepted: ``check_stdout`` judges it."""
+    if is_stdout(path):
+        return
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -58,6 +91,8 @@ def check_destinations(named: Iterable[tuple[str, Path | None]]) -> None:
 
 
 def _identity(path: Path) -> str:
+    if is_stdout(path):
+        return "standard output"
     try:
         return os.path.realpath(path)
     except OSError:
@@ -82,6 +117,13 @@ def write_file(path: Path, data: bytes, what: str | None = None) -> None:
     known to be a regular file.
     """
     what = what or str(path)
+    if is_stdout(path):
+        sys.stdout.flush()  # what Python holds for descriptor 1 goes before the report
+        try:
+            write_all(_claimed[-1] if _claimed else sys.stdout.fileno(), data)
+        except OSError as e:
+            raise BadInput(f"{what}: standard output: {e.strerror or e}") from None
+        return
     flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags, 0o666)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+from envcheck.distribution import extra_hint
 from envcheck.errors import BadInput, EnvcheckError
 
 BUILD_MODULES = ("rattler", "conda_lock", "uv")
@@ -22,7 +23,7 @@ def require_build_extra(verb: str) -> None:
     if missing:
         raise BadInput(
             f"envcheck {verb} needs the build extra (missing: {', '.join(missing)}): "
-            "pip install 'envcheck[build]'"
+            f"{extra_hint('build')}"
         )
 
 

@@ -127,6 +127,9 @@ class _LocalFile:
 
 
 def _open(url: str, timeout: float, watch: _Watch):  # noqa: ANN202 - a urllib response or a file
+    from envcheck.mirrors import mirrored, mirrors
+
+    url = mirrored(url, mirrors())  # ENVCHECK_CHANNEL_MIRRORS: the hashes are the lock's
     parsed = urlparse(url)
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
@@ -220,6 +223,8 @@ def _download(
     """Stream ``artifact.url`` into ``dest`` while hashing it; retry transient failures."""
     import urllib.error
 
+    from envcheck.network import root_cause
+
     last = ""
     for attempt in range(TRIES):
         if attempt and stop.wait(min(BACKOFF_S * 2 ** (attempt - 1), max(watch.left(), 0))):
@@ -261,7 +266,7 @@ def _download(
                 raise Stopped from None
             if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise DiskFull(f"disk full writing the cache: {e.strerror} ({dest})") from None
-            last = str(getattr(e, "reason", None) or e)
+            last = root_cause(str(getattr(e, "reason", None) or e))
         finally:
             watch.sock = None
         if watch.left() <= 0 or watch.cut and not stop.is_set():
@@ -368,9 +373,12 @@ def fetch_all(
     workers: int = 4,
     deadline: float = DEADLINE_S,
     sizes: Mapping[str, int] | None = None,
+    checked: Callable[[], None] = lambda: None,
 ) -> list[Fetched]:
     """Fetch and check every artifact (in parallel) into ``cache``, which is made if missing;
     the first failure stops the rest, and no half-written download stays behind.
+    ``progress`` hears bytes (negative: a retry takes them back), ``checked`` each file whose
+    hash matched, from the cache or fetched.
 
     ``sizes``: url -> the size the lock states; a source is never read past it (TooLarge).
     Workers are daemon threads: an interrupt returns at once, whatever they are blocked in.
@@ -381,10 +389,13 @@ def fetch_all(
         raise BadInput(f"cannot use cache {cache}: {e.strerror}") from None
     try:
         known = [_known(a, cache, progress) for a in artifacts]
+        for _ in filter(None, known):
+            checked()
         missing = [a for a, k in zip(artifacts, known) if k is None]
         if not missing:  # all cached and unchanged: no threads to start
             return [k for k in known if k is not None]
-        fetched = iter(_fetch_threads(missing, cache, progress, workers, deadline, sizes or {}))
+        fetched = iter(_fetch_threads(missing, cache, progress, workers, deadline, sizes or {},
+                                      checked))
         merged = [k if k is not None else next(fetched, None) for k in known]
         return [f for f in merged if f is not None]
     finally:
@@ -398,6 +409,7 @@ def _fetch_threads(
     workers: int,
     deadline: float,
     sizes: Mapping[str, int],
+    checked: Callable[[], None],
 ) -> list[Fetched]:
     import urllib.request  # noqa: F401 - here, before the threads: a warm install needs none
 
@@ -417,6 +429,7 @@ def _fetch_threads(
                 watches.append(watch)
             try:
                 results[i] = fetch_one(artifacts[i], cache, progress, stop, watch)
+                checked()
             except BaseException as e:  # noqa: BLE001 - handed to the main thread
                 results[i] = e
                 stop.set()

@@ -14,8 +14,6 @@ from envcheck.version import __version__
 
 OSES = {"rhel7": "Dockerfile.rhel7", "centos7": "Dockerfile.centos7"}
 ENGINES = ("podman", "docker", "buildah")  # first one found builds
-# what of envcheck's source tree the Dockerfiles need (`pip install /src`)
-SOURCE = ("pyproject.toml", "README.md", "envcheck", *OSES.values())
 LOCK_DIR = "lock"  # the lock's folder inside the build context
 
 
@@ -32,18 +30,6 @@ class ImageBuild:
         args = [f"--build-arg={k}={v}" for k, v in self.build_args.items()]
         dockerfile = f"{context}/{OSES[self.os]}"
         return [engine, *verb, "-f", dockerfile, "-t", self.tag, *args, str(context)]
-
-
-def source_root() -> Path:
-    """envcheck's source tree (a checkout); BadInput when envcheck runs from elsewhere."""
-    root = Path(__file__).resolve().parents[2]
-    missing = [s for s in SOURCE if not (root / s).exists()]
-    if missing:
-        raise BadInput(
-            f"building an image needs envcheck's source tree (the images install envcheck "
-            f"from it); {root} lacks {', '.join(missing)}"
-        )
-    return root
 
 
 def lock_facts(lock: Path, platform: str) -> tuple[str, str]:
@@ -81,15 +67,11 @@ def plan_image(
 
 
 def write_context(build: ImageBuild, dest: Path) -> Path:
-    """A build context holding envcheck's source and the lock (nothing else is sent)."""
-    root = source_root()
-    dest.mkdir(parents=True, exist_ok=True)
-    for item in SOURCE:
-        src = root / item
-        if src.is_dir():
-            shutil.copytree(src, dest / item, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, dest / item)
+    """A build context holding envcheck's source, its Dockerfiles and the lock (nothing else is
+    sent): from a checkout or any install (envcheck.provision.image_source)."""
+    from envcheck.provision.image_source import write_source
+
+    write_source(dest, tuple(OSES.values()))
     (dest / LOCK_DIR).mkdir()
     shutil.copy2(build.lock, dest / LOCK_DIR / build.lock.name)
     return dest

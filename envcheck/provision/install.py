@@ -94,6 +94,7 @@ def install(
     *,
     force: bool = False,
     on_fetch: Callable[[int], None] = lambda n: None,
+    on_checked: Callable[[], None] = lambda: None,
     reporter=None,  # noqa: ANN001 - an object with on_link_complete(index), or None
     before_link: Callable[[], None] = lambda: None,
     lock_timeout: float = LOCK_TIMEOUT_S,
@@ -114,7 +115,7 @@ def install(
         with linker.Linker(plan, cache) as child:  # forked now, while envcheck has no threads
             fetched = fetch_all(
                 [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout,
-                sizes=_sizes(plan),
+                sizes=_sizes(plan), checked=on_checked,
             )
             conda = [f for f in fetched if f.artifact.manager == "conda"]
             pip = [f for f in fetched if f.artifact.manager == "pip"]

@@ -20,11 +20,13 @@ def require_install_extra() -> None:
             f"envcheck install needs Python >= 3.10 (this is {sys.version.split()[0]}); "
             "the env it creates may have any Python"
         )
+    from envcheck.distribution import extra_hint
+
     missing = [m for m in ("rattler", "uv") if importlib.util.find_spec(m) is None]
     if missing:
         raise BadInput(
             f"envcheck install needs the install extra (missing: {', '.join(missing)}): "
-            "pip install 'envcheck[install]'"
+            f"{extra_hint('install')}"
         )
 
 
@@ -40,6 +42,7 @@ def install_lock(opts: InstallOptions) -> Report:
             opts.cache,
             force=opts.force,
             on_fetch=bars.on_fetch,
+            on_checked=bars.on_checked,
             reporter=bars.reporter,
             before_link=bars.before_link,
             lock_timeout=opts.lock_timeout,

@@ -67,7 +67,15 @@ def _record(r: Any) -> dict[str, Any]:
 
 class _Solver:
     def __init__(self) -> None:
-        self.gateway = rattler.Gateway()
+        # channel URL -> mirror (envcheck.mirrors, checked by the parent): repodata comes
+        # from the mirror, the records keep the channel's URLs
+        table = json.loads(os.environ.get("ENVCHECK_SOLVER_MIRRORS") or "{}")
+        client = None
+        if table:
+            from rattler.networking import Client, MirrorMiddleware
+
+            client = Client([MirrorMiddleware({k: [v] for k, v in table.items()})])
+        self.gateway = rattler.Gateway(client=client)
         self.seen: dict[str, list[Any]] = {}  # repodata path -> [mtime_ns, size] last read
 
     def solve(

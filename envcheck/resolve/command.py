@@ -6,11 +6,14 @@ import argparse
 from pathlib import Path
 
 from envcheck.errors import ExitCode
+from envcheck.extras import require_build_extra
 from envcheck.flags import seconds
-from envcheck.report import Report
-from envcheck.resolve.options import BuildOptions
-from envcheck.resolve.pipeline import build
-from envcheck.resolve.solve import DEFAULT_FETCH_TIMEOUT_S
+from envcheck.resolve.solve import DEFAULT_FETCH_TIMEOUT_S  # solve.py imports rattler lazily
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from envcheck.report import Report
+    from envcheck.resolve.options import BuildOptions
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -55,6 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> BuildOptions:
+    from envcheck.resolve.options import BuildOptions
+
     return BuildOptions(
         recipes=tuple(args.recipes),
         out=args.out,
@@ -68,4 +73,7 @@ def options_from_args(args: argparse.Namespace) -> BuildOptions:
 
 
 def run(args: argparse.Namespace) -> Report:
+    require_build_extra("build")  # the flags need none of it; the solve does
+    from envcheck.resolve.pipeline import build
+
     return build(options_from_args(args))

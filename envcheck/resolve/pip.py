@@ -208,7 +208,10 @@ def _failure(proc: subprocess.CompletedProcess[str], requirements, constraints, 
         who, key = explain_clash(err, requirements, constraints)
         return Unsolvable(f"pip: {who} clash: {key} (uv)", detail=err)
     if "error sending request" in err or "dns error" in err or "Failed to fetch" in err:
-        return Unreachable(f"{index_url} cannot be reached from here: {first}", detail=err)
+        from envcheck.network import root_cause
+
+        return Unreachable(f"{index_url} cannot be reached from here: {first} "
+                           f"({root_cause(err)})", detail=err)
     return EnvcheckError(f"pip entries cannot be resolved: {first}", detail=err)
 
 

@@ -11,14 +11,14 @@ from pathlib import Path
 from types import MappingProxyType
 
 import yaml
-from rattler import Version
-from rattler.exceptions import InvalidVersionError
 
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.inputs import read_text
 from envcheck.lockfile.model import Exclusion
 from envcheck.resolve.solve import resolve_channel
-from envcheck.resolve.spec import conda_spec
+
+# py-rattler (the build extra) is imported only as a recipe is read: the module's names
+# (PLATFORMS, _NAME) serve `recipe new` and the verbs' flags without it
 
 PLATFORMS = frozenset(
     {"linux-64", "linux-aarch64", "linux-ppc64le", "osx-64", "osx-arm64", "win-64"}
@@ -253,6 +253,9 @@ def _system(err: _Errors, snode: yaml.Node | None) -> dict[str, str]:
             if not _ARCH.match(v):
                 raise err.at(vnode, "system.archspec", f"{v!r} is not a microarchitecture name")
         else:
+            from rattler import Version
+            from rattler.exceptions import InvalidVersionError
+
             try:
                 Version(v)
                 ok = bool(_SYSTEM_VERSION.match(v))
@@ -268,6 +271,8 @@ def _system(err: _Errors, snode: yaml.Node | None) -> dict[str, str]:
 
 def _dependencies(err: _Errors, node: yaml.Node) -> tuple[tuple[str, ...], dict[str, str]]:
     """The conda entries, and normalised name -> entry (for duplicates and exclusions)."""
+    from envcheck.resolve.spec import conda_spec
+
     deps: list[str] = []
     seen: dict[str, str] = {}
     for item, spec in _list(err, node, "dependencies"):

@@ -176,7 +176,10 @@ class _Child:
         # (channels, platform) -> the specs whose repodata this child has fetched
         self.fetched: dict[tuple[tuple[str, ...], str], set[str]] = {}
         # the child ends itself when this process dies (even by SIGKILL): see _solve_child
-        env = dict(os.environ, PYTHONUNBUFFERED="1", ENVCHECK_SOLVER_PARENT=str(os.getpid()))
+        from envcheck.mirrors import mirrors
+
+        env = dict(os.environ, PYTHONUNBUFFERED="1", ENVCHECK_SOLVER_PARENT=str(os.getpid()),
+                   ENVCHECK_SOLVER_MIRRORS=json.dumps(mirrors()))
         self.proc = subprocess.Popen(
             [sys.executable, str(_CHILD_SCRIPT)],
             stdin=subprocess.PIPE,
@@ -408,9 +411,12 @@ def _failure(reply: dict[str, Any], remote: list[str]) -> Exception:
                 detail=reply["message"],
             )
         if remote:
+            from envcheck.network import root_cause
+
             return Unreachable(
-                f"channel data cannot be fetched from here ({first}); build this lock on a "
-                "machine that reaches " + ", ".join(remote) + " (see docs/build.md)",
+                f"channel data cannot be fetched from here ({root_cause(reply['message'])}); "
+                "build this lock on a machine that reaches " + ", ".join(remote) + ", or "
+                "through a proxy or mirror (see docs/build.md: Proxies and mirrors)",
                 detail=reply["message"],
             )
         return BadInput(f"bad channel: {first}", detail=reply["message"])

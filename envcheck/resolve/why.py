@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from envcheck.errors import BadInput
-from envcheck.lockfile.model import LockedPackage
+from envcheck.extras import require_build_extra
+from envcheck.inputs import read_text
+from envcheck.lockfile.model import LockedPackage, spec_name
 from envcheck.lockfile.names import normalize_name
 from envcheck.report import Report, Result, Status, Table
 from envcheck.resolve.lockgraph import read_graph
@@ -52,19 +54,30 @@ def chains_to(
     return chains
 
 
-def _recipe_roots(recipe_path: Path) -> dict[str, str]:
-    from rattler import MatchSpec
-
-    from envcheck.resolve.recipe import load_recipe
-
-    recipe = load_recipe(recipe_path)
+def _recipe_roots(dependencies: Sequence[str], pip: Sequence[str]) -> dict[str, str]:
     roots = {}
-    for entry in recipe.dependencies:
-        roots.setdefault(MatchSpec(entry).name.normalized, f"recipe entry {entry!r}")
-    for req in recipe.pip:
-        name = req.split(";")[0].split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip()
-        roots.setdefault(normalize_name(name), f"recipe pip entry {req!r}")
+    for entry in dependencies:  # `channel::name spec` names the package after the ::
+        roots.setdefault(spec_name(entry.split("::")[-1]), f"recipe entry {entry!r}")
+    for req in pip:
+        roots.setdefault(normalize_name(spec_name(req, "pip")), f"recipe pip entry {req!r}")
     return roots
+
+
+def _recipe_file_roots(path: Path) -> dict[str, str]:
+    """The roots a recipe names, read without the solver's parser: `why PKG LOCK` runs on the
+    core install (envcheck build validates recipes)."""
+    import yaml
+
+    from envcheck.resolve.recipe import MAX_RECIPE_BYTES
+
+    try:
+        doc = yaml.safe_load(read_text(path, "recipe", MAX_RECIPE_BYTES))
+    except yaml.YAMLError as e:
+        raise BadInput(f"{path}: not YAML ({str(e).splitlines()[0]})") from None
+    lists = [doc.get(k) or [] for k in ("dependencies", "pip")] if isinstance(doc, dict) else []
+    if not lists or not all(isinstance(x, list) for x in lists):
+        raise BadInput(f"{path}: not a recipe (a mapping with a dependencies list)")
+    return _recipe_roots([str(x) for x in lists[0]], [str(x) for x in lists[1]])
 
 
 def _top_level(nodes: Mapping[str, LockedPackage]) -> dict[str, str]:
@@ -87,7 +100,7 @@ def why_lock(
     graph = read_graph(lock, environment)
     recipe = recipe or _find_recipe(lock, graph.sources)
     roots_from = f"entries of {recipe}" if recipe else "top-level packages of the lock"
-    fixed = _recipe_roots(recipe) if recipe else None
+    fixed = _recipe_file_roots(recipe) if recipe else None
     target = package.lower()
     out: list[tuple[str, list[str]]] = []
     platforms = [platform] if platform else sorted(graph.platforms)
@@ -119,7 +132,7 @@ def why_not(
     recipe = load_recipe(recipe_path)
     if package not in recipe.excluded_names:
         raise BadInput(f"{recipe_path} does not exclude {package}: use `envcheck why PKG LOCK`")
-    roots = _recipe_roots(recipe_path)
+    roots = _recipe_roots(recipe.dependencies, recipe.pip)
     out: list[tuple[str, list[str]]] = []
     for plat in [platform] if platform else recipe.platforms:
         vps = virtual_packages(recipe.system, plat)
@@ -137,6 +150,7 @@ def why_not(
 
 def why(opts: WhyOptions) -> Report:
     if opts.not_:
+        require_build_extra("why --not")  # a solve; the chains in a lock need none
         chains = why_not(opts.package, opts.file, opts.platform, opts.channel_data or None)
         title, roots_from = f"envcheck why --not {opts.package}", f"entries of {opts.file}"
     else:

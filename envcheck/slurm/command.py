@@ -50,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--job", action="store_true",
       help="no Dask cluster: every task runs `envcheck verify job` (srun's own ranks, one GPU "
       "each), then --then when the verdict allows it")
+    a("--slurm-version", default="", metavar="X.Y",
+      help="the target Slurm (17.11+): srun --overlap from 20.11, --gpus-per-task from 19.05 "
+      "(default: `sinfo --version` here, else 17.11, whose script runs on every later one)")
     a("--submit", action="store_true",
       help="submit with sbatch, wait for the job, print its verify report; exit code is verify's")
     a("--submit-timeout", type=seconds, default=None, metavar="S",
@@ -72,7 +75,7 @@ def options_from_args(args: argparse.Namespace) -> SlurmScriptOptions:
         interface=args.interface, dashboard=args.dashboard, shared_dir=args.shared_dir,
         wait=args.wait, verify_timeout=args.verify_timeout, smoke=args.smoke, then=args.then,
         then_on=args.then_on, sbatch=tuple(args.sbatch), job=args.job, submit=args.submit,
-        submit_timeout=args.submit_timeout,
+        submit_timeout=args.submit_timeout, slurm_version=args.slurm_version,
     )  # fmt: skip
 
 

@@ -58,6 +58,7 @@ class SlurmScriptOptions:
     job: bool = False  # no Dask cluster: every task runs `envcheck verify job`
     submit: bool = False  # submit with sbatch, wait, print the job's verify report
     submit_timeout: float | None = None  # with submit: cancel the job after this long
+    slurm_version: str = ""  # the target Slurm ("" = `sinfo --version` here, else 17.11)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sbatch", values.words(self.sbatch, "--sbatch"))
@@ -78,7 +79,15 @@ class SlurmScriptOptions:
             shared_dir=os.path.abspath(shared) if shared else "",
             wait=self.wait, verify_timeout=self.verify_timeout, smoke=self.smoke,
             then=self.then, then_on=self.then_on, extra_sbatch=self.sbatch, job=self.job,
+            slurm=self.target_slurm(),
         )  # fmt: skip
+
+    def target_slurm(self) -> tuple[int, int]:
+        from envcheck.slurm import version
+
+        if self.slurm_version:
+            return version.parse(self.slurm_version)
+        return version.detect() or version.OLDEST
 
 
 def _check_types(o: SlurmScriptOptions) -> None:

@@ -19,6 +19,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from envcheck.slurm.version import GPUS_PER_TASK, OLDEST, OVERLAP, text
+
 DEFAULT_WAIT = 300  # seconds for the scheduler and every worker to come up
 VERDICTS = {"pass": (0,), "warn": (0, 1)}  # --then-on: verify exit codes that let --then run
 
@@ -46,6 +48,7 @@ class ScriptOptions:
     output: str = ""  # sbatch --output ("" = Slurm's slurm-%j.out)
     extra_sbatch: tuple[str, ...] = ()  # further "#SBATCH" lines, verbatim options
     job: bool = False  # no Dask cluster: every task runs `envcheck verify job` (srun's ranks)
+    slurm: tuple[int, int] = OVERLAP  # the target Slurm's release (envcheck/slurm/version.py)
 
     @property
     def workers(self) -> int:
@@ -83,6 +86,33 @@ def _directives(o: ScriptOptions) -> list[str]:
             lines.append(f"--{flag}={value}")
     lines += list(o.extra_sbatch)
     return [f"#SBATCH {_sbatch_word(line)}" for line in lines]
+
+
+def _needs(o: ScriptOptions) -> str:
+    """The header line naming the oldest Slurm this script runs on, and why."""
+    if o.slurm >= OVERLAP and not o.job:
+        return "# Needs Slurm >= 20.11 (srun --overlap; --gpus-per-task from 19.05)"
+    if o.slurm >= GPUS_PER_TASK:
+        return "# Needs Slurm >= 19.05 (srun --gpus-per-task)"
+    return (f"# Needs Slurm >= {text(OLDEST)}: GPUs by --gres per node, one per task by "
+            "SLURM_LOCALID")
+
+
+def _srun(o: ScriptOptions) -> str:
+    """srun's placement flags: one task per GPU, each bound to its own GPU."""
+    overlap = "--overlap " if o.slurm >= OVERLAP and not o.job else ""
+    gpus = ("--gpus-per-task=1" if o.slurm >= GPUS_PER_TASK
+            else f"--gres=gpu:{o.gpus_per_node}")
+    return f"srun {overlap}--nodes={o.nodes} --ntasks-per-node={o.gpus_per_node} {gpus}"
+
+
+def _bind(o: ScriptOptions) -> str:
+    """Before Slurm 19.05 every task of a node sees the node's GPUs: each keeps the one of its
+    node-local rank (SLURM_LOCALID). Empty where --gpus-per-task binds them."""
+    if o.slurm >= GPUS_PER_TASK:
+        return ""
+    return ("bash -c 'export CUDA_VISIBLE_DEVICES=\"$(echo \"$CUDA_VISIBLE_DEVICES\" | "
+            "cut -d, -f$((SLURM_LOCALID + 1)))\"; exec \"$@\"' envcheck-gpu ")
 
 
 def _activate(env: str) -> str:
@@ -125,6 +155,7 @@ def _preamble(o: ScriptOptions, what: str) -> str:
     return f"""#!/bin/bash
 {chr(10).join(_directives(o))}
 # Written by `envcheck slurm script`: {what}
+{_needs(o)}
 set -u
 {_activate(o.env)}
 RUN_DIR={shared}/"$SLURM_JOB_ID"
@@ -166,9 +197,9 @@ ENVCHECK_JOB_SECRET="$(od -An -N32 -tx1 /dev/urandom | tr -d ' \\n')"
 export ENVCHECK_JOB_SECRET
 
 # 1. every task checks itself and the others; srun's exit code is the verdict
-srun --nodes={o.nodes} --ntasks-per-node={o.gpus_per_node} --gpus-per-task=1 \\
+{_srun(o)} \\
     --cpus-per-task={o.cpus_per_gpu} --kill-on-bad-exit=0 \\
-    {" ".join(_sh(verify))}
+    {_bind(o)}{" ".join(_sh(verify))}
 VERDICT=$?
 echo "$VERDICT" > "$RUN_DIR/verify.rc"
 
@@ -222,9 +253,9 @@ else
     WORKER="python -m distributed.cli.dask_worker"
     WORKER_ARGS="--nthreads {o.cpus_per_gpu} --resources GPU=1"
 fi
-srun --overlap --nodes={o.nodes} --ntasks-per-node={o.gpus_per_node} --gpus-per-task=1 \\
+{_srun(o)} \\
     --cpus-per-task={o.cpus_per_gpu} --kill-on-bad-exit=0 \\
-    $WORKER --scheduler-file "$SCHED_FILE" $WORKER_ARGS {" ".join(_sh(iface))} \\
+    {_bind(o)}$WORKER --scheduler-file "$SCHED_FILE" $WORKER_ARGS {" ".join(_sh(iface))} \\
     --local-directory "${{TMPDIR:-/tmp}}" --no-dashboard --death-timeout 60 \\
     > "$RUN_DIR/workers.log" 2>&1 &
 PIDS="$PIDS $!"

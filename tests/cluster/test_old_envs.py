@@ -237,9 +237,34 @@ def test_build_in_an_old_env_says_what_it_needs(tmp_path: Path) -> None:
     newer = build_env(OLD_ENVS[2])  # Python 3.10, no build extra
     proc = _envcheck_in(newer.python, "build", str(recipe), "--out", str(tmp_path))
     assert proc.returncode == ExitCode.BAD_INPUT
-    assert "pip install 'envcheck[build]'" in proc.stderr
+    assert "pip install 'cluster-envcheck[build]'" in proc.stderr  # the env's install: uv pip
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+CORE_HELP = (("build",), ("install",), ("image",), ("diff",), ("why",), ("recipe", "new"),
+             ("verify", "node"), ("verify", "cluster"), ("verify", "job"), ("verify", "ray"),
+             ("slurm", "script"))
+
+
+def test_core_install_helps_every_verb_and_reads_locks(tmp_path: Path) -> None:
+    """The core install alone (Python 3.10, no build extra): every verb's --help, and diff and
+    why on a lock; only the solve (build, why --not) asks for the extra."""
+    core = build_env(OLD_ENVS[2])
+    for verb in CORE_HELP:
+        proc = _envcheck_in(core.python, *verb, "--help")
+        assert proc.returncode == 0, (verb, proc.stderr)
+        assert proc.stdout.startswith(f"usage: envcheck {' '.join(verb)}"), proc.stdout[:200]
+    lock = ROOT / "locks" / "pangeo-ml-2023.10.conda-lock.yml"
+    proc = _envcheck_in(core.python, "why", "numpy", str(lock), "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["results"][0]["status"] == "pass"
+    other = ROOT / "locks" / "pangeo-pytorch-2023.05.conda-lock.yml"
+    proc = _envcheck_in(core.python, "diff", str(lock), str(other), "--markdown")
+    assert proc.returncode == 0 and "| numpy | changed |" in proc.stdout, proc.stderr
+    recipe = ROOT / "recipes" / "pangeo-ml-2023.10.yaml"
+    proc = _envcheck_in(core.python, "why", "--not", "numpy", str(recipe))
+    assert proc.returncode == ExitCode.BAD_INPUT and "build extra" in proc.stderr
 
 
 def test_shipped_facts_collector_runs_on_python_3_8(tmp_path: Path) -> None:

@@ -71,6 +71,24 @@ def test_embedded_default_passes_with_gpu_checks_skipped_saying_why(tmp_path: Pa
     assert "no GPU" in proc.stdout or "skip" in proc.stdout  # the table was rendered too
 
 
+def test_embedded_run_leaves_no_empty_workers_log_in_tmpdir(tmp_path: Path) -> None:
+    """The embedded cluster's workers write to a log in $TMPDIR while it runs; a clean run's
+    log is empty and is removed once the workers have ended."""
+    import os
+    import subprocess
+    import sys
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    proc = subprocess.run([sys.executable, "-m", "envcheck", "verify", "cluster", "--quiet",
+                           "--smoke", "submit"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == ExitCode.OK, proc.stdout[-2000:] + proc.stderr[-2000:]
+    logs = list(tmp.glob("envcheck-workers-*.log"))
+    assert all(p.stat().st_size for p in logs), [p.name for p in logs]
+
+
 def test_embedded_bench_measures_tcp_and_says_why_ucx_is_missing(tmp_path: Path) -> None:
     import importlib.util
 

@@ -52,7 +52,7 @@ def test_without_pynvml_the_gpu_checks_fail_and_name_it(tmp_path: Path) -> None:
         by.setdefault(r["check"], []).append(r)
     for check in GPU_CHECKS:
         assert by[check] and all(r["status"] == "fail" for r in by[check]), (check, by[check])
-        assert "pip install 'envcheck[gpu]'" in by[check][0]["fix"]
+        assert "pip install 'cluster-envcheck[gpu]'" in by[check][0]["fix"]
     driver = by["driver"][0]["message"]
     # the driver version and GPU count as /proc gives them, the same NVML gives this process
     assert f"NVIDIA driver {nvml.driver_version} is loaded with {len(nvml.gpus)} GPU(s)" in driver

@@ -179,6 +179,23 @@ def test_unreachable_url_exits_7_after_a_bounded_retry(py39_world: World, tmp_pa
     assert not (tmp_path / "env").exists()
 
 
+def test_a_channel_mirror_serves_a_lock_whose_channel_is_unreachable(
+    py39_world: World, tmp_path: Path
+) -> None:
+    """ENVCHECK_CHANNEL_MIRRORS: the lock names a channel no one reaches; its files come from
+    the mirror (the served channel), every hash the lock's."""
+    channel = "https://conda.example.invalid/world"
+    lock = _relocated_lock(py39_world, channel, tmp_path / "elsewhere.conda-lock.yml")
+    env = {**os.environ, "ENVCHECK_CHANNEL_MIRRORS": f"{channel}={py39_world.url}"}
+    done = envcheck("install", lock, "--prefix", tmp_path / "env", "--cache-dir",
+                    tmp_path / "c", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "env" / "conda-meta" / "envcheck-install.json").is_file()
+    gone = envcheck("install", lock, "--prefix", tmp_path / "env2", "--cache-dir",
+                    tmp_path / "c2", "--fetch-timeout", "20")
+    assert gone.returncode == 7 and "DNS lookup failed" in _one_line(gone.stderr)
+
+
 @pytest.mark.parametrize("case", ["missing lock", "not a lock", "platform", "prefix under a file"])
 def test_bad_input_is_one_line_exit_4(py39_world: World, tmp_path: Path, case: str) -> None:
     lock, prefix, extra = py39_world.lock, tmp_path / "env", []
@@ -316,7 +333,9 @@ def test_progress_bars_on_a_terminal_and_none_with_quiet(
     ]
     rc, out = _in_a_terminal([*base, "--prefix", str(tmp_path / "a")])
     assert rc == 0, out
-    assert b"fetch + check 23 files" in out and b"link" in out and b"installed 22 conda" in out
+    assert b"fetch + check" in out and b"link" in out and b"installed 22 conda" in out
+    # the bar's total is the lock's file count, known before the first byte
+    assert b"/23" in out and b"files" in out and b"/?" not in out
     rc, out = _in_a_terminal([*base, "--prefix", str(tmp_path / "b"), "--quiet"])
     assert rc == 0, out
     assert b"fetch + check" not in out and b"installed 22 conda" in out

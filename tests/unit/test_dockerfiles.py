@@ -19,7 +19,8 @@ from packaging.version import Version
 from envcheck.lockfile.read import read_lock
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILES = [ROOT / "Dockerfile.rhel7", ROOT / "Dockerfile.centos7"]
+IMAGES = ROOT / "envcheck" / "provision" / "images"  # package data: they ship in the wheel
+DOCKERFILES = [IMAGES / "Dockerfile.rhel7", IMAGES / "Dockerfile.centos7"]
 # glibc of both bases: RHEL 7.9 / UBI 7.9 and CentOS 7 ship glibc 2.17
 BASE_GLIBC = Version("2.17")
 # the only instructions allowed to differ between the two files: BASE_IMAGE's default, the title

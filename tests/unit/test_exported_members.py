@@ -41,7 +41,8 @@ PARAMETERS = {
     "slurm_script": ((), ("nodes", "gpus_per_node", "cpus_per_gpu", "partition", "time",
                           "account", "job_name", "env", "lock", "protocol", "interface",
                           "dashboard", "shared_dir", "wait", "verify_timeout", "smoke", "then",
-                          "then_on", "sbatch", "job", "submit", "submit_timeout")),
+                          "then_on", "sbatch", "job", "submit", "submit_timeout",
+                          "slurm_version")),
     "verify_node": ((), ("facts", "prefix", "save_facts", "plugins", "level", "load_seconds",
                          "kernel_log", *EXPECT)),
     "verify_cluster": (("client_or_address",), (

@@ -132,7 +132,7 @@ def _by_check(results: list) -> dict:
     [
         (NVML_NO_MODULE, "pynvml is not importable (ModuleNotFoundError: No module named "
          "'pynvml')", "the pynvml module (nvidia-ml-py) is not importable",
-         "pip install 'envcheck[gpu]'"),
+         "pip install 'cluster-envcheck[gpu]'"),
         (NVML_NO_LIBRARY, "NVML did not start: libnvidia-ml.so.1 ... (NVML Shared Library Not "
          "Found)", "libnvidia-ml.so.1", "ldconfig -p | grep libnvidia-ml"),
         (NVML_MISMATCH, "NVML did not start: ... (RM has detected an NVML/RM version mismatch.)",
@@ -210,7 +210,7 @@ def test_verify_node_without_pynvml_fails_with_the_fix(tmp_path: Path) -> None:
         results.setdefault(r["check"], []).append(r)
     for check in GPU_CHECKS:
         assert [r["status"] for r in results[check]] == ["fail"], (check, results[check])
-        assert "pip install 'envcheck[gpu]'" in results[check][0]["fix"]
+        assert "pip install 'cluster-envcheck[gpu]'" in results[check][0]["fix"]
     driver = results["driver"][0]["message"]
     assert "NVIDIA driver 580.159.04 is loaded with 1 GPU(s) (1x NVIDIA H100 80GB HBM3" in driver
     assert "No module named 'pynvml'" in driver
@@ -236,7 +236,7 @@ def test_table_keeps_brackets_of_quoted_commands() -> None:
     from envcheck.report import Report, Result, render_table
 
     console = Console(record=True, width=300)
-    fix = "pip install 'envcheck[gpu]'"
+    fix = "pip install 'cluster-envcheck[gpu]'"
     render_table(Report("verify node", (Result("driver", Status.FAIL, "[red]x", fix=fix),)),
                  console)
     text = console.export_text()

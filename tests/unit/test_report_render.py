@@ -25,7 +25,8 @@ def _report() -> Report:
         "verify node",
         (
             Result("glibc", Status.PASS, "glibc 2.36", group="node"),
-            Result("driver", Status.FAIL, "driver 470 < 525", fix="pip install 'envcheck[gpu]'"),
+            Result("driver", Status.FAIL, "driver 470 < 525",
+                   fix="pip install 'cluster-envcheck[gpu]'"),
             *(Result(c, Status.SKIP, no_gpu) for c in ("gpus", "ecc", "pcie", "nvlink")),
             Result("ucx", Status.SKIP, "UCX not installed"),
             Result("busy-gpus", Status.WARN, "another user's process holds GPU 0"),
@@ -56,7 +57,7 @@ def test_the_first_line_is_the_verdict_then_failures_before_warnings_before_pass
 
 def test_each_failure_keeps_its_fix_and_its_brackets() -> None:
     text = _render(_report())
-    assert "fix: pip install 'envcheck[gpu]'" in text
+    assert "fix: pip install 'cluster-envcheck[gpu]'" in text
     assert "driver 470 < 525" in text
 
 
@@ -76,6 +77,12 @@ def test_measurements_show_only_when_asked_for() -> None:
     assert "0.25 s" in _render(_report(), measurements=True)
     assert "0.25 s" in _render(_report(), verbose=True)
     assert "bare" not in _render(_report(), verbose=True)
+
+
+def test_failures_keep_their_fix_and_its_brackets() -> None:
+    text = _render(_report())
+    assert "pip install 'cluster-envcheck[gpu]'" in text
+    assert "driver 470 < 525" in text
 
 
 def test_verbose_shows_every_check_with_its_message() -> None:

@@ -153,5 +153,7 @@ def test_a_hostlist_naming_too_many_hosts_is_refused_before_expanding(text):
     started = time.monotonic()
     with pytest.raises(ValueError, match="names more than 65536 hosts"):
         expand_hostlist(text)
-    assert time.monotonic() - started < 1.0
+    # expanding n[0-9999999999] would take hours and all memory: seconds mean it never began
+    # (the bound leaves room for a loaded 2-core CI machine)
+    assert time.monotonic() - started < 10.0
     assert len(expand_hostlist("n[00001-65536]")) == 65536

@@ -17,7 +17,8 @@ def script(capsys, *args: str) -> str:
 def test_directives_workers_and_then_follow_the_flags(capsys, tmp_path):
     text = script(capsys, "--nodes", "2", "--gpus-per-node", "4", "--partition", "gpu",
                   "--time", "1:00:00", "--account", "ml", "--sbatch=--constraint=a100",
-                  "--then", "python train.py --lr 'a b'", "--then-on", "pass")
+                  "--then", "python train.py --lr 'a b'", "--then-on", "pass",
+                  "--slurm-version", "20.11")
     for line in ("#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=4", "#SBATCH --gres=gpu:4",
                  "#SBATCH --partition=gpu", "#SBATCH --time=1:00:00", "#SBATCH --account=ml",
                  "#SBATCH --constraint=a100"):
@@ -57,3 +58,46 @@ def test_the_job_script_exports_a_fresh_secret_to_its_tasks(capsys, tmp_path):
     one, two = (subprocess.run(["bash", "-c", shell], capture_output=True, text=True,
                                check=True).stdout.strip() for _ in range(2))
     assert len(one) == 64 and int(one, 16) >= 0 and one != two
+
+
+@pytest.mark.parametrize(("version", "srun", "needs"), [
+    ("23.02", "srun --overlap --nodes=2 --ntasks-per-node=4 --gpus-per-task=1", "20.11"),
+    ("20.02", "srun --nodes=2 --ntasks-per-node=4 --gpus-per-task=1", "19.05"),
+    ("17.11", "srun --nodes=2 --ntasks-per-node=4 --gres=gpu:4", "17.11"),
+])
+def test_the_script_fits_the_target_slurm_and_says_which(capsys, tmp_path, version, srun,
+                                                         needs):
+    text = script(capsys, "--nodes", "2", "--gpus-per-node", "4", "--slurm-version", version)
+    assert srun + " \\" in text.splitlines()
+    assert f"# Needs Slurm >= {needs}" in text
+    assert ("--overlap" in text) is (version >= "20.11")
+    assert ("--gpus-per-task" in text) is (version >= "19.05")
+    path = tmp_path / "job.sh"
+    path.write_text(text)
+    subprocess.run(["bash", "-n", str(path)], check=True)
+
+
+def test_before_19_05_each_task_keeps_the_gpu_of_its_local_rank(capsys):
+    text = script(capsys, "--job", "--gpus-per-node", "4", "--slurm-version", "18.08")
+    bind = next(line for line in text.splitlines() if "envcheck-gpu" in line).strip()
+    bind = bind[: bind.index("envcheck-gpu")] + "envcheck-gpu sh -c 'echo $CUDA_VISIBLE_DEVICES'"
+    for rank, gpu in ((0, "4"), (2, "6")):
+        env = {"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "4,5,6,7",
+               "SLURM_LOCALID": str(rank)}
+        out = subprocess.run(["bash", "-c", bind], env=env, capture_output=True, text=True,
+                             check=True).stdout
+        assert out.strip() == gpu
+
+
+def test_no_sinfo_answer_means_the_oldest_script(capsys, monkeypatch, tmp_path):
+    (tmp_path / "sinfo").write_text("#!/bin/sh\necho 'sinfo: fatal: no config' >&2\nexit 1\n")
+    (tmp_path / "sinfo").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    assert "# Needs Slurm >= 17.11" in script(capsys)
+    (tmp_path / "sinfo").write_text("#!/bin/sh\necho 'slurm 23.02.7'\n")
+    assert "srun --overlap" in script(capsys)
+
+
+def test_a_slurm_version_older_than_17_11_is_refused(capsys):
+    assert main(["slurm", "script", "--slurm-version", "16.05"]) == 4
+    assert "17.11" in capsys.readouterr().err

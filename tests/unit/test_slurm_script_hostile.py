@@ -217,7 +217,8 @@ def test_job_mode_runs_then_only_when_the_verdict_allows(
 ) -> None:
     (sandbox / "bin" / "srun").write_text(VERDICT_SRUN)
     code, text, _ = generate(capsys, "--job", "--nodes", "2", "--gpus-per-node", "4",
-                             "--lock", __file__, "--then", "then-cmd " + shlex.quote(HOSTILE))
+                             "--slurm-version", "19.05", "--lock", __file__, "--then",
+                             "then-cmd " + shlex.quote(HOSTILE))
     assert code == 0
     script = sandbox / "job.sh"
     script.write_text(text)

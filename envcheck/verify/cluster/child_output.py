@@ -35,3 +35,10 @@ def children_stderr_to_log(debug: bool) -> Iterator[str]:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(fd)
+
+
+def remove_if_empty(path: str) -> None:
+    """Once the processes that held the log have ended: an empty log is not left behind."""
+    with contextlib.suppress(OSError):
+        if path and os.path.getsize(path) == 0:
+            os.unlink(path)

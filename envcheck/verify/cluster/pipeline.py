@@ -26,7 +26,7 @@ from envcheck.verify.across.workers import (
     node_checks_per_worker,
     skipped_node_checks,
 )
-from envcheck.verify.cluster.child_output import children_stderr_to_log
+from envcheck.verify.cluster.child_output import children_stderr_to_log, remove_if_empty
 from envcheck.verify.cluster.connect import (
     HandshakeSkew,
     address_from_scheduler_file,
@@ -123,7 +123,8 @@ def _cluster(options: ClusterOptions, security: object) -> Iterator[tuple[Client
     with contextlib.ExitStack() as stack:
         # its worker processes keep their stderr in a log, off the terminal (a Ctrl-C there
         # reaches them too: one line from envcheck, not their tracebacks)
-        with children_stderr_to_log(options.debug):
+        with children_stderr_to_log(options.debug) as log:
+            stack.callback(remove_if_empty, log)  # runs after the cluster has closed
             client = stack.enter_context(embedded_cluster(n_workers=options.workers, gpus=gpus))
         yield client, f"embedded {kind} ({why})"
 
@@ -258,7 +259,7 @@ def handshake_skew_report(peer: PeerVersions, reason: str) -> Report:
         node=peer.address,
         fix=(
             "a Dask client must share the cluster's environment: run the verify from it, "
-            "`python -m pip install envcheck && python -m envcheck verify cluster "
+            "`python -m pip install cluster-envcheck && python -m envcheck verify cluster "
             f"{peer.address}` with that environment's python ({theirs}); or give this "
             f"client the cluster's versions (pip install 'distributed=={peer.distributed}' "
             f"'dask=={_package(peer, 'dask')}')"

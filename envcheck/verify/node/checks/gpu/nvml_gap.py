@@ -20,7 +20,7 @@ from envcheck.verify.facts import (
 _MISSING = {
     NVML_NO_MODULE: (
         "the pynvml module (nvidia-ml-py) is not importable in {python}",
-        "pip install 'envcheck[gpu]' into this environment, or the environment's own "
+        "pip install 'cluster-envcheck[gpu]' into this environment, or the environment's own "
         "package: pip install nvidia-ml-py (conda: conda install -c conda-forge pynvml)",
     ),
     NVML_NO_LIBRARY: (

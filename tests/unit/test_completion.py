@@ -1,0 +1,82 @@
+"""`envcheck completion bash|zsh` is sourced by a real bash and completes verbs and flags the
+parser takes; --help lists every exit code; -q and -v work on every verb."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envcheck.cli import COMMANDS, EPILOG, build_parser
+from envcheck.errors import ExitCode
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script(shell: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "envcheck", "completion", shell],
+                          capture_output=True, text=True, env=env, timeout=120, check=True)
+    return proc.stdout
+
+
+def _complete(script: Path, *words: str) -> list[str]:
+    """What bash offers for the last of ``words`` (the line `envcheck WORDS<TAB>`)."""
+    line = " ".join(f"'{w}'" for w in ("envcheck", *words))
+    cmd = (f"source {script} && complete -p envcheck && COMP_WORDS=({line}) && "
+           f"COMP_CWORD={len(words)} && _envcheck && printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=60,
+                         check=True).stdout.splitlines()
+    assert out[0] == "complete -o default -F _envcheck envcheck"
+    return out[1:]
+
+
+@pytest.fixture(scope="module")
+def bash_script(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("completion") / "envcheck.bash"
+    path.write_text(_script("bash"))
+    return path
+
+
+def test_bash_completes_verbs_subverbs_and_flags(bash_script):
+    assert _complete(bash_script, "ver") == ["verify"]
+    assert _complete(bash_script, "verify", "") == ["cluster", "job", "node", "ray"]
+    assert "--expect-gpus" in _complete(bash_script, "verify", "node", "--expect")
+    assert _complete(bash_script, "recipe", "new", "--rap") == ["--rapids"]
+    # flags typed before the cursor do not change which verb is completed
+    assert "--markdown" in _complete(bash_script, "diff", "--quiet", "--m")
+
+
+def test_every_verb_is_offered(bash_script):
+    offered = set(_complete(bash_script, ""))
+    assert {path[0] for path in COMMANDS} <= offered and "--version" in offered
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="no zsh here")
+def test_zsh_loads_it(tmp_path):
+    path = tmp_path / "envcheck.zsh"
+    path.write_text(_script("zsh"))
+    proc = subprocess.run(["zsh", "-c", f"source {path} && complete -p envcheck"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "_envcheck" in proc.stdout, proc.stderr
+
+
+def test_help_lists_every_exit_code():
+    for code in ExitCode:
+        assert re.search(rf"(?m)\s{int(code)} [A-Za-z]", EPILOG), code
+
+
+@pytest.mark.parametrize("path", list(COMMANDS))
+def test_q_and_v_on_every_verb(path):
+    required = {("build",): ["r.yaml"], ("install",): ["l.yml", "--prefix", "p"],
+                ("image",): ["l.yml", "--os", "rhel7"], ("diff",): ["a", "b"],
+                ("why",): ["pkg", "l.yml"], ("completion",): ["bash"],
+                ("recipe", "new"): ["--rapids", "22.08", "--cuda", "11.5", "--os", "el7"]}
+    argv = [*path, *required.get(path, []), "-q", "-v"]
+    args = build_parser(argv).parse_args(argv)
+    assert args.quiet and args.verbose
