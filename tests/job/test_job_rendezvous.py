@@ -287,7 +287,7 @@ def test_the_watchdog_names_the_stuck_rank_and_hands_over_the_report(capsys):
             run.watchdog.stop()
     [report] = got
     [result] = report.results
-    assert result.check == "job.watchdog" and result.status.value == "error"
+    assert result.check == "job.ranks.watchdog" and result.status.value == "error"
     assert "gathering every rank's facts did not finish" in result.message
     assert f"stuck: rank 1 (host {socket.gethostname()}, pid " in result.message
     assert int(report.exit_code) == 3

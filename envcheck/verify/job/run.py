@@ -329,7 +329,7 @@ class JobRun:
                 grp.publish_verdict(self.rv, int(ExitCode.ERROR), line[:2000])
         report = self._final or Report(
             title="verify job", code=ExitCode.ERROR, environment=self._environment(None),
-            results=(_err("job.watchdog", line, fix="look at the stuck rank's host (a driver "
+            results=(_err("job.ranks.watchdog", line, fix="look at the stuck rank's host (a driver "
                           "call, a stopped process, a dead link); run again with --debug"),))
         grp.debug_line(self.launch, f"error: {line}")
         if self.on_abort is not None:
