@@ -106,7 +106,7 @@ def install(
     from envcheck.provision.pipeline import InstallOptions, install_lock
 
     options = InstallOptions(
-        lock=Path(lock), prefix=Path(prefix), platform=platform, cache_dir=_path(cache_dir),
+        lock=lock, prefix=prefix, platform=platform, cache_dir=cache_dir,
         force=force, lock_timeout=lock_timeout, fetch_timeout=fetch_timeout,
     )
     with interrupts.scope():

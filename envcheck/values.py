@@ -33,6 +33,20 @@ def seconds(value: Any, flag: str, *, zero: bool = False) -> float:
     return value
 
 
+def count(value: Any, flag: str, *, least: int = 1) -> int:
+    """A whole number, ``least`` or more; a float (2.5, nan, inf), a bool or a string is
+    refused."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInput(f"{flag} must be a whole number, not {type(value).__name__} {value!r}")
+    if value < least:
+        raise BadInput(f"{flag} must be {least} or more, not {value}")
+    return value
+
+
+def optional_count(value: Any, flag: str, *, least: int = 1) -> int | None:
+    return None if value is None else count(value, flag, least=least)
+
+
 def control_char(value: str, allowed: str = "") -> str:
     """The first control character in ``value`` (as \\n, \\x1b...), or ''."""
     for ch in value:

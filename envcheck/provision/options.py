@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from envcheck.errors import BadInput
+from envcheck import values
 from envcheck.record import frozen
 
 
@@ -30,8 +30,15 @@ class InstallOptions:
     fetch_timeout: float = 900.0  # each package's download, all tries together
 
     def __post_init__(self) -> None:
-        if self.fetch_timeout <= 0:
-            raise BadInput(f"--fetch-timeout must be positive (got {self.fetch_timeout:g})")
+        set_ = object.__setattr__
+        set_(self, "lock", values.path(self.lock, "LOCK"))
+        set_(self, "prefix", values.path(self.prefix, "--prefix"))
+        set_(self, "cache_dir", values.optional_path(self.cache_dir, "--cache-dir"))
+        values.optional_text(self.platform, "--platform")
+        values.flag(self.force, "--force")
+        values.flag(self.progress, "progress")
+        set_(self, "lock_timeout", values.seconds(self.lock_timeout, "--lock-timeout", zero=True))
+        set_(self, "fetch_timeout", values.seconds(self.fetch_timeout, "--fetch-timeout"))
 
     @property
     def cache(self) -> Path:

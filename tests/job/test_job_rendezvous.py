@@ -263,3 +263,34 @@ def test_a_rendezvous_signed_with_another_secret_is_not_joined(monkeypatch):
     finally:
         rv0.stop()
     assert "a rendezvous not signed with this job's secret" in str(e.value), e.value
+
+
+def test_the_watchdog_names_the_stuck_rank_and_hands_over_the_report(capsys):
+    """What rank 0 does when its watchdog fires (before os._exit): the stuck rank (its
+    heartbeat stopped) named with host and pid, in one line on stderr and in the report."""
+    from envcheck.verify.expect_options import expectations_from_options
+    from envcheck.verify.expectations import ExpectOptions
+    from envcheck.verify.job.run import JobRun
+
+    job_id, _ = _launch()
+    with _rendezvous(job_id) as (rv0, rv1):
+        _works(rv0, rv1)
+        rv1.stop()  # rank 1's heartbeat stops, as a SIGSTOPped rank's does
+        time.sleep(grp.STALE + 1)
+        got: list = []
+        run = JobRun(rv0.launch, expectations_from_options(ExpectOptions()), 5.0,
+                     on_abort=got.append)
+        run.rv = rv0
+        try:
+            run._fired("gathering every rank's facts")
+        finally:
+            run.watchdog.stop()
+    [report] = got
+    [result] = report.results
+    assert result.check == "job.ranks.watchdog" and result.status.value == "error"
+    assert "gathering every rank's facts did not finish" in result.message
+    assert f"stuck: rank 1 (host {socket.gethostname()}, pid " in result.message
+    assert int(report.exit_code) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "stuck: rank 1 (host" in err[0], err
+    assert grp.await_verdict(rv1, 5)[0] == 3  # the other ranks get rank 0's verdict

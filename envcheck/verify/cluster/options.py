@@ -67,6 +67,15 @@ class ClusterOptions:
         set_(self, "timeout", values.seconds(self.timeout, "--timeout"))
         set_(self, "smoke_timeout", values.seconds(self.smoke_timeout, "--smoke-timeout"))
         set_(self, "jobqueue_options", values.words(self.jobqueue_options, "--jobqueue-option"))
+        for name in ("address", "jobqueue"):
+            values.optional_text(getattr(self, name), "--" + name.replace("_", "-"))
+        for name in ("scheduler_file", "tls_ca_file", "tls_cert", "tls_key", "jobqueue_config"):
+            flag = "--" + name.replace("_", "-")
+            set_(self, name, values.optional_path(getattr(self, name), flag))
+        values.optional_count(self.workers, "--workers")
+        values.count(self.gpus_per_worker, "--gpus-per-worker", least=0)
+        for name in ("bench", "plugins", "debug"):
+            values.flag(getattr(self, name), name)
         if self.address is not None and self.scheduler_file:
             raise BadInput("give a scheduler address or --scheduler-file, not both")
         if self.jobqueue:

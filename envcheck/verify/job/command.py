@@ -60,7 +60,14 @@ def run(args: argparse.Namespace) -> Report | int:
         from envcheck.verify.catalog import list_report
 
         return list_report("job")
-    return verify_job(options_from_args(args))
+    opts = options_from_args(args)
+
+    def write(report: Report) -> None:  # the watchdog's last act on rank 0: the files
+        from envcheck.cli import write_reports
+
+        write_reports(report, args)
+
+    return verify_job(opts, on_abort=write)
 
 
 def options_from_args(args: argparse.Namespace) -> JobOptions:

@@ -8,6 +8,7 @@ and writes nothing for it (one line on stderr with --debug, or when rank 0 is go
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 from envcheck.errors import BadInput, ExitCode
 from envcheck.report import Report
@@ -19,7 +20,8 @@ from envcheck.verify.job.options import JobOptions
 from envcheck.verify.job.run import JobRun
 
 
-def verify_job(opts: JobOptions) -> Report:
+def verify_job(opts: JobOptions, on_abort: Callable[[Report], None] | None = None) -> Report:
+    """``on_abort``: given rank 0's report when its watchdog ends the process (no return)."""
     launch = launch_info(os.environ)
     exp = expectations_from_options(opts.expect)
     if not opts.debug:  # c10d's own warnings about the broken group: the report says it once
@@ -30,7 +32,7 @@ def verify_job(opts: JobOptions) -> Report:
         raise BadInput(f"verify job needs torch in this environment ({e})") from None
     job = JobRun(launch, exp, opts.timeout, debug=opts.debug,
                  horovod=wanted(os.environ, opts.horovod), tensorflow=opts.tensorflow,
-                 bench=opts.bench, strict=opts.strict)
+                 bench=opts.bench, strict=opts.strict, on_abort=on_abort)
     report = job.run()
     if report.shown:
         return report

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from typing import Any
+from typing import Any, Callable
 
 from envcheck.errors import ExitCode
 from envcheck.report import Measurement, Report, Result, Status
@@ -63,9 +63,13 @@ def launch_verdict(report: Report, strict: bool) -> Report:
 class JobRun:
     def __init__(self, launch: LaunchInfo, exp: Expectations, timeout: float, *,
                  debug: bool = False, horovod: bool = False, tensorflow: bool = False,
-                 bench: bool = False, strict: bool = False) -> None:
+                 bench: bool = False, strict: bool = False,
+                 on_abort: Callable[[Report], None] | None = None) -> None:
         self.launch, self.exp, self.timeout = launch, exp, timeout
         self.strict = strict  # a WARN verdict exits 1 (default: 0, the launch goes on)
+        # rank 0, when its watchdog ends the process: writes the report (--json/--junit)
+        self.on_abort = on_abort
+        self._final: Report | None = None  # rank 0's report, built, while the ranks read it
         self.bench = bench  # time the all-reduce over every rank and between host pairs
         self.horovod = horovod  # run Horovod's step (horovodrun, or --horovod)
         self.tensorflow = tensorflow  # MultiWorkerMirroredStrategy across the ranks
@@ -77,6 +81,7 @@ class JobRun:
         self.rv: grp.Rendezvous | None = None
         self.heard_rank0 = False
         self._gathers = 0  # numbers each gather: a rank's bytes are signed for one step only
+        self._step_t0 = time.monotonic()  # when the current step began
         self.t0 = time.monotonic()
         self.watchdog = Watchdog(self._fired)
 
@@ -123,7 +128,7 @@ class JobRun:
         except StepFailed as e:
             if rank0:
                 return self._report(self._diagnose(e))
-            return self._verdict_or_error(e.step)
+            return self._verdict_or_error(e.step, failed=True)
 
     def _steps(self) -> Report:
         rv = self.rv
@@ -173,6 +178,7 @@ class JobRun:
 
     def _step(self, what: str, fn: Any) -> Any:
         self.watchdog.arm(self.timeout + GRACE, what)
+        self._step_t0 = time.monotonic()
         try:
             return fn()
         except Exception as e:
@@ -254,11 +260,18 @@ class JobRun:
         self._gathers += 1
         return wire.gather_all(dist, self.rv.key_bytes, f"step{self._gathers}", obj)
 
-    def _verdict_or_error(self, step: str) -> Report:
+    def _verdict_or_error(self, step: str, failed: bool = False) -> Report:
+        """Rank 0's verdict. After a failed step (``failed``) rank 0 gave up on the same step
+        at the same time, and names the stuck ranks within STALE seconds: wait until the step's
+        --timeout is spent and that long more, not another whole --timeout."""
         assert self.rv is not None
-        self.watchdog.arm(self.timeout + GRACE, "waiting for rank 0's verdict")
+        wait = self.timeout + grp.STALE + 2
+        if failed:
+            spent = time.monotonic() - self._step_t0
+            wait = max(grp.STALE + 2 * grp.BEAT + 4, wait - spent)
+        self.watchdog.arm(wait + GRACE, "waiting for rank 0's verdict")
         try:
-            return self._verdict(*grp.await_verdict(self.rv, self.timeout + grp.STALE + 2))
+            return self._verdict(*grp.await_verdict(self.rv, wait))
         except Exception as e:
             self.heard_rank0 = False
             return self._verdict(int(ExitCode.ERROR), f"{step}: rank 0 "
@@ -313,13 +326,44 @@ class JobRun:
         return out
 
     def _fired(self, what: str) -> None:
-        """The watchdog: rank 0 leaves a verdict for the others; every rank says one line."""
-        line = f"{what} did not finish within {self.timeout:g} s (+{GRACE:g} s grace)"
-        if self.launch.rank == 0 and self.rv is not None:
-            with contextlib.suppress(Exception):
-                grp.publish_verdict(self.rv, int(ExitCode.ERROR), line)
-        if self.launch.rank == 0 or self.debug:
+        """The watchdog, before it ends the process: rank 0 names the stuck ranks, leaves a
+        verdict for the others and writes its report; every rank says one line."""
+        line = f"{what} did not finish within its limit (--timeout {self.timeout:g} s + " \
+               f"{GRACE:g} s grace): the watchdog ended this rank"
+        if self.launch.rank != 0:
             grp.debug_line(self.launch, f"error: {line}")
+            return
+        stuck = self._stuck(what)
+        if stuck:
+            line += "; stuck: " + ", ".join(stuck)
+        if self.rv is not None:
+            with contextlib.suppress(Exception):
+                grp.publish_verdict(self.rv, int(ExitCode.ERROR), line[:2000])
+        report = self._final or Report(
+            title="verify job", code=ExitCode.ERROR, environment=self._environment(None),
+            results=(_err("job.ranks.watchdog", line, fix="look at the stuck rank's host (a driver "
+                          "call, a stopped process, a dead link); run again with --debug"),))
+        grp.debug_line(self.launch, f"error: {line}")
+        if self.on_abort is not None:
+            try:
+                self.on_abort(report)
+            except Exception as e:  # the process ends anyway: say why the files are missing
+                grp.debug_line(self.launch, f"the report cannot be written: {first_line(e)}")
+
+    def _stuck(self, what: str) -> list[str]:
+        """The ranks that hold `what` up: heartbeat stopped, else never reached its phase."""
+        rv = self.rv
+        if rv is None:
+            return []
+        try:
+            silent = grp.silent_ranks(rv)
+            if not silent:
+                phase = ("allreduce" if "all-reduce" in what
+                         else "gather" if "gathering" in what else "")
+                silent = grp.not_reached(rv, phase) if phase else []
+            return [grp.describe(rv, r) for r in silent]
+        except Exception:  # the store itself is what hangs: the step is named, no rank
+            return []
 
     # --- the report -------------------------------------------------------------------------
 
@@ -338,6 +382,7 @@ class JobRun:
             code = int(report.exit_code)
             first = next((r.message for r in results if r.status == Status.ERROR), "")
             line = f"verify job: {report.status.value}" + (f": {first}" if first else "")
+            self._final = report
             # the acks wait has its own bound: the step before it must not run the watchdog out
             self.watchdog.arm(grp.ACK_WAIT + GRACE, "waiting for the ranks to read the verdict")
             with contextlib.suppress(Exception):

@@ -22,9 +22,14 @@ class NodeOptions:
     kernel_log: Path | None = None  # Xid lines from this file instead of the kernel's
 
     def __post_init__(self) -> None:
-        if self.level not in (1, 2, 3):
+        if not isinstance(self.level, int) or isinstance(self.level, bool) \
+                or self.level not in (1, 2, 3):
             raise BadInput(f"--level must be 1, 2 or 3, not {self.level}")
         object.__setattr__(self, "load_seconds",
                            values.seconds(self.load_seconds, "--load-seconds"))
+        for name in ("facts", "prefix", "save_facts", "kernel_log"):
+            object.__setattr__(self, name, values.optional_path(getattr(self, name),
+                                                                "--" + name.replace("_", "-")))
+        values.flag(self.plugins, "plugins")
         if self.facts and self.prefix:
             raise BadInput("give --facts or --prefix, not both")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from envcheck import values
-from envcheck.errors import BadInput
 from envcheck.verify.expectations import ExpectOptions
 
 DEFAULT_TIMEOUT = 60.0
@@ -22,7 +21,7 @@ class RayOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "timeout", values.seconds(self.timeout, "--timeout"))
-        if self.expect_nodes is not None and self.expect_nodes < 1:
-            raise BadInput(f"--expect-nodes must be 1 or more, not {self.expect_nodes}")
-        if self.train_workers is not None and self.train_workers < 1:
-            raise BadInput(f"--train-workers must be 1 or more, not {self.train_workers}")
+        values.optional_text(self.address, "--address")
+        values.optional_count(self.expect_nodes, "--expect-nodes")
+        values.optional_count(self.train_workers, "--train-workers")
+        values.flag(self.train, "--train")

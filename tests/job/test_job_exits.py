@@ -1,0 +1,144 @@
+"""Every way out of verify job reports: a rank that hangs (SIGSTOP), SIGTERM and SIGINT to rank
+0, an argument error: rank 0's --json/--junit carry an error result naming what stopped it, and
+it ends within the bound docs/verify-job.md states. Real ranks: separate processes started as
+pdsh or ssh loops start them (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("torch.distributed")
+
+ENVCHECK = [sys.executable, "-m", "envcheck"]  # the code under test, not an installed script
+TIMEOUT = 20  # --timeout (ranks start slowly on busy cores)
+BOUND = TIMEOUT + 20  # docs/verify-job.md: a stuck step is reported within --timeout + 20 s
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(world: int, ranks: range, tmp_path: Path, slow: int = -1) -> tuple[int, list]:
+    """Ranks as separate processes; rank `slow` imports a module that sleeps a minute, so the
+    others wait for it inside the facts gather."""
+    (tmp_path / "envcheck_test_slow.py").write_text("import time\ntime.sleep(60)\n")
+    port = _free_port()
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world)}
+    procs = [subprocess.Popen(
+        [*ENVCHECK, "verify", "job", "--timeout", str(TIMEOUT),
+         "--json", str(tmp_path / f"r{r}.json"), "--junit", str(tmp_path / f"r{r}.xml"),
+         *(["--import", "envcheck_test_slow"] if r == slow else [])],
+        env={**env, "RANK": str(r), "LOCAL_RANK": str(r), "PYTHONPATH": os.pathsep.join(
+            [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])},
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True) for r in ranks]
+    return port, procs
+
+
+def _arrived(port: int, rank: int) -> None:
+    from torch.distributed import TCPStore
+
+    store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=240))
+    store.wait([f"envcheck-job/run/arrived/{rank}"], timedelta(seconds=240))
+
+
+def _errors(path: Path) -> list[dict]:
+    return [r for r in json.loads(path.read_text())["results"] if r["status"] == "error"]
+
+
+def _junit_errors(path: Path) -> list[str]:
+    return [e.get("message", "") + (e.text or "") for e in ET.parse(path).iter("error")]
+
+
+def _end(procs: list) -> None:
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+
+
+def test_a_stopped_rank_is_named_in_json_and_junit_within_the_bound(tmp_path):
+    port, procs = _start(2, range(2), tmp_path, slow=1)
+    try:
+        _arrived(port, 1)
+        time.sleep(1)  # rank 1 is in its import probe, rank 0 in the gather
+        t0 = time.monotonic()
+        os.killpg(procs[1].pid, signal.SIGSTOP)
+        out, err = procs[0].communicate(timeout=BOUND + 30)
+        took = time.monotonic() - t0
+    finally:
+        _end(procs)
+    assert procs[0].returncode == 3, out + err
+    assert took < BOUND, took
+    named = [r for r in _errors(tmp_path / "r0.json") if r["node"] == "rank 1"]
+    assert named and f"pid {procs[1].pid}" in named[0]["message"], named
+    assert any(f"pid {procs[1].pid}" in e for e in _junit_errors(tmp_path / "r0.xml"))
+
+
+def test_sigterm_to_rank_0_mid_run_is_143_and_a_report(tmp_path):
+    port, procs = _start(2, range(1), tmp_path)  # rank 1 never comes: rank 0 in the roll call
+    try:
+        _arrived(port, 0)
+        procs[0].send_signal(signal.SIGTERM)
+        out, err = procs[0].communicate(timeout=TIMEOUT + 30)
+    finally:
+        _end(procs)
+    assert procs[0].returncode == 143, out + err
+    errors = _errors(tmp_path / "r0.json")
+    assert errors and "SIGTERM" in errors[0]["message"], errors
+    assert any("SIGTERM" in e for e in _junit_errors(tmp_path / "r0.xml"))
+
+
+def test_sigint_to_rank_0_mid_run_is_130_and_a_report(tmp_path):
+    port, procs = _start(2, range(1), tmp_path)
+    try:
+        _arrived(port, 0)
+        procs[0].send_signal(signal.SIGINT)
+        out, err = procs[0].communicate(timeout=TIMEOUT + 30)
+    finally:
+        _end(procs)
+    assert procs[0].returncode == 130, out + err
+    errors = _errors(tmp_path / "r0.json")
+    assert errors and ("interrupted" in errors[0]["message"] or "SIGINT" in errors[0]["message"])
+
+
+def test_an_argument_error_is_4_and_the_json_names_it(tmp_path):
+    out = tmp_path / "out.json"
+    p = subprocess.run([*ENVCHECK, "verify", "job", "--timeout", "x", "--json", str(out)],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 4, p.stderr
+    errors = _errors(out)
+    assert errors and "--timeout" in errors[0]["message"], errors
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_a_rank_whose_rank_0_hangs_ends_in_time_with_one_line(tmp_path):
+    port, procs = _start(2, range(2), tmp_path, slow=0)
+    try:
+        _arrived(port, 1)
+        time.sleep(1)  # rank 0 is in its import probe, rank 1 in the gather
+        t0 = time.monotonic()
+        os.killpg(procs[0].pid, signal.SIGSTOP)
+        out, err = procs[1].communicate(timeout=BOUND + 30)
+        took = time.monotonic() - t0
+    finally:
+        _end(procs)
+    assert procs[1].returncode == 3, out + err
+    assert took < BOUND, took
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "rank 1/2" in lines[0] and "rank 0" in lines[0], err
