@@ -5,7 +5,8 @@ Ordering follows conda's VersionOrder: an optional epoch ``N!``, then parts spli
 with a letter gets a leading 0; strings sort before numbers, ``dev`` before every other
 string, ``post`` after every number; missing parts and numbers count as 0; a local ``+x``
 part breaks ties. Specs: ``X`` and ``==X`` (equal), ``X.*`` / ``=X`` (starts with), ``>=``,
-``>``, ``<=``, ``<``, ``!=`` (with ``.*``: does not start with), ``~=``, ``,`` (and) binding
+``>``, ``<=``, ``<``, ``!=`` (with ``.*``: does not start with), ``~=``; as py-rattler reads
+them, ``==X.*``, ``>=X.*``, ``<X.*`` and ``<=X.*`` drop the ``.*`` and ``>X.*`` is ``>=X``; ``,`` (and) binding
 tighter than ``|`` (or), parentheses, ``*`` (any). Input this module cannot read the way
 py-rattler reads it raises BadInput.
 """
@@ -63,6 +64,16 @@ def _cmp_parts(a: tuple[Part, ...], b: tuple[Part, ...]) -> int:
     return 0
 
 
+def _part_starts(mine: Part, prefix: Part) -> bool:
+    """py-rattler's rule: equal atoms, then the prefix's extra atoms all 0."""
+    for x, y in zip_longest(mine, prefix):
+        if y is None:
+            return True
+        if x != y and not (x is None and y == _ZERO):
+            return False
+    return True
+
+
 @total_ordering
 @dataclass(frozen=True, eq=False)
 class Version:
@@ -86,12 +97,16 @@ class Version:
         return hash(self.epoch)
 
     def startswith(self, prefix: Version) -> bool:
-        """Whether this version's parts begin with ``prefix``'s (``X.*``)."""
+        """Whether this version is ``prefix.*``: part by part, atom by atom equal while both
+        have them; the prefix's parts and atoms beyond this version's all 0."""
         if self.epoch != prefix.epoch or prefix.local:
             return False
-        n = len(prefix.parts)
-        head = self.parts[:n] + ((),) * (n - len(self.parts))
-        return _cmp_parts(head, prefix.parts) == 0
+        for mine, theirs in zip_longest(self.parts, prefix.parts):
+            if theirs is None:
+                return True
+            if not _part_starts(mine or (), theirs):
+                return False
+        return True
 
     def __str__(self) -> str:
         return self.text
@@ -100,7 +115,7 @@ class Version:
 @cache
 def parse_version(text: str) -> Version:
     """A conda version; BadInput (one line) if it is none."""
-    v = text.strip().lower()
+    v = text.lower()
     if not _VERSION.match(v) or v.count("+") > 1:
         raise BadInput(f"{text!r}: not a conda version")
     epoch = 0
@@ -156,6 +171,8 @@ def _constraint(text: str, whole: str) -> list[tuple[str, Version | None]]:
         if not t:
             raise BadInput(f"{whole!r}: empty version constraint")
         return [("*", None)]
+    if any(c.isspace() for c in t):
+        raise BadInput(f"{whole!r}: a space inside a version constraint")
     op = next((o for o in _OPS if t.startswith(o)), "")
     rest = t[len(op):].strip()
     star = rest.endswith("*")
@@ -170,14 +187,16 @@ def _constraint(text: str, whole: str) -> list[tuple[str, Version | None]]:
         stem = ".".join(re.split(r"[._-]", rest.split("!")[-1])[:-1])
         prefix = parse_version(f"{v.epoch}!{stem}" if v.epoch else stem)
         return [(">=", v), ("=*", prefix)]
+    if star and v.local:
+        raise BadInput(f"{whole!r}: .* after a local version part")
     if star:
         if op in ("", "="):
             return [("=*", v)]
         if op == "!=":
             return [("!=*", v)]
-        if op == ">=":
-            return [(">=", v)]
-        raise BadInput(f"{whole!r}: {op} with .* is not read the same by every conda tool")
+        if op == ">":
+            return [(">=", v)]  # py-rattler reads >X.* as >=X
+        return [(op, v)]  # py-rattler drops the .* of ==, >=, <, <=
     if op == "=":
         return [("=*", v)]
     return [(op or "==", v)]
