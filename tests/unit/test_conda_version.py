@@ -34,7 +34,9 @@ TRICKY_SPECS = [
     "!=1.0", "!=1.0.*", "~=1.0", "~=1.0.1", ">=1.0,<2", ">=1.0,<2|3.*", "1.*|>=2,!=2.0.*",
     "!=1.0.*,>=0.9", "<2.0a0", ">=1.0rc1", ">=1.0.dev0,<1.0.post1", "1!0.*", ">=1!0.5",
     "1.0+local", "*", ">=1.0.*", ">1.0.*", "<1.0.*", "<=1.0.*", "(>=1|<0.5),!=1.1",
-    "1.0|1.1,1.2", "2.2.*,!=2.2.4", ">= 1.0", "~=1", "1.0.0.*", ">=1.0, <2", "1.0 | 2.0", "( >=1.0 , <2 )", "==1.2.*", "<=1.2.*", "1.2 .*", "1.0r.*", "1.0rc.*", "1.a.*", "1.0a.*", "0.*", ">=12.0,<13", "12.*",
+    "1.0|1.1,1.2", "2.2.*,!=2.2.4", ">= 1.0", "~=1", "1.0.0.*",
+    ">=1.0, <2", "1.0 | 2.0", "( >=1.0 , <2 )", "==1.2.*", "<=1.2.*", "1.2 .*", "1.0r.*",
+    "1.0rc.*", "1.a.*", "1.0a.*", "0.*", ">=12.0,<13", "12.*",
 ]
 
 
@@ -162,3 +164,25 @@ def test_package_specs_read_as_rattler_reads_them() -> None:
 def test_package_specs_it_refuses(bad: str) -> None:
     with pytest.raises(BadInput):
         package_spec(bad)
+
+
+_RUN = "import sys; {block}from envcheck.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.mark.parametrize("args", [
+    ["--rapids", "24.12", "--cuda", "12.4", "--os", "el8", "--with", "torch,cupy>=12,ucx 1.15.*"],
+    ["--rapids", "22.08", "--cuda", "11.5", "--os", "el7", "--exclude", "cuspatial=22.08"],
+    ["--rapids", "26.10", "--cuda", "12.8", "--os", "el9"],
+])  # fmt: skip
+def test_recipe_new_needs_no_rattler(args: list[str]) -> None:
+    """The same recipe text, exit 0, with py-rattler unimportable as with it."""
+    import subprocess
+    import sys
+
+    out = {}
+    for block in ("sys.modules['rattler'] = None; ", ""):
+        p = subprocess.run([sys.executable, "-c", _RUN.format(block=block), "recipe", "new", *args],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        out[block] = p.stdout
+    assert out[""].startswith("# RAPIDS") and out[""] == out["sys.modules['rattler'] = None; "]

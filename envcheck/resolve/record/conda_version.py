@@ -6,9 +6,9 @@ with a letter gets a leading 0; strings sort before numbers, ``dev`` before ever
 string, ``post`` after every number; missing parts and numbers count as 0; a local ``+x``
 part breaks ties. Specs: ``X`` and ``==X`` (equal), ``X.*`` / ``=X`` (starts with), ``>=``,
 ``>``, ``<=``, ``<``, ``!=`` (with ``.*``: does not start with), ``~=``; as py-rattler reads
-them, ``==X.*``, ``>=X.*``, ``<X.*`` and ``<=X.*`` drop the ``.*`` and ``>X.*`` is ``>=X``; ``,`` (and) binding
-tighter than ``|`` (or), parentheses, ``*`` (any). Input this module cannot read the way
-py-rattler reads it raises BadInput.
+them, ``==X.*``, ``>=X.*``, ``<X.*`` and ``<=X.*`` drop the ``.*`` and ``>X.*`` is ``>=X``;
+``,`` (and) binding tighter than ``|`` (or), parentheses, ``*`` (any). Input this module
+cannot read the way py-rattler reads it raises BadInput.
 """
 
 from __future__ import annotations
@@ -264,7 +264,7 @@ def package_spec(spec: str) -> PackageSpec:
     assert m is not None
     name, rest = m.group(1), m.group(2).strip()
     if not _NAME.match(name):
-        raise BadInput(f"{spec!r}: {name!r} is not a conda package name")
+        raise BadInput(f"{spec!r}: not a conda package spec ({name!r}: not a name)")
     base = name.split("::")[-1].lower()
     if rest.startswith("=") and not rest.startswith("=="):
         bits = rest[1:].split("=")
@@ -284,9 +284,12 @@ def package_spec(spec: str) -> PackageSpec:
         if version and not any(c in version for c in "=<>!~*,|"):
             version = f"=={version}"
     if version and version != "*":
-        version_spec(version)
+        try:
+            version_spec(version)
+        except BadInput as e:
+            raise BadInput(f"{spec!r}: not a conda package spec ({e})") from None
     if build and not _BUILD.match(build):
-        raise BadInput(f"{spec!r}: {build!r} is not a build string")
+        raise BadInput(f"{spec!r}: not a conda package spec ({build!r}: not a build)")
     return PackageSpec(base, version if version not in ("", "*") else None,
                        build if build not in ("", "*") else None)  # fmt: skip
 
