@@ -252,12 +252,33 @@ class PackageSpec:
     build: str | None  # the build-string glob; None = any
 
 
+_BRACKET = re.compile(r"""(\w+)\s*=\s*('[^']*'|"[^"]*"|[^,'"]*)\s*(?:,|$)""")
+
+
+def _brackets(spec: str, inner: str) -> dict[str, str]:
+    """``version='...',build=...`` -> {key: value}; only version and build are read."""
+    pairs = {k: v.strip("'\"").strip() for k, v in _BRACKET.findall(inner)}
+    again = ",".join(f"{k}={v}" for k, v in _BRACKET.findall(inner))
+    if not pairs or re.sub(r"\s", "", again) != re.sub(r"\s", "", inner) or set(pairs) - {
+        "version", "build"
+    }:
+        raise BadInput(f"{spec!r}: not a conda package spec (brackets read: version=, build=)")
+    version = pairs.get("version", "*")
+    if version and not any(c in version for c in "=<>!~*,|"):
+        raise BadInput(f"{spec!r}: not a conda package spec (version= needs an operator)")
+    return pairs
+
+
 @cache
 def package_spec(spec: str) -> PackageSpec:
     """A conda package spec: ``name``, ``name VERSION [BUILD]``, ``name=VERSION[=BUILD]``
     (``=V`` is ``V.*``; with a build, exactly V) or ``name<op>VERSION``, with an optional
-    ``channel::``, no brackets; BadInput (one line) if it is none."""
+    ``channel::`` and ``[version='...',build=...]``; BadInput (one line) if it is none."""
     s = spec.strip()
+    extra: dict[str, str] = {}
+    if s.endswith("]") and s.count("[") == 1:
+        s, inner = s[:-1].split("[")
+        extra = _brackets(spec, inner)
     if not s or any(c in s for c in "[]'\"()"):
         raise BadInput(f"{spec!r}: not a conda package spec (name [version [build]])")
     m = re.match(r"^([^\s=<>!~]+)\s*(.*)$", s)
@@ -265,24 +286,10 @@ def package_spec(spec: str) -> PackageSpec:
     name, rest = m.group(1), m.group(2).strip()
     if not _NAME.match(name):
         raise BadInput(f"{spec!r}: not a conda package spec ({name!r}: not a name)")
-    base = name.split("::")[-1].lower()
-    if rest.startswith("=") and not rest.startswith("=="):
-        bits = rest[1:].split("=")
-        if len(bits) > 2 or not bits[0] or any(c in bits[0] for c in ",|<>!~ "):
-            raise BadInput(f"{spec!r}: not a conda package spec (name=version=build)")
-        version, build = bits[0], (bits[1] if len(bits) > 1 else "")
-        if version != "*":
-            if build:
-                version = f"=={version}" if not version.endswith("*") else version
-            elif not version.endswith("*"):
-                version = f"{version}.*"
-    else:
-        words = rest.split()
-        if len(words) > 2:
-            raise BadInput(f"{spec!r}: not a conda package spec (name [version [build]])")
-        version, build = (words + ["", ""])[:2]
-        if version and not any(c in version for c in "=<>!~*,|"):
-            version = f"=={version}"
+    version, build = _version_build(spec, rest)
+    if extra and (version or build):
+        raise BadInput(f"{spec!r}: not a conda package spec (a version both outside and in [])")
+    version, build = extra.get("version", version), extra.get("build", build)
     if version and version != "*":
         try:
             version_spec(version)
@@ -290,8 +297,33 @@ def package_spec(spec: str) -> PackageSpec:
             raise BadInput(f"{spec!r}: not a conda package spec ({e})") from None
     if build and not _BUILD.match(build):
         raise BadInput(f"{spec!r}: not a conda package spec ({build!r}: not a build)")
-    return PackageSpec(base, version if version not in ("", "*") else None,
+    return PackageSpec(name.split("::")[-1].lower(), version if version not in ("", "*") else None,
                        build if build not in ("", "*") else None)  # fmt: skip
+
+
+def _version_build(spec: str, rest: str) -> tuple[str, str]:
+    """What follows the name -> (version spec, build glob), "" where absent."""
+    if not rest:
+        return "", ""
+    if rest.startswith("=") and not rest.startswith("=="):
+        bits = rest[1:].split("=")
+        if len(bits) > 2 or not bits[0] or any(c in bits[0] for c in "<>!~ "):
+            raise BadInput(f"{spec!r}: not a conda package spec (name=version=build)")
+        version, build = bits[0], (bits[1] if len(bits) > 1 else "")
+        if version == "*":
+            return version, build
+        if build:  # name=V=B: exactly V
+            if any(c in version for c in ",|"):
+                raise BadInput(f"{spec!r}: not a conda package spec (name=version=build)")
+            return (version if version.endswith("*") else f"=={version}"), build
+        return f"={version}", build  # =V is V.*, in each alternative as py-rattler reads it
+    words = rest.split()
+    if len(words) > 2:
+        raise BadInput(f"{spec!r}: not a conda package spec (name [version [build]])")
+    version, build = (words + ["", ""])[:2]
+    if version and not any(c in version for c in "=<>!~*,|"):
+        version = f"=={version}"
+    return version, build
 
 
 def check_package_spec(spec: str) -> None:
