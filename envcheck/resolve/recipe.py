@@ -258,13 +258,12 @@ def _system(err: _Errors, snode: yaml.Node | None) -> dict[str, str]:
             if not _ARCH.match(v):
                 raise err.at(vnode, "system.archspec", f"{v!r} is not a microarchitecture name")
         else:
-            from rattler import Version
-            from rattler.exceptions import InvalidVersionError
+            from envcheck.resolve.record.conda_version import parse_version
 
             try:
-                Version(v)
+                parse_version(v)
                 ok = bool(_SYSTEM_VERSION.match(v))
-            except InvalidVersionError:
+            except BadInput:
                 ok = False
             if not ok:
                 raise err.at(

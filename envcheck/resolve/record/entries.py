@@ -6,6 +6,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from envcheck.errors import BadInput
+from envcheck.resolve.record.conda_version import package_spec
 from envcheck.resolve.record.table import Record
 
 # ranges of the `rapids` meta-package's run requirements: a recipe outside them cannot install it
@@ -38,18 +40,13 @@ class Entry:
 
 def parse_entries(specs: Iterable[str]) -> list[Entry]:
     """Conda match specs as entries; ``python_abi 3.11.* *_cp311`` is a Python entry too."""
-    from envcheck.resolve.spec import conda_spec
-
     out = []
     for s in specs:
         try:
-            m = conda_spec(s)
-        except ValueError:
+            m = package_spec(s)
+        except BadInput:
             continue  # the recipe loader reports what is not a match spec
-        version = None if m.version in (None, "*") else m.version
-        build = None if m.build in (None, "*") else m.build
-        name = m.name.normalized
-        out.append(Entry(s, "python" if name == "python_abi" else name, version, build))
+        out.append(Entry(s, "python" if m.name == "python_abi" else m.name, m.version, m.build))
     return out
 
 

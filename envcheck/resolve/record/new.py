@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, EnvcheckError, Unsolvable
+from envcheck.resolve.record.conda_version import package_spec
 from envcheck.resolve.record.finding import Finding
 from envcheck.resolve.record.lint import ERROR, lint
 from envcheck.resolve.record.new_options import OSES, Options
@@ -205,11 +206,9 @@ def _toolkit(record: Record, release: Release, opts: Options, lines: _Lines) -> 
 
 def ended(record: Record, name: str, rel: str) -> Value | None:
     """The library's lifetime when RAPIDS ``rel`` comes after its last release, else None."""
-    from envcheck.resolve.spec import conda_spec
-
     try:
-        base = conda_spec(name).name.normalized
-    except ValueError:
+        base = package_spec(name).name
+    except BadInput:
         return None
     lib = record.libraries.get(base)
     if lib is None or not lib.known or not lib.value["ended"]:

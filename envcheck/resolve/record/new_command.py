@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from envcheck.extras import require_build_extra
 from envcheck.report import Report
 from envcheck.resolve.record.new import LIBS, recipe_new
 from envcheck.resolve.record.new_options import DEFAULT_CHANNELS, OSES, Options, comma_list
@@ -43,5 +42,4 @@ def options_from_args(args: argparse.Namespace) -> Options:
 
 
 def run(args: argparse.Namespace) -> Report:
-    require_build_extra("recipe new")  # the record's version arithmetic is py-rattler's
     return recipe_new(options_from_args(args))

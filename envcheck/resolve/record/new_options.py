@@ -11,6 +11,7 @@ from pathlib import Path
 from envcheck import values
 from envcheck.errors import BadInput
 from envcheck.resolve.recipe import _NAME
+from envcheck.resolve.record.conda_version import check_package_spec
 
 # target OS -> (glibc it ships, words for the header); each distribution's own glibc package
 # of its release (docs/recipes.md lists them with their sources)
@@ -133,16 +134,12 @@ def _no_control(value: str, name: str) -> str:
 
 def _check_specs(opts: Options) -> None:
     """Package names must be conda package specs (conda names are ASCII)."""
-    from rattler import MatchSpec
-
     for name in _SPECS:
         for spec in getattr(opts, name) or ():
             try:
-                MatchSpec(spec)
-            except Exception as e:  # noqa: BLE001 - rattler raises its own types
-                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                raise BadInput(f"{flag(name)} {spec!r}: not a conda package spec ({first})") \
-                    from None
+                check_package_spec(spec)
+            except BadInput as e:
+                raise BadInput(f"{flag(name)} {e}") from None
 
 
 def comma_list(text: str) -> tuple[str, ...]:

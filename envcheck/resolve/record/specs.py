@@ -1,10 +1,13 @@
-"""Version-spec arithmetic the lint rules use (conda syntax, read by py-rattler)."""
+"""Version-spec arithmetic the lint rules use (conda syntax, read by conda_version)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from functools import cache
+
+from envcheck.errors import BadInput
+from envcheck.resolve.record.conda_version import parse_version, version_spec
 
 NUMBER = re.compile(r"\d+(?:\.\d+)*")
 
@@ -26,7 +29,7 @@ def overlaps(a: str, b: str) -> bool:
     for p in _probes(a, b):
         try:
             v = parse_version(p)
-        except Exception:  # noqa: BLE001 - a bound rattler cannot read is no probe
+        except BadInput:  # a bound that is no version is no probe
             continue
         if sa.matches(v) and sb.matches(v):
             return True
@@ -35,20 +38,6 @@ def overlaps(a: str, b: str) -> bool:
 
 def matches(spec: str, version: str) -> bool:
     return bool(version_spec(spec).matches(parse_version(version)))
-
-
-@cache
-def version_spec(text: str):  # type: ignore[no-untyped-def]
-    from rattler import VersionSpec
-
-    return VersionSpec(text)
-
-
-@cache
-def parse_version(text: str):  # type: ignore[no-untyped-def]
-    from rattler import Version
-
-    return Version(text)
 
 
 def admits_pin(spec: str, pin: str) -> bool:
@@ -64,9 +53,9 @@ def minors(spec: str, versions: Sequence[str]) -> list[str]:
 
 
 def readable(spec: str) -> bool:
-    """Whether rattler reads ``spec`` as a version spec."""
+    """Whether ``spec`` reads as a conda version spec."""
     try:
         version_spec(spec)
-    except Exception:  # noqa: BLE001 - rattler raises its own types
+    except BadInput:
         return False
     return True
