@@ -29,7 +29,7 @@ def test_a_node_whose_checks_fail_is_judged_exit_2_naming_the_checks(no_start):
     # no GPU on this test machine: --expect-gpus 4 fails the node's gpus check
     report = pipeline.verify_cluster(ClusterOptions(expect=ExpectOptions(expect_gpus=4),
                                                     smoke=""))
-    assert report.exit_code() == ExitCode.FAIL
+    assert report.exit_code == ExitCode.FAIL
     lead = report.results[0]
     assert lead.check == "cluster" and lead.status.value == "fail"
     assert "did not start" in lead.message and "gpus" in lead.message
