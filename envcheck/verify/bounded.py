@@ -7,6 +7,7 @@ them is ever unpickled by envcheck (Dask's and Ray's own protocols aside)."""
 from __future__ import annotations
 
 import json
+import re
 import types
 import typing
 from typing import Any, Callable
@@ -63,6 +64,7 @@ def conforms(cls: type, data: Any, where: str = "") -> str:
     return ""
 
 
+_UNION_TYPE = getattr(types, "UnionType", None)  # X | Y evaluated (Python >= 3.10)
 _HINTS: dict[type, dict[str, Any]] = {}  # resolved type hints, per class
 
 
@@ -71,15 +73,67 @@ def _hints(cls: type) -> dict[str, Any]:
         import sys
 
         ns = {**vars(sys.modules[cls.__module__]), "Any": Any}
-        _HINTS[cls] = typing.get_type_hints(cls, ns)
+        hints: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__):
+            for name, ann in vars(klass).get("__annotations__", {}).items():
+                hints[name] = _annotation(ann, ns) if isinstance(ann, str) else ann
+        _HINTS[cls] = hints
     return _HINTS[cls]
+
+
+# An annotation's text as the typing objects of every Python the collector runs on (>= 3.8):
+# `int | None` and `tuple[X, ...]` are read here, not evaluated (3.8 and 3.9 cannot).
+_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9.]*|\.\.\.|[\[\],|])")
+_GENERIC = {"tuple": typing.Tuple, "dict": typing.Dict, "list": typing.List,
+            "frozenset": typing.FrozenSet, "Mapping": typing.Dict}
+_BUILTIN = {"int": int, "float": float, "str": str, "bool": bool, "bytes": bytes,
+            "None": type(None), "Any": Any, "dict": dict, "list": list, "tuple": tuple}
+
+
+def _annotation(text: str, ns: dict[str, Any]) -> Any:
+    tokens = [t for t in _TOKEN.findall(text) if t]
+    hint, rest = _union(tokens, ns)
+    if rest:
+        raise TypeError(f"cannot read the annotation {text!r}")
+    return hint
+
+
+def _union(tokens: list[str], ns: dict[str, Any]) -> tuple[Any, list[str]]:
+    parts = []
+    while True:
+        hint, tokens = _atom(tokens, ns)
+        parts.append(hint)
+        if not tokens or tokens[0] != "|":
+            break
+        tokens = tokens[1:]
+    return (parts[0] if len(parts) == 1 else typing.Union[tuple(parts)]), tokens
+
+
+def _atom(tokens: list[str], ns: dict[str, Any]) -> tuple[Any, list[str]]:
+    name, tokens = tokens[0], tokens[1:]
+    if name == "...":
+        return Ellipsis, tokens
+    if tokens and tokens[0] == "[":
+        args, tokens = [], tokens[1:]
+        while tokens[0] != "]":
+            arg, tokens = _union(tokens, ns)
+            args.append(arg)
+            tokens = tokens[1:] if tokens[0] == "," else tokens
+        return _GENERIC[name][tuple(args) if len(args) > 1 else args[0]], tokens[1:]
+    if name in _BUILTIN:
+        return _BUILTIN[name], tokens
+    head, *attrs = name.split(".")
+    value = ns[head]
+    for attr in attrs:
+        value = getattr(value, attr)
+    return value, tokens
 
 
 def _check(hint: Any, value: Any, where: str) -> str:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any:
         return ""
-    if origin in (typing.Union, types.UnionType):
+    if origin is typing.Union or (_UNION_TYPE is not None and origin is _UNION_TYPE):
         if any(not _check(a, value, where) for a in args):
             return ""
         return f"{where}: {type(value).__name__} is not {hint}"
