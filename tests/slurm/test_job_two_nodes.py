@@ -58,7 +58,8 @@ def test_srun_across_two_nodes_checks_binding_per_node_and_the_link(nodes, tmp_p
     assert bench["status"] in ("pass", "warn"), bench
     bad = [r for r in report["results"] if r["status"] not in ("pass", "skip")
            and r["check"] != "job.bench"]
-    assert not bad and code == (0 if bench["status"] == "pass" else 1), out[-3000:]
+    # a slow pair is a warning, and a warning does not fail the launch (docs/verify-job.md)
+    assert not bad and code == 0, out[-3000:]
 
 
 def test_a_rate_limited_link_is_named_as_the_slow_host_pair(nodes, tmp_path):
@@ -67,7 +68,7 @@ def test_a_rate_limited_link_is_named_as_the_slow_host_pair(nodes, tmp_path):
         code, report, out = verify_job(nodes, tmp_path, "--gpus-per-task=1")
     finally:
         nodes.unshape("sn2")
-    assert code == 1, out[-3000:]  # a warning, on every rank
+    assert code == 0, out[-3000:]  # a warning on every rank: under srun it exits 0
     bench = by_check(report)[("job.bench", "sn1 <-> sn2")]
     assert bench["status"] == "warn"
     assert bench["message"].startswith("host pair sn1 <-> sn2: ")

@@ -110,8 +110,9 @@ class JobRun:
         try:
             grp.arrive(rv)
         except grp.GroupError as e:
-            return self._report([_err("job.ranks", str(e))]) if rank0 else (
-                int(ExitCode.ERROR), str(e))
+            if rank0:
+                return self._report([_err("job.ranks", str(e))])
+            return self._verdict(int(ExitCode.ERROR), str(e))
         self.watchdog.arm(self.timeout + GRACE, "the roll call")
         if rank0:
             missing = grp.roll_call(rv, self.timeout)
