@@ -59,7 +59,7 @@ def test_envcheck_installs_without_changing_the_stack_and_verifies_the_node(
     spec: EnvSpec, tmp_path: Path
 ) -> None:
     env = build_env(spec)
-    assert "cluster-envcheck" in env.after, "envcheck (the cluster-envcheck distribution) did not install"
+    assert "cluster-envcheck" in env.after, "envcheck (cluster-envcheck) did not install"
     for name in PROTECTED:
         assert env.after.get(name) == env.before.get(name), (
             f"installing envcheck changed {name}: {env.before.get(name)} -> {env.after.get(name)}"
