@@ -29,8 +29,10 @@ def nodes() -> Iterator[TwoNodeSlurm]:
 
 def verify_job(nodes: TwoNodeSlurm, tmp_path: Path, *srun: str) -> tuple[int, dict, str]:
     report = tmp_path / "r.json"
-    p = nodes.srun("-N2", "-n4", *srun, ENVCHECK, "verify", "job", "--bench", "--timeout", "60",
-                   "--json", str(report), cwd=tmp_path)
+    # four ranks importing torch on a 2-core machine beside other tests: a rank may start
+    # its rendezvous a minute after the others, which --timeout must cover
+    p = nodes.srun("-N2", "-n4", *srun, ENVCHECK, "verify", "job", "--bench", "--timeout",
+                   "120", "--json", str(report), cwd=tmp_path, timeout=400)
     assert report.exists(), p.stdout[-2000:] + p.stderr[-2000:]
     return p.returncode, json.loads(report.read_text()), p.stdout + p.stderr
 
