@@ -59,7 +59,8 @@ def read_lock_records(
     from envcheck.lockfile import rattler_read
 
     path = Path(path)
-    read = rattler_read.read_platform(str(path), platform, environment)
+    data = read_bytes(path, "lock", MAX_LOCK_BYTES)  # no FIFO, device or endless file
+    read = rattler_read.read_platform(str(path), data, platform, environment)
     packages = packages_from_rows(read["rows"], read["platform"])
     check_packages(path, packages)
     return Lock(

@@ -9,10 +9,11 @@ env or the complete new one, never a mix:
    checked (fetch.py);
 3. the unpacked packages, under the cache lock: each checked archive unpacked (linker child)
    or its unpacked tree checked against its marker, its metadata checked (unpacked.py);
-4. the staging tree beside the prefix: the records linked into it for the final path (linker
-   child: py-rattler may abort), the pip wheels installed (pip_part.py);
-5. the swap: the stamp written, signals held from here, the staging tree renamed into place,
-   the old env removed, the cache markers renewed.
+4. the staging tree beside the prefix (prefix.staged): the records linked into it for the
+   final path (linker child: py-rattler may abort), the pip wheels installed (pip_part.py),
+   the unpacked packages' markers renewed;
+5. the swap (prefix.staged): the stamp written, signals held from here, the staging tree
+   renamed into place, the old env removed.
 Any failure or signal before step 5 removes the staging tree: the prefix is as it was.
 """
 
@@ -88,13 +89,12 @@ def install(
             pip = [f for f in fetched if f.artifact.manager == "pip"]
             on_linked = [] if reporter is None else [reporter.on_link_complete]
             locked = hold(cache_lock_path(cache), f"cache {cache}", lock_timeout, say)
-            with locked, one_line_errors(target), unpacked.verified(conda, cache, child.extract) \
-                    as renewal:  # fmt: skip
+            with locked, one_line_errors(target), staged(target, plan) as stage, \
+                    unpacked.verified(conda, cache, child.extract) as renewal:  # fmt: skip
                 before_link()
-                with staged(target, plan) as stage:
-                    archives = {a.url: str(path) for a, path in conda}
-                    child.link(stage, target, archives, [renewal.linked, *on_linked])
-                    pip_part.install(plan, pip, stage, target)
+                archives = {a.url: str(path) for a, path in conda}
+                child.link(stage, target, archives, [renewal.linked, *on_linked])
+                pip_part.install(plan, pip, stage, target)
     return Outcome(
         target,
         plan,

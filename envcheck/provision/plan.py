@@ -53,4 +53,3 @@ def read_plan(lock: Path, platform: str | None) -> Plan:
             if isinstance(size := getattr(r, "size", None), int) and size > 0
         },
     )
-

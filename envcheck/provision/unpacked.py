@@ -296,7 +296,8 @@ def verified(
     unpack: Callable[[list[tuple[str, str, str]]], None],
 ) -> Iterator[Renewal]:
     """The block links from the verified unpacked folders of ``items`` (``prepare``), in the
-    order of the plan's records; when it completes, their digests are renewed (``Renewal``)."""
+    order of the plan's records; when it completes (every package linked), their digests are
+    renewed (``Renewal``)."""
     renewal = Renewal(prepare(items, cache, unpack))
     yield renewal
     renewal.write()
@@ -305,8 +306,8 @@ def verified(
 class Renewal:
     """The digests to renew after a complete install. Each folder's files are looked at again
     and its new digest made as soon as its package is linked (``linked``, while the linker
-    child goes on with the others); the markers are written by ``write``, once the install
-    is complete."""
+    child goes on with the others); the markers are written by ``write``, once every package
+    is linked."""
 
     def __init__(self, done: Sequence[Unpacked]) -> None:
         self.done = list(done)  # in the order of the plan's records
