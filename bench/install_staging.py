@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 import rattler  # noqa: E402
 
-from envcheck.provision import prefix_lock, staging  # noqa: E402
+from envcheck.provision import prefix as target  # noqa: E402
 from envcheck.provision.install import install  # noqa: E402
 from envcheck.provision.plan import read_plan  # noqa: E402
 from tests.support.small_channels import many_files, noarch_package, pixi_lock, records  # noqa: E402
@@ -42,14 +42,14 @@ from tests.support.small_channels import many_files, noarch_package, pixi_lock, 
 def _pieces(prefix: Path) -> float:
     """Seconds for lock + recover + one rename into place, as install does them."""
     t = time.perf_counter()
-    with prefix_lock.hold(prefix_lock.lock_path(prefix), f"prefix {prefix}", 0, print):
-        staging.recover(prefix)
-        stage = staging.staging_path(prefix)
+    with target.hold(target.lock_path(prefix), f"prefix {prefix}", 0, print):
+        target.recover(prefix)
+        stage = target.staging_path(prefix)
         stage.mkdir()
-        old = staging.swap_in(stage, prefix)
+        old = target.swap_in(stage, prefix)
     took = time.perf_counter() - t
     if old is not None:
-        staging.remove_tree(old)
+        target.remove_tree(old)
     return took
 
 

@@ -2,11 +2,11 @@
 
 ``read_lock(path, platform=None, *, environment=None, records=False) -> Lock`` reads a
 conda-lock file, a pixi.lock or a conda explicit file (read.py); every caller reads locks
-through it. ``model`` and the readers run on Python 3.8 with the standard library and PyYAML,
-so verify (which runs inside old environments) reads locks with them; py-rattler
-(``records=True``, install) and conda-lock's models (``condalock``, build) are imported only
-when asked for. ``write`` needs the build extra. This package imports nothing from verify or
-provision.
+through it (install through ``read_lock_records``, which is ``records=True``). ``model`` and
+the readers run on Python 3.8 with the standard library and PyYAML, so verify (which runs
+inside old environments) reads locks with them; py-rattler (``records=True``, install) and
+conda-lock's models (``condalock``, build) are imported only when asked for. ``write`` needs
+the build extra. This package imports nothing from verify or provision.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The one way a lock's record becomes a ``LockedPackage``, whichever format or parser gave it.
+"""The one way a lock's record becomes a ``LockedPackage``, whichever format or parser gave it,
+and the checks every lock's packages pass.
 
 Standard library only (verify reads locks on Python 3.8).
 """
@@ -79,6 +80,16 @@ def packages_from_rows(rows: list[list[Any]], platform: str) -> tuple[LockedPack
 # one clause of a conda version spec: an optional operator, then a version that starts with a
 # digit (`>=2.17`, `2.17.*`, `<3.0.a0`) or `*`
 _SPEC_CLAUSE = re.compile(r"\s*(?:(?:>=|<=|==|!=|~=|>|<|=)\s*)?(?:[0-9][0-9A-Za-z._+*]*|\*)\s*")
+
+
+def check_packages(path: Path, packages: tuple[LockedPackage, ...]) -> None:
+    """BadInput with one line when a lock lists no packages, has a virtual-package constraint
+    that is not a version spec, or lists a package twice for one platform."""
+    if not packages:
+        raise BadInput(f"{path}: the lock lists no packages (an empty lock checks nothing)")
+    for p in packages:
+        check_virtual(path, p)
+    check_unique(path, packages)
 
 
 def check_virtual(path: Path, package: LockedPackage) -> None:

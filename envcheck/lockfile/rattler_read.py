@@ -28,16 +28,18 @@ def read(lock: str, platform: str | None) -> tuple[str, str, tuple[Any, ...], li
     """(sha256, platform, rattler's RepoDataRecords, rows) of ``lock`` for ``platform`` (None:
     this machine's). BadInput when the lock is not a regular file, is too large, does not
     parse, or lacks the platform (naming the ones it has)."""
-    got = read_platform(lock, platform, None)
+    data = read_bytes(lock, "lock", MAX_LOCK_BYTES)  # no FIFO, device or endless file
+    got = read_platform(lock, data, platform, None)
     return got["sha256"], got["platform"], got["records"], got["rows"]
 
 
-def read_platform(lock: str, platform: str | None, environment: str | None) -> dict[str, Any]:
-    """``read``'s values by name, with the lock's "format", "platforms" and "environment":
-    the environment read (None: the default one)."""
+def read_platform(
+    lock: str, data: bytes, platform: str | None, environment: str | None
+) -> dict[str, Any]:
+    """``read``'s values by name, of ``data`` (the bytes of the file ``lock``), with the lock's
+    "format", "platforms" and "environment": the environment read (None: the default one)."""
     import rattler
 
-    data = read_bytes(lock, "lock", MAX_LOCK_BYTES)  # no FIFO, device or endless file
     try:
         lf = _parse(rattler, lock, data)
     except Exception as e:  # rattler raises its own exception types for parse errors

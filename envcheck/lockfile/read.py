@@ -3,9 +3,10 @@
 
 Without ``records`` the file is parsed here (standard library and PyYAML: verify runs this on
 Python 3.8): ``document`` loads the YAML, ``condalock_read``, ``pixi_read`` and
-``explicit_read`` make the Lock. With ``records``, py-rattler parses it (``rattler_read``,
-install extra) and the Lock carries the RepoDataRecords install links. A test holds the two
-equal on every fixture lock.
+``explicit_read`` make the Lock. With ``records`` (``read_lock_records``, which install calls),
+py-rattler parses it (``rattler_read``, install extra) and the Lock carries the RepoDataRecords
+install links. Either way the packages pass the same checks (``package.check_packages``). A
+test holds the two equal on every fixture lock.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from pathlib import Path
 from envcheck.errors import BadInput
 from envcheck.inputs import MAX_LOCK_BYTES, read_bytes
 from envcheck.lockfile.model import Lock
-from envcheck.lockfile.package import check_unique, check_virtual, packages_from_rows
+from envcheck.lockfile.package import check_packages, packages_from_rows
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from os import PathLike
 
-__all__ = ["packages_from_rows", "read_built_lock", "read_lock"]
+__all__ = ["packages_from_rows", "read_built_lock", "read_lock", "read_lock_records"]
 
 
 def read_lock(
@@ -41,17 +42,37 @@ def read_lock(
     for one platform (naming both records), or lacks the platform or environment (naming those
     it has).
     """
-    path = Path(path)
     if records:
-        lock = _rattler_lock(path, platform, environment)
-    else:
-        lock = _only(_parsed(path, environment), platform)
-    if not lock.packages:
-        raise BadInput(f"{path}: the lock lists no packages (an empty lock checks nothing)")
-    for p in lock.packages:
-        check_virtual(path, p)
-    check_unique(path, lock.packages)
+        return read_lock_records(path, platform, environment=environment)
+    path = Path(path)
+    lock = _only(_parsed(path, environment), platform)
+    check_packages(path, lock.packages)
     return lock
+
+
+def read_lock_records(
+    path: str | PathLike[str], platform: str | None = None, *, environment: str | None = None
+) -> Lock:
+    """``read_lock(path, platform, environment=environment, records=True)``: the Lock of
+    ``platform`` (None: this machine's) as py-rattler parses it, with its RepoDataRecords in
+    the lock's order, which install links."""
+    from envcheck.lockfile import rattler_read
+
+    path = Path(path)
+    data = read_bytes(path, "lock", MAX_LOCK_BYTES)  # no FIFO, device or endless file
+    read = rattler_read.read_platform(str(path), data, platform, environment)
+    packages = packages_from_rows(read["rows"], read["platform"])
+    check_packages(path, packages)
+    return Lock(
+        path=path,
+        format=read["format"],
+        platforms=read["platforms"],
+        packages=packages,
+        platform=read["platform"],
+        sha256=read["sha256"],
+        environment=read["environment"],
+        records=read["records"],
+    )
 
 
 def read_built_lock(path: str | PathLike[str]) -> Lock:
@@ -111,20 +132,3 @@ def _only(lock: Lock, platform: str | None) -> Lock:
         has = ", ".join(sorted(lock.platforms)) or "none"
         raise BadInput(f"{lock.path} has no packages for platform {platform}; it has: {has}")
     return replace(lock, packages=packages, platform=platform)
-
-
-def _rattler_lock(path: Path, platform: str | None, environment: str | None) -> Lock:
-    """The Lock of one platform as py-rattler reads it, its RepoDataRecords kept."""
-    from envcheck.lockfile import rattler_read
-
-    read = rattler_read.read_platform(str(path), platform, environment)
-    return Lock(
-        path=path,
-        format=read["format"],
-        platforms=read["platforms"],
-        packages=packages_from_rows(read["rows"], read["platform"]),
-        platform=read["platform"],
-        sha256=read["sha256"],
-        environment=read["environment"],
-        records=read["records"],
-    )

@@ -18,13 +18,14 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from envcheck import interrupts
 from envcheck.errors import EnvcheckError
 from envcheck.fds import write_all
 from envcheck.provision import _link_child
+from envcheck.provision.validate import UnsafePackage
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -181,15 +182,26 @@ class Linker:
             self._reap(True)
 
     def extract(self, items: list[tuple[str, str, str]]) -> None:
-        """Unpack each (archive, folder, its sha256 or md5) into the cache, its bytes checked."""
-        self.run({"op": "extract", "items": items}, f"unpacking into {self.cache}")
+        """Unpack each (archive, folder, its sha256 or md5) into the cache, its bytes checked.
+        An archive py-rattler refuses to unpack (a member outside its folder, through a symlink
+        of its own) is a bad package: UnsafePackage, exit 4."""
+        try:
+            self.run({"op": "extract", "items": items}, f"unpacking into {self.cache}")
+        except JobFailed as e:
+            raise UnsafePackage(f"{e.message} (the package is refused)") from None
 
     def link(
-        self, staging: Path, final: Path, archives: dict[str, str], on_tick: Callable[[int], None]
+        self,
+        staging: Path,
+        final: Path,
+        archives: dict[str, str],
+        on_linked: Sequence[Callable[[int], None]] = (),
     ) -> None:
         """Link the plan's records into ``staging`` for the final path ``final``, from the
         cache's unpacked packages (``archives``: each record's URL -> its checked archive);
-        the last job: the child then leaves while the install goes on."""
+        each of ``on_linked`` hears the index of every record linked. The last job: the child
+        then leaves while the install goes on. When this raises, the child is stopped first:
+        nothing writes into ``staging`` any more."""
         job = {
             "op": "link",
             "staging": str(staging),
@@ -197,7 +209,16 @@ class Linker:
             "pkgs": f"{self.cache}/pkgs",
             "archives": archives,
         }
-        self.run(job, f"linking into {final}", on_tick)
+
+        def tick(index: int) -> None:
+            for hear in on_linked:
+                hear(index)
+
+        try:
+            self.run(job, f"linking into {final}", tick)
+        except BaseException:
+            self.stop()
+            raise
         self.finish()
 
     def run(

@@ -7,7 +7,7 @@ import sys
 
 from envcheck.errors import BadInput
 from envcheck.provision.bars import Bars
-from envcheck.provision.install import Outcome, install
+from envcheck.provision.install import install
 from envcheck.provision.options import InstallOptions
 from envcheck.provision.plan import read_plan
 from envcheck.report import Report, Result, Status
@@ -31,7 +31,8 @@ def require_install_extra() -> None:
 
 
 def install_lock(opts: InstallOptions) -> Report:
-    """Create ``opts.prefix`` from the lock, every package's hash checked before it links."""
+    """Create ``opts.prefix`` from the lock, every package's hash checked before it links; one
+    result and one line (what a person or a script reads; --json/--junit carry it)."""
     require_install_extra()
     plan = read_plan(opts.lock, opts.platform)
     bars = Bars(len(plan.conda) + len(plan.pip), len(plan.conda), opts.progress)
@@ -48,16 +49,6 @@ def install_lock(opts: InstallOptions) -> Report:
             lock_timeout=opts.lock_timeout,
             fetch_timeout=opts.fetch_timeout,
         )
-    return _report(outcome)
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
-
-
-def _report(outcome: Outcome) -> Report:
-    """One result and one line: what a person or a script reads (--json/--junit carry it)."""
-    plan = outcome.plan
     lock = f"lock sha256 {plan.lock_sha256[:12]}, {plan.platform}"
     if outcome.noop:
         message = f"{outcome.prefix} is already installed from {plan.lock} ({lock}): nothing to do"
@@ -65,8 +56,8 @@ def _report(outcome: Outcome) -> Report:
         pip = f" + {outcome.pip} pip" if outcome.pip else ""
         message = (
             f"installed {outcome.conda} conda{pip} packages into {outcome.prefix} "
-            f"({_mb(outcome.bytes_total)}, {_mb(outcome.bytes_fetched)} downloaded, "
-            f"{outcome.seconds:.1f} s; {lock})"
+            f"({outcome.bytes_total / 1e6:.1f} MB, {outcome.bytes_fetched / 1e6:.1f} MB "
+            f"downloaded, {outcome.seconds:.1f} s; {lock})"
         )
     result = Result("install", Status.PASS, message, node=plan.platform, group="install")
     env = {"lock": str(plan.lock), "lock sha256": plan.lock_sha256, "prefix": str(outcome.prefix)}

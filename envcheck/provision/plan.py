@@ -6,7 +6,7 @@ from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.lockfile.model import LockedPackage
-from envcheck.lockfile.read import read_lock
+from envcheck.lockfile.read import read_lock_records
 from envcheck.record import frozen
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -22,6 +22,9 @@ class Plan:
     records: tuple[Any, ...]  # rattler RepoDataRecords, in the lock's order
     conda: tuple[LockedPackage, ...]  # the files to fetch and check, one per record
     pip: tuple[LockedPackage, ...]
+    # url -> the size a conda record states (a pixi.lock's ``size``; conda-lock files have
+    # none): the fetch reads no source past it
+    sizes: dict[str, int]
 
 
 def read_plan(lock: Path, platform: str | None) -> Plan:
@@ -31,7 +34,7 @@ def read_plan(lock: Path, platform: str | None) -> Plan:
     lacks the platform (naming the ones it has), lists a package twice (naming both records),
     or has a package without a hash to check.
     """
-    read = read_lock(lock, platform, records=True)
+    read = read_lock_records(lock, platform)
     for p in read.packages:
         if not p.sha256 and not p.md5:
             raise BadInput(f"{lock}: {p.manager} package {p.name} {p.version} has no hash to check")
@@ -44,4 +47,9 @@ def read_plan(lock: Path, platform: str | None) -> Plan:
         read.records,
         conda=tuple(p for p in read.packages if p.manager == "conda"),
         pip=tuple(p for p in read.packages if p.manager == "pip"),
+        sizes={
+            str(r.url): size
+            for r in read.records
+            if isinstance(size := getattr(r, "size", None), int) and size > 0
+        },
     )

@@ -24,7 +24,8 @@ import json
 import marshal
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from envcheck.errors import BadInput
@@ -209,8 +210,8 @@ def prepare(
     unpack: Callable[[list[tuple[str, str, str]]], None],
 ) -> list[Unpacked]:
     """Each (artifact, checked archive) as a verified unpacked folder whose metadata passed
-    validate.py, unpacking where needed through ``unpack`` (the linker child). A package
-    validate.py refuses leaves nothing in the cache."""
+    validate.py, unpacking where needed through ``unpack`` (the linker child's ``extract``). A
+    package validate.py or the unpacker refuses (UnsafePackage) leaves nothing in the cache."""
     found: dict[int, tuple[Walk, bool]] = {}
     todo = []
     for i, (artifact, _archive) in enumerate(items):
@@ -222,12 +223,13 @@ def prepare(
             found[i] = seen
     if todo:
         (cache / "pkgs").mkdir(parents=True, exist_ok=True)
-        unpack(
-            [
-                (str(items[i][1]), str(folder_for(cache, items[i][0])), _key(items[i][0]))
-                for i in todo
-            ]
-        )
+        batch = [(items[i][0], items[i][1], folder_for(cache, items[i][0])) for i in todo]
+        try:
+            unpack([(str(archive), str(folder), _key(a)) for a, archive, folder in batch])
+        except validate.UnsafePackage:  # nothing of a refused batch stays in the cache
+            for _a, _archive, folder in batch:
+                forget(folder)
+            raise
         for i in todo:
             found[i] = (record(items[i][0], folder_for(cache, items[i][0])), False)
     ready = [Unpacked(a, folder_for(cache, a), *found[i]) for i, (a, _) in enumerate(items)]
@@ -287,21 +289,34 @@ def _overwrite(path: Path, text: str) -> None:
         os.close(fd)
 
 
+@contextmanager
+def verified(
+    items: Sequence[tuple[LockedPackage, Path]],
+    cache: Path,
+    unpack: Callable[[list[tuple[str, str, str]]], None],
+) -> Iterator[Renewal]:
+    """The block links from the verified unpacked folders of ``items`` (``prepare``), in the
+    order of the plan's records; when it completes (every package linked), their digests are
+    renewed (``Renewal``)."""
+    renewal = Renewal(prepare(items, cache, unpack))
+    yield renewal
+    renewal.write()
+
+
 class Renewal:
     """The digests to renew after a complete install. Each folder's files are looked at again
     and its new digest made as soon as its package is linked (``linked``, while the linker
-    child goes on with the others); the markers are written by ``write``, once the install
-    is complete."""
+    child goes on with the others); the markers are written by ``write``, once every package
+    is linked."""
 
     def __init__(self, done: Sequence[Unpacked]) -> None:
-        self.done = list(done)
-        self.by_url = {u.artifact.url: i for i, u in enumerate(self.done)}
+        self.done = list(done)  # in the order of the plan's records
         self.marks: dict[int, str | None] = {}
 
-    def linked(self, url: str) -> None:
-        i = self.by_url.get(url)
-        if i is not None and i not in self.marks:
-            self.marks[i] = self._mark(self.done[i])
+    def linked(self, index: int) -> None:
+        """The package of the plan's record ``index`` is linked (other indexes: ignored)."""
+        if 0 <= index < len(self.done) and index not in self.marks:
+            self.marks[index] = self._mark(self.done[index])
 
     @staticmethod
     def _mark(u: Unpacked) -> str | None:
