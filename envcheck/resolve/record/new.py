@@ -345,18 +345,13 @@ def _add_extras(lines: _Lines, extras: Sequence[str]) -> None:
     """The --with entries the record has no rule for. One naming a package the recipe already
     holds is not listed twice (the recipe would not build): a bare name is there already, a
     spec takes the place of the recipe's entry (the lint then holds it to the record)."""
-    from envcheck.resolve.spec import conda_spec
-
-    def name(spec: str) -> str:
-        ms = conda_spec(spec)
-        return ms.name.normalized if ms.name else spec
-
-    held = {name(spec): i for i, (spec, _) in enumerate(lines.deps)}
+    held = {package_spec(spec).name: i for i, (spec, _) in enumerate(lines.deps)}
     for spec in extras:
-        i = held.get(name(spec))
+        given = package_spec(spec)
+        i = held.get(given.name)
         if i is None:
             lines.add(spec, "not in the record: the solve picks one that takes the pins above")
-        elif conda_spec(spec).version is not None or conda_spec(spec).build is not None:
+        elif given.version is not None or given.build is not None:
             old, why = lines.deps[i]
             lines.deps[i] = (spec, f"--with, in place of {old} ({why})")
 
