@@ -201,10 +201,10 @@ def slurm_script(
     with ``job=True``, whose tasks) verify themselves before ``then`` runs; ``submit=True``
     submits it, waits and returns the job's verify report. ``slurm_version`` ('17.11'...) is
     the target Slurm ('' = `sinfo --version` here, else 17.11)."""
-    from envcheck.slurm.options import SlurmScriptOptions
+    from envcheck.slurm.options import Options
     from envcheck.slurm.pipeline import slurm_script as run
 
-    options = SlurmScriptOptions(
+    options = Options(
         nodes=nodes, gpus_per_node=gpus_per_node, cpus_per_gpu=cpus_per_gpu,
         partition=partition, time=time, account=account, job_name=job_name,
         env=os.fspath(env), lock=os.fspath(lock), protocol=protocol, interface=interface,

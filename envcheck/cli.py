@@ -80,10 +80,23 @@ BUILD_PACKAGE = "envcheck.resolve"
 class _Parser(argparse.ArgumentParser):
     """argparse, but bad flags exit with ExitCode.BAD_INPUT and one line."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str, prog: str = "") -> None:  # type: ignore[override]
         # one line, as every other bad input; the usage block is one --help away
-        say(f"error: {message} (see {self.prog} --help)")
-        raise _BadArguments(self.prog, f"{message} (see {self.prog} --help)")
+        prog = prog or self.prog
+        say(f"error: {message} (see {prog} --help)")
+        raise _BadArguments(prog, f"{message} (see {prog} --help)")
+
+    def parse_args(  # type: ignore[override]
+        self, args: list[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """argparse's, but flags the verb does not take send to the verb's --help (the verb's
+        parser hands them up to this one, whose --help does not list them)."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            verb = [w for w in (getattr(ns, "verb", None), getattr(ns, "subverb", None)) if w]
+            self.error(f"unrecognized arguments: {' '.join(extras)}",
+                       " ".join([self.prog, *verb]))
+        return ns
 
 
 class _BadArguments(SystemExit):

@@ -24,6 +24,9 @@ class WhyOptions:
         if not values.text(self.package, "PKG").strip():
             raise BadInput("why: give a package name")
         set_(self, "file", values.path(self.file, "LOCK|RECIPE"))
+        if not self.file.exists() and Path(self.package).is_file():
+            raise BadInput(f"{self.file} does not exist and {self.package} is a file: the "
+                           f"package comes first (envcheck why {self.file} {self.package})")
         set_(self, "recipe", values.optional_path(self.recipe, "--recipe"))
         values.flag(self.not_, "--not")
         values.optional_text(self.environment, "--environment")

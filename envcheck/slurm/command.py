@@ -1,7 +1,7 @@
 """`envcheck slurm script`: print (or --submit) an sbatch script whose Dask cluster verifies
 itself before the work runs. docs/slurm.md has the script's anatomy.
 
-This module only parses: flags -> SlurmScriptOptions (options.py) -> pipeline.py -> Report."""
+This module only parses: flags -> Options (options.py) -> pipeline.py -> Report."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import argparse
 
 from envcheck.flags import seconds
 from envcheck.report import Report
-from envcheck.slurm.options import SlurmScriptOptions
+from envcheck.slurm.options import DEFAULT_WAIT, VERDICTS, Options
 from envcheck.slurm.pipeline import slurm_script
-from envcheck.slurm.script import DEFAULT_WAIT, VERDICTS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,9 +65,9 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
-def options_from_args(args: argparse.Namespace) -> SlurmScriptOptions:
-    """The flags as one SlurmScriptOptions: the only place that reads this verb's Namespace."""
-    return SlurmScriptOptions(
+def options_from_args(args: argparse.Namespace) -> Options:
+    """The flags as one Options: the only place that reads this verb's Namespace."""
+    return Options(
         nodes=args.nodes, gpus_per_node=args.gpus_per_node, cpus_per_gpu=args.cpus_per_gpu,
         partition=args.partition, time=args.time, account=args.account,
         job_name=args.job_name, env=args.env, lock=args.lock, protocol=args.protocol,

@@ -12,7 +12,9 @@ from pathlib import Path
 from envcheck import values
 from envcheck.errors import BadInput
 from envcheck.inputs import check_regular
-from envcheck.slurm.script import DEFAULT_WAIT, VERDICTS, ScriptOptions
+
+DEFAULT_WAIT = 300  # seconds for the scheduler and every worker to come up
+VERDICTS = {"pass": (0,), "warn": (0, 1)}  # --then-on: verify exit codes that let --then run
 
 _TIME = re.compile(r"^(\d+-)?\d+(:\d+){0,2}$")
 # Upper bounds: past them the number is a typo, and it would reach bash arithmetic (64-bit) and
@@ -35,18 +37,21 @@ def _flag(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class SlurmScriptOptions:
+class Options:
+    """Built from flags or keywords; once built, valid and ready to render: the paths are
+    absolute, job_name and (with submit) shared_dir hold their defaults."""
+
     nodes: int = 1
     gpus_per_node: int = 1
     cpus_per_gpu: int = 1
     partition: str = ""
     time: str = ""
     account: str = ""
-    job_name: str = ""  # default envcheck-dask, with job envcheck-job
+    job_name: str = ""  # "" = envcheck-dask, with job envcheck-job
     env: str = ""  # prefix to activate ("" = the submitting shell's environment)
     lock: str = ""  # lock the workers' packages must match (verify --lock)
     protocol: str = "tcp"
-    interface: str = ""
+    interface: str = ""  # network interface for scheduler and workers (ib0, eth0)
     dashboard: str = "127.0.0.1:0"
     shared_dir: str = ""  # "" = $SLURM_SUBMIT_DIR/.envcheck (with submit: ./.envcheck)
     wait: int = DEFAULT_WAIT
@@ -54,8 +59,8 @@ class SlurmScriptOptions:
     smoke: str = "all"
     then: str = ""
     then_on: str = "warn"
-    sbatch: tuple[str, ...] = ()  # extra #SBATCH options
-    job: bool = False  # no Dask cluster: every task runs `envcheck verify job`
+    sbatch: tuple[str, ...] = ()  # further "#SBATCH" lines, verbatim sbatch options
+    job: bool = False  # no Dask cluster: every task runs `envcheck verify job` (srun's ranks)
     submit: bool = False  # submit with sbatch, wait, print the job's verify report
     submit_timeout: float | None = None  # with submit: cancel the job after this long
     slurm_version: str = ""  # the target Slurm ("" = `sinfo --version` here, else 17.11)
@@ -65,24 +70,22 @@ class SlurmScriptOptions:
         _check_types(self)
         _check_values(self)
         _check_combinations(self)
-
-    def script(self) -> ScriptOptions:
-        """The options script.py renders, paths made absolute."""
         shared = self.shared_dir or (".envcheck" if self.submit else "")
-        return ScriptOptions(
-            nodes=self.nodes, gpus_per_node=self.gpus_per_node, cpus_per_gpu=self.cpus_per_gpu,
-            partition=self.partition, time=self.time, account=self.account,
-            job_name=self.job_name or ("envcheck-job" if self.job else "envcheck-dask"),
-            env=os.path.abspath(self.env) if self.env else "",
-            lock=os.path.abspath(self.lock) if self.lock else "",
-            protocol=self.protocol, interface=self.interface, dashboard=self.dashboard,
-            shared_dir=os.path.abspath(shared) if shared else "",
-            wait=self.wait, verify_timeout=self.verify_timeout, smoke=self.smoke,
-            then=self.then, then_on=self.then_on, extra_sbatch=self.sbatch, job=self.job,
-            slurm=self.target_slurm(),
-        )  # fmt: skip
+        settled = {
+            "job_name": self.job_name or ("envcheck-job" if self.job else "envcheck-dask"),
+            "env": os.path.abspath(self.env) if self.env else "",
+            "lock": os.path.abspath(self.lock) if self.lock else "",
+            "shared_dir": os.path.abspath(shared) if shared else "",
+        }
+        for name, value in settled.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def workers(self) -> int:
+        return self.nodes * self.gpus_per_node
 
     def target_slurm(self) -> tuple[int, int]:
+        """The Slurm release the script is written for (envcheck/slurm/version.py)."""
         from envcheck.slurm import version
 
         if self.slurm_version:
@@ -90,7 +93,7 @@ class SlurmScriptOptions:
         return version.detect() or version.OLDEST
 
 
-def _check_types(o: SlurmScriptOptions) -> None:
+def _check_types(o: Options) -> None:
     for name in _WHOLE:
         value = getattr(o, name)
         if isinstance(value, bool) or not isinstance(value, int):
@@ -110,7 +113,7 @@ def _check_types(o: SlurmScriptOptions) -> None:
         values.flag(getattr(o, name), _flag(name))
 
 
-def _check_values(o: SlurmScriptOptions) -> None:
+def _check_values(o: Options) -> None:
     """Numbers within bounds (nan is not), no control characters (a newline would start a new
     #SBATCH or shell line; --then, a command by design, may hold newlines and tabs), no hetjob
     words in #SBATCH values."""
@@ -133,7 +136,7 @@ def _check_values(o: SlurmScriptOptions) -> None:
             raise BadInput(f"--sbatch {opt!r}: give an sbatch option, e.g. --constraint=a100")
 
 
-def _check_combinations(o: SlurmScriptOptions) -> None:
+def _check_combinations(o: Options) -> None:
     if o.job:
         given = [k for k, default in _DASK_ONLY.items() if getattr(o, k) != default]
         if given:

@@ -10,49 +10,18 @@ Pure: options in, text out.
 No option value becomes shell code: every user value reaches bash through `shlex.quote` (an
 argument, or the single string `bash -c` runs for --then), and reaches sbatch's own #SBATCH
 parser double-quoted with backslash escapes. The only expansions in the script are envcheck's
-own variables (`Var`). Values with control characters never get here (command.py refuses them).
+own variables (`Var`). Values with control characters never get here (options.py refuses them).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 
+from envcheck.slurm.options import VERDICTS, Options
 from envcheck.slurm.version import GPUS_PER_TASK, OLDEST, OVERLAP, text
 
-DEFAULT_WAIT = 300  # seconds for the scheduler and every worker to come up
-VERDICTS = {"pass": (0,), "warn": (0, 1)}  # --then-on: verify exit codes that let --then run
-
-
-@dataclass(frozen=True)
-class ScriptOptions:
-    nodes: int = 1
-    gpus_per_node: int = 1
-    cpus_per_gpu: int = 1
-    partition: str = ""
-    time: str = ""
-    account: str = ""
-    job_name: str = "envcheck-dask"
-    env: str = ""  # prefix to activate ("" = the submitting shell's environment)
-    lock: str = ""  # lock the workers' packages must match (verify --lock)
-    protocol: str = "tcp"
-    interface: str = ""  # network interface for scheduler and workers (ib0, eth0)
-    dashboard: str = "127.0.0.1:0"
-    shared_dir: str = ""  # "" = $SLURM_SUBMIT_DIR/.envcheck (must be visible to every node)
-    wait: int = DEFAULT_WAIT
-    verify_timeout: float = 60.0
-    smoke: str = "all"
-    then: str = ""
-    then_on: str = "warn"
-    output: str = ""  # sbatch --output ("" = Slurm's slurm-%j.out)
-    extra_sbatch: tuple[str, ...] = ()  # further "#SBATCH" lines, verbatim options
-    job: bool = False  # no Dask cluster: every task runs `envcheck verify job` (srun's ranks)
-    slurm: tuple[int, int] = OVERLAP  # the target Slurm's release (envcheck/slurm/version.py)
-
-    @property
-    def workers(self) -> int:
-        return self.nodes * self.gpus_per_node
+Slurm = tuple[int, int]  # the target Slurm's release (envcheck/slurm/version.py)
 
 
 def _q(s: str) -> str:
@@ -72,7 +41,7 @@ def _sbatch_word(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _directives(o: ScriptOptions) -> list[str]:
+def _directives(o: Options) -> list[str]:
     lines = [
         f"--job-name={o.job_name}",
         f"--nodes={o.nodes}",
@@ -80,36 +49,35 @@ def _directives(o: ScriptOptions) -> list[str]:
         f"--cpus-per-task={o.cpus_per_gpu}",
         f"--gres=gpu:{o.gpus_per_node}",
     ]
-    for flag, value in (("partition", o.partition), ("time", o.time), ("account", o.account),
-                        ("output", o.output)):
+    for flag, value in (("partition", o.partition), ("time", o.time), ("account", o.account)):
         if value:
             lines.append(f"--{flag}={value}")
-    lines += list(o.extra_sbatch)
+    lines += list(o.sbatch)
     return [f"#SBATCH {_sbatch_word(line)}" for line in lines]
 
 
-def _needs(o: ScriptOptions) -> str:
+def _needs(o: Options, slurm: Slurm) -> str:
     """The header line naming the oldest Slurm this script runs on, and why."""
-    if o.slurm >= OVERLAP and not o.job:
+    if slurm >= OVERLAP and not o.job:
         return "# Needs Slurm >= 20.11 (srun --overlap; --gpus-per-task from 19.05)"
-    if o.slurm >= GPUS_PER_TASK:
+    if slurm >= GPUS_PER_TASK:
         return "# Needs Slurm >= 19.05 (srun --gpus-per-task)"
     return (f"# Needs Slurm >= {text(OLDEST)}: GPUs by --gres per node, one per task by "
             "SLURM_LOCALID")
 
 
-def _srun(o: ScriptOptions) -> str:
+def _srun(o: Options, slurm: Slurm) -> str:
     """srun's placement flags: one task per GPU, each bound to its own GPU."""
-    overlap = "--overlap " if o.slurm >= OVERLAP and not o.job else ""
-    gpus = ("--gpus-per-task=1" if o.slurm >= GPUS_PER_TASK
+    overlap = "--overlap " if slurm >= OVERLAP and not o.job else ""
+    gpus = ("--gpus-per-task=1" if slurm >= GPUS_PER_TASK
             else f"--gres=gpu:{o.gpus_per_node}")
     return f"srun {overlap}--nodes={o.nodes} --ntasks-per-node={o.gpus_per_node} {gpus}"
 
 
-def _bind(o: ScriptOptions) -> str:
+def _bind(slurm: Slurm) -> str:
     """Before Slurm 19.05 every task of a node sees the node's GPUs: each keeps the one of its
     node-local rank (SLURM_LOCALID). Empty where --gpus-per-task binds them."""
-    if o.slurm >= GPUS_PER_TASK:
+    if slurm >= GPUS_PER_TASK:
         return ""
     return ("bash -c 'export CUDA_VISIBLE_DEVICES=\"$(echo \"$CUDA_VISIBLE_DEVICES\" | "
             "cut -d, -f$((SLURM_LOCALID + 1)))\"; exec \"$@\"' envcheck-gpu ")
@@ -128,12 +96,13 @@ else
 fi"""
 
 
-def render(o: ScriptOptions) -> str:
-    """The whole script as text: a Dask cluster, or with ``job`` the launcher's own ranks."""
-    return _render_job(o) if o.job else _render_dask(o)
+def render(o: Options, slurm: Slurm) -> str:
+    """The whole script for that Slurm release as text: a Dask cluster, or with ``job`` the
+    launcher's own ranks."""
+    return _render_job(o, slurm) if o.job else _render_dask(o, slurm)
 
 
-def _then(o: ScriptOptions) -> str:
+def _then(o: Options) -> str:
     if not o.then:
         return "# no --then: the job ends with the verdict"
     allowed = " ".join(str(c) for c in VERDICTS[o.then_on])
@@ -149,13 +118,13 @@ def _then(o: ScriptOptions) -> str:
 esac"""
 
 
-def _preamble(o: ScriptOptions, what: str) -> str:
+def _preamble(o: Options, slurm: Slurm, what: str) -> str:
     """Directives, environment, the run directory, the EXIT trap that ends what was started."""
     shared = _q(o.shared_dir) if o.shared_dir else '"$SLURM_SUBMIT_DIR/.envcheck"'
     return f"""#!/bin/bash
 {chr(10).join(_directives(o))}
 # Written by `envcheck slurm script`: {what}
-{_needs(o)}
+{_needs(o, slurm)}
 set -u
 {_activate(o.env)}
 RUN_DIR={shared}/"$SLURM_JOB_ID"
@@ -179,7 +148,7 @@ fail() {{ echo "envcheck: $1" >&2; echo "$1" > "$RUN_DIR/failed"; exit 3; }}
 """
 
 
-def _render_job(o: ScriptOptions) -> str:
+def _render_job(o: Options, slurm: Slurm) -> str:
     """Every task of the allocation runs `envcheck verify job`; rank 0 writes the report and
     every rank exits with the verdict, so srun's exit code is the verdict."""
     verify = [
@@ -190,16 +159,16 @@ def _render_job(o: ScriptOptions) -> str:
         verify += ["--lock", o.lock]
     what = (f"every one of the {o.workers} tasks ({o.nodes} node(s) x {o.gpus_per_node} GPU(s))\n"
             "# runs `envcheck verify job` before anything else runs. Exit code: verify's.")
-    return _preamble(o, what) + f"""
+    return _preamble(o, slurm, what) + f"""
 # the rendezvous's secret: every task gets it from srun's environment, no other uid can read
 # it, and no process without it can join or sign a verdict (envcheck's docs/security.md)
 ENVCHECK_JOB_SECRET="$(od -An -N32 -tx1 /dev/urandom | tr -d ' \\n')"
 export ENVCHECK_JOB_SECRET
 
 # 1. every task checks itself and the others; srun's exit code is the verdict
-{_srun(o)} \\
+{_srun(o, slurm)} \\
     --cpus-per-task={o.cpus_per_gpu} --kill-on-bad-exit=0 \\
-    {_bind(o)}{" ".join(_sh(verify))}
+    {_bind(slurm)}{" ".join(_sh(verify))}
 VERDICT=$?
 echo "$VERDICT" > "$RUN_DIR/verify.rc"
 
@@ -209,7 +178,7 @@ exit "$VERDICT"
 """
 
 
-def _render_dask(o: ScriptOptions) -> str:
+def _render_dask(o: Options, slurm: Slurm) -> str:
     """A Dask cluster in the allocation, verified by `envcheck verify cluster`."""
     iface = ["--interface", o.interface] if o.interface else []
     sched = [
@@ -229,7 +198,7 @@ def _render_dask(o: ScriptOptions) -> str:
     what = (f"a Dask cluster of {o.workers} workers ({o.nodes} node(s) x {o.gpus_per_node} "
             "GPU(s)),\n# verified by `envcheck verify cluster` before anything else runs. "
             "Exit code: verify's.")
-    return _preamble(o, what) + f"""SCHED_FILE="$RUN_DIR/scheduler.json"
+    return _preamble(o, slurm, what) + f"""SCHED_FILE="$RUN_DIR/scheduler.json"
 export ENVCHECK_SCHEDULER_FILE="$SCHED_FILE"
 rm -f "$SCHED_FILE"
 
@@ -253,9 +222,9 @@ else
     WORKER="python -m distributed.cli.dask_worker"
     WORKER_ARGS="--nthreads {o.cpus_per_gpu} --resources GPU=1"
 fi
-{_srun(o)} \\
+{_srun(o, slurm)} \\
     --cpus-per-task={o.cpus_per_gpu} --kill-on-bad-exit=0 \\
-    {_bind(o)}$WORKER --scheduler-file "$SCHED_FILE" $WORKER_ARGS {" ".join(_sh(iface))} \\
+    {_bind(slurm)}$WORKER --scheduler-file "$SCHED_FILE" $WORKER_ARGS {" ".join(_sh(iface))} \\
     --local-directory "${{TMPDIR:-/tmp}}" --no-dashboard --death-timeout 60 \\
     > "$RUN_DIR/workers.log" 2>&1 &
 PIDS="$PIDS $!"

@@ -117,16 +117,17 @@ def _add_probe_and_health_expectations(g: argparse._ArgumentGroup) -> None:
         dest="imports",
         action="append",
         default=[],
-        metavar="MODULE",
-        help="module that must import in a fresh process (repeatable)",
+        metavar="MODULE[,MODULE]",
+        help="modules that must import in a fresh process (repeatable)",
     )
     g.add_argument(
         "--library",
         dest="libraries",
         action="append",
         default=[],
-        metavar="NAME",
-        help="shared library that must resolve: nccl, openblas, cuda, libfoo.so.1 (repeatable)",
+        metavar="NAME[,NAME]",
+        help="shared libraries that must resolve: nccl, openblas, cuda, libfoo.so.1 "
+        "(repeatable)",
     )
     g.add_argument(
         "--expect-ucx", action="store_true", default=None, help="UCX must be usable by Dask"
@@ -165,8 +166,8 @@ def expect_options_from_args(args: argparse.Namespace) -> ExpectOptions:
         cuda=args.cuda,
         min_glibc=args.min_glibc,
         min_compute_capability=args.min_compute_capability,
-        imports=tuple(args.imports),
-        libraries=tuple(args.libraries),
+        imports=_each(args.imports),
+        libraries=_each(args.libraries),
         expect_ucx=args.expect_ucx,
         since=args.since,
         ecc_corrected_threshold=args.ecc_corrected_threshold,
@@ -216,6 +217,12 @@ def expectations_from_options(opts: ExpectOptions) -> Expectations:
         ecc_corrected_threshold=DEFAULT_ECC_THRESHOLD if ecc is None else ecc,
         skip=_validate_skip(opts.skip),
     )
+
+
+def _each(values: list[str]) -> tuple[str, ...]:
+    """`--import a,b --import c` -> ('a', 'b', 'c'), as an --expect file's `import: a,b` reads:
+    blanks dropped, first occurrence kept (no module or library name holds a comma)."""
+    return tuple(dict.fromkeys(w.strip() for v in values for w in v.split(",") if w.strip()))
 
 
 def _parse_skip(values: list[str]) -> tuple:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from envcheck.errors import ExitCode
-from tests.support.subprocess_cluster import free_port, run_envcheck
+from tests.support.ports import free_port
+from tests.support.subprocess_cluster import run_envcheck
 
 NOISE = ("Traceback", "Exception ignored", "Error in atexit")
 

@@ -16,7 +16,8 @@ import pytest
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from tests.conftest import OTHER_MSGPACK
-from tests.support.subprocess_cluster import free_port, run_envcheck, start_cluster
+from tests.support.ports import free_port
+from tests.support.subprocess_cluster import run_envcheck, start_cluster
 
 pytestmark = pytest.mark.slow
 

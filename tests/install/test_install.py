@@ -3,7 +3,6 @@ installed into real prefixes; damaged packages, bad input and Ctrl-C in real pro
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -18,13 +17,10 @@ import pytest
 
 from envcheck.lockfile.read import read_lock
 from tests.support.condapkg import serve
+from tests.support.install_checks import install_cmd, sha256
 from tests.support.install_world import PIP_ENTRY, Installed, World, envcheck
 
 pytestmark = pytest.mark.slow
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _relocated_lock(world: World, new_base: str, dest: Path) -> Path:
@@ -72,7 +68,7 @@ def test_installed_env_runs_python_imports_dask_and_records_the_lock(py39_env: I
         assert (record["url"], record["sha256"]) == (p.url, p.sha256)
     assert (prefix / "lib/python3.9/site-packages/six-1.17.0.dist-info").is_dir()
     stamp = json.loads((meta / "envcheck-install.json").read_text())
-    assert stamp["lock_sha256"] == _sha256(world.lock)
+    assert stamp["lock_sha256"] == sha256(world.lock)
     assert (stamp["platform"], stamp["conda_packages"], stamp["pip_packages"]) == (
         "linux-64",
         len(conda),
@@ -80,7 +76,7 @@ def test_installed_env_runs_python_imports_dask_and_records_the_lock(py39_env: I
     )
     summary = " ".join(py39_env.first.stdout.split())
     assert summary.startswith(f"installed {len(conda)} conda + 1 pip packages into {prefix} (")
-    assert "MB downloaded" in summary and _sha256(world.lock)[:12] in summary
+    assert "MB downloaded" in summary and sha256(world.lock)[:12] in summary
     assert PIP_ENTRY.startswith("six==")
 
 
@@ -133,10 +129,10 @@ def test_damaged_package_fails_naming_it_and_touches_no_prefix(
     line = _one_line(done.stderr)
     assert "conda package dask 2024.8.0" in line
     if transport == "http":
-        assert f"lock says {locked.sha256}, file has {_sha256(target)}" in line
+        assert f"lock says {locked.sha256}, file has {sha256(target)}" in line
     else:  # a local file's own hash is never printed (an oracle on files the lock names)
         assert f"lock says {locked.sha256}, the file does not match" in line
-        assert _sha256(target) not in line
+        assert sha256(target) not in line
     if existing:
         assert _tree(prefix) == before
     else:
@@ -224,19 +220,7 @@ def test_ctrl_c_exits_130_and_leaves_no_prefix(py39_world: World, tmp_path: Path
     with serve(py39_world.channel_dir, chunk_delay_s=0.05) as slow:
         lock = _relocated_lock(py39_world, slow, tmp_path / "slow.conda-lock.yml")
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "envcheck",
-                "install",
-                str(lock),
-                "--prefix",
-                str(prefix),
-                "--cache-dir",
-                str(cache),
-                "--json",
-                str(tmp_path / "r.json"),
-            ],
+            install_cmd(lock, prefix, cache, "--json", str(tmp_path / "r.json")),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -367,4 +351,4 @@ def test_another_lock_moves_an_existing_env_to_it(py39_env: Installed, tmp_path:
         assert bool(files) == has_distributed, files[:5]
         assert bool(list((prefix / "conda-meta").glob("distributed-*.json"))) == has_distributed
         stamp = json.loads((prefix / "conda-meta" / "envcheck-install.json").read_text())
-        assert stamp["lock_sha256"] == _sha256(lock)
+        assert stamp["lock_sha256"] == sha256(lock)

@@ -29,36 +29,17 @@ from tests.support.small_channels import (
     pixi_lock,
     records,
 )
+from tests.support.wheels import DIST, record_digest, six_wheel
 
 pytestmark = pytest.mark.slow
 
 
 def _script_wheel(dest: Path) -> Path:
     """A wheel standing in for the lock's six 1.17.0 entry, with a console script."""
-    import base64
-    import hashlib
-    import zipfile
-
-    dist = "six-1.17.0.dist-info"
-    files = {
+    return six_wheel(dest, {
         "six_hello.py": b"import sys\n\ndef main():\n    print(sys.prefix)\n",
-        f"{dist}/METADATA": b"Metadata-Version: 2.1\nName: six\nVersion: 1.17.0\n",
-        f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\n"
-        b"Tag: py3-none-any\n",
-        f"{dist}/entry_points.txt": b"[console_scripts]\nsix-hello = six_hello:main\n",
-    }
-
-    def row(name: str, data: bytes) -> str:
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        return f"{name},sha256={digest},{len(data)}"
-
-    record = "\n".join([*(row(n, d) for n, d in files.items()), f"{dist}/RECORD,,"]) + "\n"
-    path = dest / "six-1.17.0-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as z:
-        for name, data in files.items():
-            z.writestr(name, data)
-        z.writestr(f"{dist}/RECORD", record)
-    return path
+        f"{DIST}/entry_points.txt": b"[console_scripts]\nsix-hello = six_hello:main\n",
+    })
 
 
 def test_the_env_names_its_final_path_not_the_staging_tree(
@@ -84,12 +65,7 @@ def test_the_env_names_its_final_path_not_the_staging_tree(
     (record,) = prefix.glob("lib/python3.9/site-packages/six-1.17.0.dist-info/RECORD")
     rows = {r.split(",")[0]: r for r in record.read_text().splitlines()}
     (row,) = [r for k, r in rows.items() if k.endswith("bin/six-hello")]
-    import base64
-    import hashlib
-
-    data = script.read_bytes()
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    assert row.endswith(f"sha256={digest},{len(data)}")
+    assert row.endswith(record_digest(script.read_bytes()))
     leaks = [
         str(p)
         for p in prefix.rglob("*")

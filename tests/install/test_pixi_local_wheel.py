@@ -9,32 +9,12 @@ from pathlib import Path
 
 from tests.support.install_world import Installed, envcheck
 from tests.support.small_channels import world_records
+from tests.support.wheels import six_wheel
 
 
 def _wheel(dest: Path) -> Path:
     """A small pure-Python wheel, six 1.17.0 as the world's lock pins it."""
-    import base64
-    import zipfile
-
-    dist = "six-1.17.0.dist-info"
-    files = {
-        "six.py": b"__version__ = '1.17.0'\n",
-        f"{dist}/METADATA": b"Metadata-Version: 2.1\nName: six\nVersion: 1.17.0\n",
-        f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\n"
-        b"Tag: py3-none-any\n",
-    }
-
-    def row(name: str, data: bytes) -> str:
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        return f"{name},sha256={digest},{len(data)}"
-
-    record = "\n".join([*(row(n, d) for n, d in files.items()), f"{dist}/RECORD,,"]) + "\n"
-    path = dest / "six-1.17.0-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as z:
-        for name, data in files.items():
-            z.writestr(name, data)
-        z.writestr(f"{dist}/RECORD", record)
-    return path
+    return six_wheel(dest, {"six.py": b"__version__ = '1.17.0'\n"})
 
 
 def _pixi_lock(env: Installed, wheel: Path, path: Path) -> Path:

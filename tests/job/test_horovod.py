@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from tests.support.horovod_env import (
     beside_other_torch,
     horovod_env,
 )
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("horovod")]
 
@@ -43,12 +43,6 @@ def run(env: HorovodEnv, *cmd: str, cwd: Path, timeout: float = 240) -> subproce
 
 def by_check(report: Path) -> dict[str, dict]:
     return {r["check"]: r for r in json.loads(report.read_text())["results"]}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_horovodrun_gloo_two_ranks_pass_with_horovods_own_allreduce(hvd, tmp_path):

@@ -8,15 +8,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
+
+from tests.support.ranks import arrived, start_ranks
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("torch.distributed")
@@ -26,35 +26,8 @@ TIMEOUT = 20  # --timeout (ranks start slowly on busy cores)
 BOUND = TIMEOUT + 20  # docs/verify-job.md: a stuck step is reported within --timeout + 20 s
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _start(world: int, ranks: range, tmp_path: Path, slow: int = -1) -> tuple[int, list]:
-    """Ranks as separate processes; rank `slow` imports a module that sleeps a minute, so the
-    others wait for it inside the facts gather."""
-    (tmp_path / "envcheck_test_slow.py").write_text("import time\ntime.sleep(60)\n")
-    port = _free_port()
-    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-           "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world)}
-    procs = [subprocess.Popen(
-        [*ENVCHECK, "verify", "job", "--timeout", str(TIMEOUT),
-         "--json", str(tmp_path / f"r{r}.json"), "--junit", str(tmp_path / f"r{r}.xml"),
-         *(["--import", "envcheck_test_slow"] if r == slow else [])],
-        env={**env, "RANK": str(r), "LOCAL_RANK": str(r), "PYTHONPATH": os.pathsep.join(
-            [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])},
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True) for r in ranks]
-    return port, procs
-
-
-def _arrived(port: int, rank: int) -> None:
-    from torch.distributed import TCPStore
-
-    store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=240))
-    store.wait([f"envcheck-job/run/arrived/{rank}"], timedelta(seconds=240))
+    return start_ranks(ENVCHECK, world, ranks, tmp_path, TIMEOUT, slow)
 
 
 def _errors(path: Path) -> list[dict]:
@@ -75,7 +48,7 @@ def _end(procs: list) -> None:
 def test_a_stopped_rank_is_named_in_json_and_junit_within_the_bound(tmp_path):
     port, procs = _start(2, range(2), tmp_path, slow=1)
     try:
-        _arrived(port, 1)
+        arrived(port, 1)
         time.sleep(1)  # rank 1 is in its import probe, rank 0 in the gather
         t0 = time.monotonic()
         os.killpg(procs[1].pid, signal.SIGSTOP)
@@ -93,7 +66,7 @@ def test_a_stopped_rank_is_named_in_json_and_junit_within_the_bound(tmp_path):
 def test_sigterm_to_rank_0_mid_run_is_143_and_a_report(tmp_path):
     port, procs = _start(2, range(1), tmp_path)  # rank 1 never comes: rank 0 in the roll call
     try:
-        _arrived(port, 0)
+        arrived(port, 0)
         procs[0].send_signal(signal.SIGTERM)
         out, err = procs[0].communicate(timeout=TIMEOUT + 30)
     finally:
@@ -107,7 +80,7 @@ def test_sigterm_to_rank_0_mid_run_is_143_and_a_report(tmp_path):
 def test_sigint_to_rank_0_mid_run_is_130_and_a_report(tmp_path):
     port, procs = _start(2, range(1), tmp_path)
     try:
-        _arrived(port, 0)
+        arrived(port, 0)
         procs[0].send_signal(signal.SIGINT)
         out, err = procs[0].communicate(timeout=TIMEOUT + 30)
     finally:
@@ -130,7 +103,7 @@ def test_an_argument_error_is_4_and_the_json_names_it(tmp_path):
 def test_a_rank_whose_rank_0_hangs_ends_in_time_with_one_line(tmp_path):
     port, procs = _start(2, range(2), tmp_path, slow=0)
     try:
-        _arrived(port, 1)
+        arrived(port, 1)
         time.sleep(1)  # rank 0 is in its import probe, rank 1 in the gather
         t0 = time.monotonic()
         os.killpg(procs[0].pid, signal.SIGSTOP)

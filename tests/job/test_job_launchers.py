@@ -10,28 +10,21 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.support.old_envs import EnvSpec, build_env
+from tests.support.ranks import arrived, free_port, start_ranks
 
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
 ENVCHECK = str(BIN / "envcheck")
 TIMEOUT = 20  # verify job --timeout in the failure tests (ranks start slowly on busy cores)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def results(path: Path) -> list[dict]:
@@ -128,32 +121,7 @@ def test_a_rank_from_another_venv_with_another_numpy_fails_skew_naming_it(tmp_pa
 
 def _start(world: int, ranks: range, tmp_path: Path,
            slow: int = -1) -> tuple[int, list[subprocess.Popen]]:
-    """Ranks as separate processes; rank `slow` spends a minute collecting its facts (it must
-    import a module that sleeps), so the others wait for it inside the facts gather."""
-    (tmp_path / "envcheck_test_slow.py").write_text("import time\ntime.sleep(60)\n")
-    port = free_port()
-    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-           "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world)}
-    procs = [
-        subprocess.Popen(
-            [ENVCHECK, "verify", "job", "--timeout", str(TIMEOUT),
-             "--json", str(tmp_path / f"r{r}.json"),
-             *(["--import", "envcheck_test_slow"] if r == slow else [])],
-            env={**env, "RANK": str(r), "LOCAL_RANK": str(r), "PYTHONPATH": str(tmp_path)},
-            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            start_new_session=True,  # its import probe goes with it
-        )
-        for r in ranks
-    ]
-    return port, procs
-
-
-def _arrived(port: int, rank: int) -> None:
-    """Wait until `rank` answered the roll call (its key in rank 0's store)."""
-    from torch.distributed import TCPStore
-
-    store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=240))
-    store.wait([f"envcheck-job/run/arrived/{rank}"], timedelta(seconds=240))
+    return start_ranks([ENVCHECK], world, ranks, tmp_path, TIMEOUT, slow)
 
 
 def _finish(procs: list[subprocess.Popen], since: float) -> list[tuple[int, float, str]]:
@@ -166,7 +134,7 @@ def _finish(procs: list[subprocess.Popen], since: float) -> list[tuple[int, floa
 
 def test_a_rank_that_never_starts_is_named_and_the_others_exit(tmp_path):
     port, procs = _start(3, range(2), tmp_path)  # rank 2 of 3 never runs
-    _arrived(port, 0)  # from here on, not Python's start-up and torch's import (slow on a
+    arrived(port, 0)  # from here on, not Python's start-up and torch's import (slow on a
     t0 = time.monotonic()  # busy machine): the roll call's --timeout and the verdict
     done = _finish(procs, t0)
     assert [code for code, _, _ in done] == [3, 3], done
@@ -181,7 +149,7 @@ def test_a_rank_that_never_starts_is_named_and_the_others_exit(tmp_path):
 def test_a_rank_that_dies_or_hangs_is_named_and_the_others_exit(tmp_path, sig):
     port, procs = _start(3, range(3), tmp_path, slow=2)
     try:
-        _arrived(port, 2)
+        arrived(port, 2)
         time.sleep(1)  # rank 2 is in its import probe, the others in the gather
         t0 = time.monotonic()
         os.killpg(procs[2].pid, sig)

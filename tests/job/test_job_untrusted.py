@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_port
+
 pytest.importorskip("torch.distributed")
 pytestmark = pytest.mark.slow
 
@@ -70,12 +72,6 @@ else:
         store.set(prefix + "verdict", "0" * 64 + " " + json.dumps(verdict))
         time.sleep(0.02)
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 SECRET = secrets.token_hex(32)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,15 +16,10 @@ from pathlib import Path
 import pytest
 
 from envcheck.verify.job.tf_job import collective
+from tests.support.ports import free_port
 from tests.support.tf_env import tf_python, tf_run_env
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def left_in(cwd: Path) -> list[str]:
@@ -61,7 +55,7 @@ def test_two_torchrun_ranks_reduce_through_multiworker_mirrored_strategy(tmp_pat
 
 
 def test_a_worker_that_never_joins_is_named_and_every_rank_leaves_in_time(tmp_path):
-    port = str(_free_port())
+    port = str(free_port())
     timeout = 20  # per step
     procs = []
     t0 = time.monotonic()

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.ray.conftest import OTHER_NUMPY, RAY_ENV
+from tests.support.ports import free_port
 from tests.support.report_schema import validated
 
 
@@ -82,6 +83,20 @@ def test_embedded_default_starts_a_local_cluster_passes_and_leaves_nothing(tmp_p
     assert train["status"] == "pass" and "gloo all-reduce over 2 worker(s) = 3 in" in (
         train["message"])
     assert report["environment"]["address"] == "local (started)"
+
+
+def test_embedded_default_starts_its_own_cluster_whatever_ray_address_says(tmp_path):
+    """With no address verify ray starts a local cluster: RAY_ADDRESS (set in a shell after
+    `ray start`, or by a job) is not where it goes, else it would hang there past --timeout."""
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "envcheck", "verify", "ray", "--timeout", "360",
+                        "--json", str(out), "--quiet"], capture_output=True, text=True,
+                       timeout=900, env={**os.environ, **RAY_ENV,
+                                         "RAY_ADDRESS": f"127.0.0.1:{free_port()}"})
+    report = _report(p, out)
+    assert p.returncode == 0, report["results"]
+    assert report["environment"]["address"] == "local (started)"
+    assert int(report["environment"]["nodes"]) == 1
 
 
 def test_nothing_listening_is_unreachable_and_a_bad_address_is_bad_input(tmp_path):

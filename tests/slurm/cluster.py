@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.ports import free_port
+
 PACKAGES = ("slurm-wlm", "munge")
 DAEMONS = ("/usr/sbin/munged", "/usr/sbin/slurmctld", "/usr/sbin/slurmd")
 START_TIMEOUT = 30.0
@@ -50,12 +52,6 @@ class Slurm:
         if check and p.returncode:
             raise RuntimeError(f"{' '.join(cmd)} -> {p.returncode}: {p.stderr.strip()}")
         return p.stdout
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ensure_installed() -> float:
@@ -124,8 +120,8 @@ def _write_config(root: Path, node: str, gpus: int, real_gpus: bool = False) -> 
     conf.write_text(
         f"""ClusterName=envcheck
 SlurmctldHost={node}(127.0.0.1)
-SlurmctldPort={_free_port()}
-SlurmdPort={_free_port()}
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
 AuthType=auth/munge
 AuthInfo=socket={root / "munge" / "munge.socket"}
 SlurmUser=root

@@ -28,10 +28,10 @@ from tests.slurm.cluster import (
     CPUS,
     DAEMONS,
     START_TIMEOUT,
-    _free_port,
     _start_munge,
     ensure_installed,
 )
+from tests.support.ports import free_port
 
 NODES = ("sn1", "sn2")
 CONTROLLER = "ctl"
@@ -108,8 +108,8 @@ def _write_config(root: Path, hosts: Hosts, gpus: int) -> Path:
     conf = root / "slurm.conf"
     conf.write_text(f"""ClusterName=envcheck2
 SlurmctldHost={CONTROLLER}({hosts.ip(CONTROLLER)})
-SlurmctldPort={_free_port()}
-SlurmdPort={_free_port()}
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
 AuthType=auth/munge
 AuthInfo=socket={root / "munge" / "munge.socket"}
 SlurmUser=root

@@ -95,7 +95,7 @@ OPTIONS = {
     "recipe_new": ("envcheck.resolve.record.new_options:Options", {}),
     "why": ("envcheck.resolve.why_options:WhyOptions", {}),
     "diff": ("envcheck.resolve.diff_options:DiffOptions", {}),
-    "slurm_script": ("envcheck.slurm.options:SlurmScriptOptions", {}),
+    "slurm_script": ("envcheck.slurm.options:Options", {}),
     "verify_node": ("envcheck.verify.node.options:NodeOptions", {}),
     "verify_cluster": ("envcheck.verify.cluster.options:ClusterOptions", {}),
     "verify_job": ("envcheck.verify.job.options:JobOptions", {}),

@@ -121,6 +121,29 @@ def test_recipe_new_writes_the_file_it_is_given(tmp_path, capsys):
     assert capsys.readouterr().out.split("\n", 1)[1] == out.read_text()
 
 
+def test_with_naming_a_package_the_recipe_holds_lists_it_once(tmp_path, capsys):
+    """The seed guide's final command pins dask-cuda and dask-cudf builds next to the RAPIDS
+    libraries, and asks for ucx-py next to ucx: each package once, so that build reads it."""
+    out = tmp_path / "r.yaml"
+    assert main(["recipe", "new", "--rapids", "22.08", "--cuda", "11.5", "--os", "el7",
+                 "--libs", "dask-cuda,dask-cudf", "--with",
+                 "dask-cuda=22.08.00=py39_g9a61ce5_0,ucx,ucx-py,dask,skorch",
+                 "--out", str(out)]) == 0
+    deps = load_recipe(out).dependencies
+    names = [re.split(r"[=<> ]", d)[0] for d in deps]
+    assert len(names) == len(set(names)), deps
+    assert "dask-cuda=22.08.00=py39_g9a61ce5_0" in deps and "dask-cudf=22.08" in deps
+    assert "ucx-py=0.27" in deps and "dask==2022.7.1" in deps and "skorch" in deps
+    assert "# --with, in place of dask-cuda=22.08 (" in out.read_text()
+
+
+def test_a_with_spec_in_place_of_a_record_pin_is_held_to_the_record(capsys):
+    assert main(["recipe", "new", "--rapids", "22.08", "--cuda", "11.5", "--os", "el7",
+                 "--libs", "dask-cuda", "--with", "dask-cuda=22.10"]) == ExitCode.UNSOLVABLE
+    err = capsys.readouterr().err
+    assert "contradicts RAPIDS 22.10" in err and err.count("\n") == 1
+
+
 BASE = ["recipe", "new", "--rapids", "22.08", "--cuda", "11.5", "--os", "el7", "--libs", "cudf"]
 
 

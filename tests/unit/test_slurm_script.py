@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 
 import pytest
 
 from envcheck.cli import main
+from envcheck.slurm.options import Options
+from envcheck.slurm.script import render
 
 
 def script(capsys, *args: str) -> str:
@@ -101,3 +104,18 @@ def test_no_sinfo_answer_means_the_oldest_script(capsys, monkeypatch, tmp_path):
 def test_a_slurm_version_older_than_17_11_is_refused(capsys):
     assert main(["slurm", "script", "--slurm-version", "16.05"]) == 4
     assert "17.11" in capsys.readouterr().err
+
+
+def test_built_options_hold_what_the_script_renders(tmp_path, monkeypatch):
+    """One Options serves flags, keywords and the renderer: once built, the job name default
+    is filled in and the paths are absolute; building it again changes nothing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "env" / "bin").mkdir(parents=True)
+    dask = Options(env="env", shared_dir="runs")
+    assert (dask.job_name, dask.env, dask.shared_dir) == (
+        "envcheck-dask", str(tmp_path / "env"), str(tmp_path / "runs"))
+    job = Options(job=True, submit=True)
+    assert (job.job_name, job.shared_dir) == ("envcheck-job", str(tmp_path / ".envcheck"))
+    assert Options().shared_dir == ""  # the script's $SLURM_SUBMIT_DIR/.envcheck
+    assert dataclasses.replace(dask) == dask and dataclasses.replace(job) == job
+    assert '#SBATCH --job-name=envcheck-job' in render(job, (23, 2)).splitlines()

@@ -101,3 +101,21 @@ def test_an_argument_error_with_a_refused_report_path_writes_nothing(tmp_path: P
     lines = capsys.readouterr().err.strip().splitlines()
     assert "unrecognized arguments: --bogus" in lines[0]
     assert len(lines) == 2 and "the report cannot be written" in lines[1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "help_of"),
+    [
+        (["verify", "node", "--libraries", "openblas"], "envcheck verify node"),
+        (["slurm", "script", "-p", "gpu-titanxp"], "envcheck slurm script"),
+        (["completion", "bash", "--bogus"], "envcheck completion"),
+    ],
+)
+def test_a_flag_the_verb_does_not_take_points_at_the_verbs_help(capsys, argv, help_of):
+    """The verb's --help lists the flags it takes; envcheck --help lists none of them."""
+    with pytest.raises(SystemExit) as left:
+        main(argv)
+    assert left.value.code == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"unrecognized arguments: {' '.join(argv[2:])}" in err, err
+    assert err.rstrip().endswith(f"(see {help_of} --help)"), err

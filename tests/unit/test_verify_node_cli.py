@@ -104,6 +104,20 @@ def test_module_that_fails_to_import_fails_the_run(tmp_path, monkeypatch):
     assert rc == 2
 
 
+def test_comma_lists_in_import_and_library_name_each_one(tmp_path):
+    """`--import tensorflow,dlib` is two modules, as `import: tensorflow,dlib` in an --expect
+    file and imports="tensorflow,dlib" in the API are (no module name holds a comma)."""
+    rc, report = _run(["--import", "json,envcheck_no_such_module", "--import", "json",
+                       "--library", "libc.so.6,libenvcheck-none.so.9"], tmp_path)
+    by = _by_check(report)
+    imports = sorted((r["status"], r["message"]) for r in by["imports"])
+    assert [s for s, _ in imports] == ["fail", "pass"], imports
+    assert "envcheck_no_such_module" in imports[0][1] and "," not in imports[0][1]
+    libraries = {r["status"] for r in by["libraries"]}
+    assert "fail" in libraries and "pass" in libraries, by["libraries"]
+    assert rc == 2
+
+
 def _pip_lock(path: Path, packages: dict[str, str]) -> Path:
     """A conda-lock v1 file with pip entries (the shape conda-lock writes for pip deps)."""
     entries = "".join(

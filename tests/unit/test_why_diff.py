@@ -78,6 +78,13 @@ def test_why_cli_errors_are_one_line(capsys):
     assert "has no environment 'nope'" in capsys.readouterr().err
 
 
+def test_why_with_the_lock_first_says_the_package_comes_first(capsys):
+    assert main(["why", str(PANGEO_ML), "dask"]) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert f"the package comes first (envcheck why dask {PANGEO_ML})" in err
+
+
 def test_why_not_solves_without_the_exclusion_and_names_the_entry(tmp_path, capsys):
     channel = demo_channel(tmp_path / "channel")
     excl = "exclude: [{name: cugraph, reason: conflicts with cuml in 22.08}]\n"

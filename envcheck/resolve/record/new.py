@@ -335,11 +335,25 @@ def _compose(opts: Options, record: Record) -> str:
     pandas = release.get("pandas")
     in_versions = any("versions.yaml" in p for p in pandas.sources)
     _range(release, "pandas", lines, advice="; RAPIDS' own environments" if in_versions else "")
-    for spec in extras:
-        lines.add(spec, "not in the record: the solve picks one that takes the pins above")
+    _add_extras(lines, extras)
     system = {"cuda": opts.cuda, "glibc": glibc}
     _refuse(lint([s for s, _ in lines.deps], system, record))
     return _render(opts, release, lines, system, os_words, python, libs)
+
+
+def _add_extras(lines: _Lines, extras: Sequence[str]) -> None:
+    """The --with entries the record has no rule for. One naming a package the recipe already
+    holds is not listed twice (the recipe would not build): a bare name is there already, a
+    spec takes the place of the recipe's entry (the lint then holds it to the record)."""
+    held = {package_spec(spec).name: i for i, (spec, _) in enumerate(lines.deps)}
+    for spec in extras:
+        given = package_spec(spec)
+        i = held.get(given.name)
+        if i is None:
+            lines.add(spec, "not in the record: the solve picks one that takes the pins above")
+        elif given.version is not None or given.build is not None:
+            old, why = lines.deps[i]
+            lines.deps[i] = (spec, f"--with, in place of {old} ({why})")
 
 
 def _render(opts, release, lines, system, os_words, python, libs) -> str:  # type: ignore[no-untyped-def]

@@ -59,8 +59,8 @@ def _reachable(host: str, port: int, timeout: float) -> None:
 def connect(ray: Any, address: str | None, timeout: float) -> None:
     """ray.init: to ``address``, or a local cluster when None; Unreachable after ``timeout``."""
     kwargs: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
-    if address is None:
-        kwargs.update(include_dashboard=False)
+    if address is None:  # "local": a new cluster, whatever RAY_ADDRESS or a `ray start` says
+        kwargs.update(address="local", include_dashboard=False)
     else:
         scheme, host, port = split_address(address)
         _reachable(host, port, timeout)
