@@ -59,7 +59,7 @@ def _reachable(host: str, port: int, timeout: float) -> None:
 def connect(ray: Any, address: str | None, timeout: float) -> None:
     """ray.init: to ``address``, or a local cluster when None; Unreachable after ``timeout``."""
     kwargs: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
-    if address is None:  # "local": a new cluster, whatever RAY_ADDRESS or a `ray start` says
+    if address is None:  # "local": a new cluster, not one a `ray start` left on this machine
         kwargs.update(address="local", include_dashboard=False)
     else:
         scheme, host, port = split_address(address)
