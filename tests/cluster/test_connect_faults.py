@@ -105,7 +105,9 @@ def test_something_else_on_the_port_is_not_a_dask_scheduler(
     proc, took = run_envcheck("verify", "cluster", f"tcp://127.0.0.1:{port}",
                               "--timeout", "5", timeout=60)
     assert proc.returncode == ExitCode.UNREACHABLE, proc.stderr
-    assert took < 10
+    # --timeout holds; the allowance is envcheck's start-up and shutdown on a loaded machine
+    # (10 s was passed by 0.05 s in CI beside two other test processes)
+    assert took < 5 + 15, took
     line = _one_clean_line(proc.stderr)
     assert f"127.0.0.1:{port}" in line
     assert "not a Dask scheduler" in line or "no scheduler answered" in line

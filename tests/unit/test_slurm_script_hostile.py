@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -65,9 +66,20 @@ def run_in_sandbox(sandbox: Path, text: str) -> dict[str, list[list[str]]]:
     env = {"PATH": f"{sandbox / 'bin'}:/usr/bin:/bin", "STUB_LOG": str(sandbox / "log"),
            "SLURM_JOB_ID": "42", "SLURM_SUBMIT_DIR": str(sandbox / "work"),
            "HOME": str(sandbox), "TMPDIR": str(sandbox)}
-    p = subprocess.run(["bash", str(script)], cwd=sandbox / "work", env=env,
-                       capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stderr
+    # a session of its own: the stubs the script starts in the background (srun ... &) are
+    # in its process group, and their logs are read once every one of them has ended
+    p = subprocess.Popen(["bash", str(script)], cwd=sandbox / "work", env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    _, stderr = p.communicate(timeout=60)
+    assert p.returncode == 0, stderr
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(p.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.02)
     calls: dict[str, list[list[str]]] = {}
     for f in sorted((sandbox / "log").iterdir()):
         calls.setdefault(f.name.split(".")[0], []).append(f.read_text().split("\0")[:-1])
