@@ -34,8 +34,7 @@ sys.path.insert(0, str(ROOT))
 import rattler  # noqa: E402
 
 from envcheck.provision import prefix as target  # noqa: E402
-from envcheck.provision.install import install  # noqa: E402
-from envcheck.provision.plan import read_plan  # noqa: E402
+from envcheck.provision.pipeline import install, read_plan  # noqa: E402
 from tests.support.small_channels import many_files, noarch_package, pixi_lock, records  # noqa: E402
 
 

@@ -3,8 +3,9 @@ install links, and each package as a plain row.
 
 The bytes hashed are the bytes parsed: py-rattler reads a private copy of them (a memfd), so a
 change to the file between the hash and the parse cannot go unseen. Nothing of envcheck's lock
-model is imported: the install's plan (provision/plan.py) makes its packages of the rows, and a
-linker child started apart (provision/_link_child.py) reads its records with this module.
+model is imported: ``read_lock_records`` (read.py, which the install's plan reads) makes its
+packages of the rows, and a linker child started apart (provision/_link_child.py) reads its
+records with this module.
 
 A row: ``[manager, name, version, url, build, depends, md5, sha256]``; ``depends`` a list of
 match specs, the hashes hex or None.

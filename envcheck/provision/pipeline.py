@@ -1,16 +1,56 @@
-"""`envcheck install`: InstallOptions -> Report. The lock read into a plan, the plan installed."""
+"""`envcheck install`: InstallOptions -> Report. The one place that runs the install's stages,
+in order; options.py holds what it is asked, command.py the flags.
+
+1. the plan (``read_plan``): the lock read for one platform, every package's hash present;
+2. the prefix (prefix.py): checked writable, its lock taken (one install per prefix), what a
+   dead install left beside it undone; nothing more to do when its stamp matches the plan;
+3. the archives: every conda package and pip wheel fetched into the cache, its sha256/md5
+   checked (fetch.py);
+4. the unpacked packages, under the cache lock: each checked archive unpacked (linker child)
+   or its unpacked tree checked against its marker, its metadata checked (unpacked.py);
+5. the staging tree beside the prefix (prefix.staged): the records linked into it for the
+   final path (linker child: py-rattler may abort), the pip wheels installed (pip_part.py),
+   the unpacked packages' markers renewed;
+6. the swap (prefix.staged): the stamp written, signals held from here, the staging tree
+   renamed into place, the old env removed.
+Each stage takes the previous one's output, so that a prefix is either the old env or the
+complete new one, never a mix: any failure or signal before stage 6 removes the staging tree,
+and the prefix is as it was. The progress bars (``Bars``) show stages 3 and 5 on stderr.
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 from envcheck.errors import BadInput
-from envcheck.provision.bars import Bars
-from envcheck.provision.install import install
+from envcheck.lockfile.read import read_lock_records
+from envcheck.provision import linker, pip_part, unpacked
+from envcheck.provision.fetch import DEADLINE_S as FETCH_DEADLINE_S
+from envcheck.provision.fetch import fetch_all
 from envcheck.provision.options import InstallOptions
-from envcheck.provision.plan import read_plan
+from envcheck.provision.plan import Plan
+from envcheck.provision.prefix import (
+    cache_lock_path,
+    claimed,
+    hold,
+    one_line_errors,
+    resolved,
+    staged,
+)
+from envcheck.record import frozen
 from envcheck.report import Report, Result, Status
+from envcheck.text import say as terminal_say
+
+LOCK_TIMEOUT_S = 600.0  # how long an install waits for another one into the same prefix
+
+# --- the verb: options in, one Report out -----------------------------------------------------
 
 
 def require_install_extra() -> None:
@@ -62,3 +102,188 @@ def install_lock(opts: InstallOptions) -> Report:
     result = Result("install", Status.PASS, message, node=plan.platform, group="install")
     env = {"lock": str(plan.lock), "lock sha256": plan.lock_sha256, "prefix": str(outcome.prefix)}
     return Report("envcheck install", results=(result,), environment=env, output=message + "\n")
+
+
+# --- stage 1, the plan: the lock read for one platform ---------------------------------------
+
+
+def read_plan(lock: Path, platform: str | None) -> Plan:
+    """Read a conda-lock file or a pixi.lock (py-rattler reads both) for ``platform``.
+
+    ``platform`` defaults to this machine's. BadInput when the lock is missing, unreadable,
+    lacks the platform (naming the ones it has), lists a package twice (naming both records),
+    or has a package without a hash to check.
+    """
+    read = read_lock_records(lock, platform)
+    for p in read.packages:
+        if not p.sha256 and not p.md5:
+            raise BadInput(f"{lock}: {p.manager} package {p.name} {p.version} has no hash to check")
+        if p.manager == "pip" and not p.sha256:
+            raise BadInput(f"{lock}: pip package {p.name} {p.version} has no sha256")
+    return Plan(
+        lock,
+        read.sha256,
+        read.platform,
+        read.records,
+        conda=tuple(p for p in read.packages if p.manager == "conda"),
+        pip=tuple(p for p in read.packages if p.manager == "pip"),
+        sizes={
+            str(r.url): size
+            for r in read.records
+            if isinstance(size := getattr(r, "size", None), int) and size > 0
+        },
+    )
+
+
+# --- stages 2-6: the plan installed into the prefix ------------------------------------------
+
+
+@frozen
+class Outcome:
+    prefix: Path
+    plan: Plan
+    noop: bool
+    conda: int = 0
+    pip: int = 0
+    bytes_fetched: int = 0  # downloaded now
+    bytes_total: int = 0  # every checked archive, cached or not
+    seconds: float = 0.0
+
+
+def _say(line: str) -> None:
+    terminal_say(line, prefix="")
+
+
+def install(
+    plan: Plan,
+    prefix: Path,
+    cache: Path,
+    *,
+    force: bool = False,
+    on_fetch: Callable[[int], None] = lambda n: None,
+    on_checked: Callable[[], None] = lambda: None,
+    reporter=None,  # noqa: ANN001 - an object with on_link_complete(index), or None
+    before_link: Callable[[], None] = lambda: None,
+    lock_timeout: float = LOCK_TIMEOUT_S,
+    fetch_timeout: float = FETCH_DEADLINE_S,
+    say: Callable[[str], None] = _say,
+) -> Outcome:
+    """Stages 2-6 of the module docstring, in order: ``prefix`` made the env of ``plan``, the
+    archives fetched into ``cache``; raises EnvcheckError subclasses."""
+    start = time.perf_counter()
+    target = resolved(prefix)
+    # relative to the working directory, as any path given; the linker needs file:// URLs
+    cache = Path(os.path.abspath(cache))
+    with claimed(target, plan, force, lock_timeout, say) as needed:
+        if not needed:
+            return Outcome(target, plan, noop=True, seconds=time.perf_counter() - start)
+        with linker.Linker(plan, cache) as child:  # forked now, while envcheck has no threads
+            fetched = fetch_all(
+                [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout,
+                sizes=plan.sizes, checked=on_checked,
+            )  # fmt: skip
+            conda = [(f.artifact, f.path) for f in fetched if f.artifact.manager == "conda"]
+            pip = [f for f in fetched if f.artifact.manager == "pip"]
+            on_linked = [] if reporter is None else [reporter.on_link_complete]
+            locked = hold(cache_lock_path(cache), f"cache {cache}", lock_timeout, say)
+            with locked, one_line_errors(target), staged(target, plan) as stage, \
+                    unpacked.verified(conda, cache, child.extract) as renewal:  # fmt: skip
+                before_link()
+                archives = {a.url: str(path) for a, path in conda}
+                child.link(stage, target, archives, [renewal.linked, *on_linked])
+                pip_part.install(plan, pip, stage, target)
+    return Outcome(
+        target,
+        plan,
+        noop=False,
+        conda=len(plan.conda),
+        pip=len(plan.pip),
+        bytes_fetched=sum(f.size for f in fetched if not f.cached),
+        bytes_total=sum(f.size for f in fetched),
+        seconds=time.perf_counter() - start,
+    )
+
+
+# --- the progress bars: fetch, then link, on stderr (rich) -----------------------------------
+
+
+class LinkReporter:
+    """py-rattler's installer callbacks -> one rich progress task (packages linked)."""
+
+    def __init__(self, progress, task) -> None:  # noqa: ANN001
+        self.progress, self.task = progress, task
+
+    def on_link_complete(self, index: int) -> None:
+        self.progress.advance(self.task)
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - every other callback: no-op
+        if name.startswith("on_"):
+            return lambda *a, **k: 0
+        raise AttributeError(name)
+
+
+class Bars:
+    """The fetch bar, then the link bar, on stderr; every method a no-op when hidden.
+
+    The fetch bar's total is the lock's file count (a conda-lock file states no sizes): it
+    reads `fetch + check ━━━━ 42/161 files 14.2 MB`, the bytes so far beside it."""
+
+    def __init__(self, files: int, links: int, show: bool) -> None:
+        self.fetch: Any = None
+        self.link: Any = None
+        self.reporter: Any = None
+        self.bytes = 0
+        if not show:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        console = Console(stderr=True)
+        self.fetch = Progress(
+            TextColumn("fetch + check"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+            TextColumn("{task.fields[mb]}"), TimeElapsedColumn(), console=console,
+            transient=True,
+        )  # fmt: skip
+        self.fetch_task = self.fetch.add_task("fetch", total=files, mb=_mb(0))
+        self.link = Progress(
+            TextColumn("link"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=console, transient=True,
+        )  # fmt: skip
+        self.reporter = LinkReporter(self.link, self.link.add_task("link", total=links))
+
+    def on_fetch(self, n: int) -> None:
+        """Bytes fetched (negative: a retry starts the file again)."""
+        self.bytes += n
+        if self.fetch is not None:
+            self.fetch.update(self.fetch_task, mb=_mb(self.bytes))
+
+    def on_checked(self) -> None:
+        """One more file whose hash matched."""
+        if self.fetch is not None:
+            self.fetch.advance(self.fetch_task)
+
+    def before_link(self) -> None:
+        if self.fetch is not None:
+            self.fetch.stop()
+            self.link.start()
+
+    @contextmanager
+    def shown(self) -> Iterator[None]:
+        if self.fetch is not None:
+            self.fetch.start()
+        try:
+            yield
+        finally:
+            for bar in (self.fetch, self.link):
+                if bar is not None:
+                    bar.stop()
+
+
+def _mb(n: int) -> str:
+    return f"{max(n, 0) / 1e6:.1f} MB"

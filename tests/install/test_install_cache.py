@@ -78,15 +78,14 @@ def test_a_file_only_touched_in_the_unpacked_cache_still_installs(
 def test_markers_renewed_after_an_install_match_the_next_walk_and_an_added_file_is_refused(
     py39_env: Installed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from envcheck.provision import install as install_module
-    from envcheck.provision import unpacked
-    from envcheck.provision.plan import read_plan
+    from envcheck.provision import pipeline, unpacked
+    from envcheck.provision.pipeline import read_plan
 
     cache = tmp_path / "cache"
     shutil.copytree(py39_env.cache / "archives", cache / "archives")
     plan = read_plan(py39_env.world.lock, "linux-64")
-    install_module.install(plan, tmp_path / "a", cache)
-    install_module.install(plan, tmp_path / "b", cache)  # hard links made: markers renewed
+    pipeline.install(plan, tmp_path / "a", cache)
+    pipeline.install(plan, tmp_path / "b", cache)  # hard links made: markers renewed
     for mark in (cache / "verified").glob("*.digest"):
         key, dig, _ = mark.read_text().split()
         folder = cache / "pkgs" / mark.name.removesuffix(".digest")
@@ -96,12 +95,12 @@ def test_markers_renewed_after_an_install_match_the_next_walk_and_an_added_file_
     monkeypatch.setattr(
         unpacked, "_compare", lambda a, *rest: (compared.append(a.name), real(a, *rest))[1]
     )
-    install_module.install(plan, tmp_path / "c", cache)
+    pipeline.install(plan, tmp_path / "c", cache)
     assert compared == []  # every folder passed on its stat marker: nothing re-hashed
     (folder,) = [p for p in (cache / "pkgs").glob("dask-2024.8.0-*") if p.is_dir()]
     (folder / "site-packages" / "dask" / "planted.py").write_text("import os\n")
     with pytest.raises(unpacked.Tampered, match="planted.py was added to the unpacked cache"):
-        install_module.install(plan, tmp_path / "d", cache)
+        pipeline.install(plan, tmp_path / "d", cache)
     assert not (tmp_path / "d").exists() and beside(tmp_path / "d") == []
 
 

@@ -169,7 +169,7 @@ def test_a_cli_run_forks_its_linker_child_despite_the_signal_resender(tmp_path: 
         "from pathlib import Path\n"
         "from envcheck import interrupts\n"
         "from envcheck.provision import linker\n"
-        "from envcheck.provision.plan import read_plan\n"
+        "from envcheck.provision.pipeline import read_plan\n"
         "interrupts.install()\n"
         f"plan = read_plan(Path({str(lock)!r}), 'linux-64')\n"
         "def child_argv():\n"
@@ -209,7 +209,7 @@ import threading, time
 from pathlib import Path
 from envcheck.errors import EnvcheckError
 from envcheck.provision import linker
-from envcheck.provision.plan import read_plan
+from envcheck.provision.pipeline import read_plan
 threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
 lock, cache = Path({str(lock)!r}), Path({str(tmp_path / "cache")!r})
 plan = read_plan(lock, "linux-64")
@@ -232,7 +232,7 @@ def test_the_linker_childs_reading_of_the_lock_is_read_plans(tmp_path: Path) -> 
     # plan, and the archive paths envcheck's fetch checked
     from envcheck.provision import _link_child
     from envcheck.provision.fetch import cache_path
-    from envcheck.provision.plan import read_plan
+    from envcheck.provision.pipeline import read_plan
 
     data = Path(__file__).parents[1] / "data"
     real = ["holoviz_holoviews_fb85eeb_pixi.lock",  # pixi.lock, 478 linux-64 packages
@@ -272,9 +272,8 @@ print(install_lock(opts).output.strip().endswith("nothing to do"), me.read_text(
 def test_metadata_is_validated_again_unless_a_finished_install_validated_it_under_these_rules(
     py39_env: Installed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from envcheck.provision import install as install_module
-    from envcheck.provision import validate
-    from envcheck.provision.plan import read_plan
+    from envcheck.provision import pipeline, validate
+    from envcheck.provision.pipeline import read_plan
     from envcheck.provision.unpacked import VALIDATED
 
     checked: list[str] = []
@@ -288,17 +287,17 @@ def test_metadata_is_validated_again_unless_a_finished_install_validated_it_unde
     cache = tmp_path / "cache"
     shutil.copytree(py39_env.cache / "archives", cache / "archives")
     plan = read_plan(py39_env.world.lock, "linux-64")
-    install_module.install(plan, tmp_path / "a", cache)
+    pipeline.install(plan, tmp_path / "a", cache)
     conda = len(plan.conda)
     assert len(checked) == conda  # unpacked now: every package validated
     marks = sorted((cache / "verified").glob("*.digest"))
     assert len(marks) == conda and all(m.read_text().split()[2:] == [VALIDATED] for m in marks)
-    install_module.install(plan, tmp_path / "b", cache)
+    pipeline.install(plan, tmp_path / "b", cache)
     assert len(checked) == conda  # unchanged since, validated under these rules: not again
     key, dig, _ = marks[0].read_text().split()
     marks[0].write_text(f"{key} {dig} validated-0\n")  # validated under older rules
-    install_module.install(plan, tmp_path / "c", cache)
+    pipeline.install(plan, tmp_path / "c", cache)
     assert len(checked) == conda + 1
     marks[1].write_text(" ".join(marks[1].read_text().split()[:2]) + "\n")  # unpacked only
-    install_module.install(plan, tmp_path / "d", cache)
+    pipeline.install(plan, tmp_path / "d", cache)
     assert len(checked) == conda + 2
