@@ -19,6 +19,7 @@ import argparse
 import datetime
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -67,7 +68,7 @@ def _commands(root: Path) -> tuple[list[str], list[str]]:
 _IN_PROCESS = """
 import sys, time
 from envcheck.cli import main
-import envcheck.resolve.build, envcheck.resolve.heldback, envcheck.resolve.command
+import envcheck.resolve.pipeline, envcheck.resolve.heldback, envcheck.resolve.command
 t = time.perf_counter()
 rc = main(sys.argv[1:])
 print(f"{time.perf_counter() - t:.4f}")
@@ -79,9 +80,10 @@ def _in_process(ours: list[str], cache: Path) -> float:
     env = {**os.environ, "UV_CACHE_DIR": str(cache)}
     cmd = [sys.executable, "-c", _IN_PROCESS, *ours[3:]]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode not in (0, 1):
+    last = (proc.stdout.strip().splitlines() or [""])[-1]
+    if proc.returncode not in (0, 1) or not re.fullmatch(r"\d+\.\d+", last):
         raise SystemExit(f"in-process build failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return float(proc.stdout.strip().splitlines()[-1])
+    return float(last)
 
 
 def _rounds(bare: list[str], ours: list[str], root: Path, repeat: int, cold: bool

@@ -8,7 +8,7 @@ from pathlib import Path
 from envcheck.errors import ExitCode
 from envcheck.extras import require_build_extra
 from envcheck.flags import seconds
-from envcheck.resolve.solve import DEFAULT_FETCH_TIMEOUT_S  # solve.py imports rattler lazily
+from envcheck.resolve.solve import DEFAULT_FETCH_TIMEOUT_S, start_solver  # rattler: lazily
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -74,6 +74,8 @@ def options_from_args(args: argparse.Namespace) -> BuildOptions:
 
 def run(args: argparse.Namespace) -> Report:
     require_build_extra("build")  # the flags need none of it; the solve does
+    if not args.check:  # its start-up (Python, rattler) overlaps importing the pipeline
+        start_solver()
     from envcheck.resolve.pipeline import build
 
     return build(options_from_args(args))

@@ -136,10 +136,11 @@ def uv_compile(
     timeout: float,
     on_log: Callable[[str], None] | None = None,
     extra_index: Sequence[str] = (),
+    on_start: Callable[[], None] = lambda: None,
 ) -> tuple[subprocess.CompletedProcess[str], tuple[str, ...]]:
     """``uv pip compile``: metadata only, nothing installed, no Python downloaded. With
     ``on_log``, uv runs verbose and each line of its log is passed on as it comes; the log is
-    returned beside what uv says without it."""
+    returned beside what uv says without it. ``on_start`` runs as uv starts."""
     with tempfile.TemporaryDirectory(prefix="envcheck-pip-") as tmp:
         req = Path(tmp) / "requirements.in"
         req.write_text("\n".join(requirements) + "\n")
@@ -149,15 +150,17 @@ def uv_compile(
         cmd = _command(req, cons, target, index_url, on_log is not None, extra_index)
         try:
             if on_log is None:
+                on_start()
                 return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout), ()
-            return _run_logged(cmd, Path(tmp) / "out.txt", timeout, on_log)
+            return _run_logged(cmd, Path(tmp) / "out.txt", timeout, on_log, on_start)
         except subprocess.TimeoutExpired:
             raise Unreachable(
                 f"pip resolution against {index_url} took over {timeout:.0f} s"
             ) from None
 
 
-def _run_logged(cmd: list[str], out: Path, timeout: float, on_log: Callable[[str], None]
+def _run_logged(cmd: list[str], out: Path, timeout: float, on_log: Callable[[str], None],
+                on_start: Callable[[], None]
                 ) -> tuple[subprocess.CompletedProcess[str], tuple[str, ...]]:  # fmt: skip
     """Run uv verbose, its log read as it resolves; DEBUG lines (and the indented lines that
     continue them) are the log, the rest is uv's own stderr. The log goes to a file, not a
@@ -181,6 +184,7 @@ def _run_logged(cmd: list[str], out: Path, timeout: float, on_log: Callable[[str
     with out.open("w") as stdout, err_path.open("w") as stderr, err_path.open() as tail:
         proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, text=True)
         try:
+            on_start()
             partial = ""
             while True:
                 done = proc.poll() is not None
@@ -286,21 +290,24 @@ def resolve(
     each package's file (url, sha256) from the index's JSON page, its requirers from uv."""
     target = Target.of(python_version(solved), platform, system)
     pins = conda_python_pins(solved)
+    direct = [requirement_name(r) for r in requirements]
     with Prefetch([*extra_index, index_url]) as pages:
-        for r in requirements:  # the held-back check reads the direct entries' pages
-            pages.add(requirement_name(r), parse=True)
+
+        def read_direct() -> None:  # the held-back check reads the direct entries' pages
+            for name in direct:
+                pages.add(name, parse=True)
 
         def prefetch(line: str) -> None:
             if (name := touched(line)) is not None and name not in pins:
                 pages.add(name)
 
+        # uv first: the page threads' start (TLS, the first pages) would hold up its launch
         proc, log = uv_compile(requirements, pins, target, index_url, timeout, prefetch,
-                               extra_index)  # fmt: skip
+                               extra_index, on_start=read_direct)  # fmt: skip
         if proc.returncode != 0:
             _raise_failure(proc, requirements, pins, target, system, index_url, extra_index,
                            pages, timeout)  # fmt: skip
         compiled = [c for c in parse_compiled(proc.stdout) if c.name not in pins]
-        direct = [requirement_name(r) for r in requirements]
         index = pages.pages([c.name for c in compiled] + [n for n in direct if n not in pins])
     requires: dict[str, dict[str, str]] = {c.name: {} for c in compiled}
     for c in compiled:

@@ -4,6 +4,7 @@ check reads the chain of a clash from it instead of resolving a second time."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,10 +25,14 @@ _TOUCHED = re.compile(r"^DEBUG (?:Searching for a compatible version of|Adding d
                       r"([A-Za-z0-9][A-Za-z0-9._-]*)")  # fmt: skip
 
 
+# a log names the same hundred projects thousands of times
+_canonical = functools.lru_cache(maxsize=4096)(canonicalize_name)
+
+
 def touched(line: str) -> str | None:
     """The project a log line shows uv about to read, as it resolves (for prefetching)."""
     m = _TOUCHED.match(line)
-    return canonicalize_name(m.group(1)) if m else None
+    return _canonical(m.group(1)) if m else None
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,8 @@ class Requirement:
             return True
 
 
-def ranges(spec: str) -> list[SpecifierSet] | None:
+@functools.lru_cache(maxsize=4096)  # the clash check asks each range of every version
+def ranges(spec: str) -> tuple[SpecifierSet, ...] | None:
     """uv's range text as PEP 440 sets (one per ``|`` alternative); ``X+`` is X's local
     versions, so ``<X+`` reads as ``<=X`` and ``>=X+`` as ``>X``."""
     out = []
@@ -71,7 +77,7 @@ def ranges(spec: str) -> list[SpecifierSet] | None:
             out.append(SpecifierSet(alt))
         except InvalidSpecifier:
             return None
-    return out
+    return tuple(out)
 
 
 def shown(spec: str) -> str:
@@ -96,15 +102,15 @@ class ResolverLog:
         selected: dict[str, str] = {}
         for line in lines:
             if m := _DEP.match(line):
-                key = (canonicalize_name(m.group(1)), m.group(2))
-                req = Requirement(canonicalize_name(m.group(3)), m.group(4) or "",
+                key = (_canonical(m.group(1)), m.group(2))
+                req = Requirement(_canonical(m.group(3)), m.group(4) or "",
                                   m.group(6).strip() or "*", (m.group(5) or "")[1:-1])  # fmt: skip
                 requires.setdefault(key, {})[req] = None
             elif m := _SELECT.match(line):
-                selected[canonicalize_name(m.group(1))] = m.group(2)
+                selected[_canonical(m.group(1))] = m.group(2)
             elif m := _CONFLICT.match(line):
-                a, b = canonicalize_name(m.group(2)), canonicalize_name(m.group(3))
-                on = canonicalize_name(m.group(1))
+                a, b = _canonical(m.group(2)), _canonical(m.group(3))
+                on = _canonical(m.group(1))
                 for pkg in (a, b):
                     if pkg != on and pkg in selected:
                         clashed.setdefault((pkg, selected[pkg]), {})[on] = None
