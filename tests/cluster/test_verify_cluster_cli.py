@@ -47,29 +47,7 @@ def _pip_lock(path: Path, packages: dict[str, str]) -> Path:
     return path
 
 
-# --- the README's main command ---------------------------------------------------------------
-
-
-def test_embedded_default_passes_with_gpu_checks_skipped_saying_why(tmp_path: Path) -> None:
-    out = tmp_path / "out.json"
-    proc, took = run_envcheck("verify", "cluster", "--json", str(out), timeout=300)
-    assert proc.returncode == ExitCode.OK, proc.stdout[-3000:] + proc.stderr[-3000:]
-    report = _report(out)
-    assert report["status"] == "pass" and report["exit_code"] == 0
-    assert report["environment"]["cluster"].startswith("embedded LocalCluster (no GPU")
-    (workers,) = _results(report, "workers")
-    assert workers["status"] == "pass" and " of " in workers["message"]
-    (skew,) = _results(report, "skew")
-    assert skew["status"] == "pass"
-    (pinning,) = _results(report, "pinning")
-    assert pinning["status"] == "skip" and "no GPU on any worker host" in pinning["message"]
-    gpu_smoke = _results(report, "smoke.gpu-kernel") + _results(report, "smoke.dask-cudf")
-    assert gpu_smoke and all(r["status"] == "skip" and "GPU" in r["message"] for r in gpu_smoke)
-    assert all(r["message"] for r in report["results"] if r["status"] == "skip")  # say why
-    assert [r for r in report["results"] if r["check"] == "smoke.submit"][0]["status"] == "pass"
-    (table,) = report["tables"]
-    assert table["columns"][:3] == ["package", "client", "scheduler"]
-    assert "no GPU" in proc.stdout or "skip" in proc.stdout  # the table was rendered too
+# --- the README's main command (the run itself: tests/install/test_wheel_install.py) ----
 
 
 def test_embedded_run_leaves_no_empty_workers_log_in_tmpdir(tmp_path: Path) -> None:
