@@ -1,6 +1,7 @@
 """py-rattler 0.28 can crash at interpreter exit after an in-process solve (SIGSEGV/SIGABRT,
 'PyGILState_Release ... finalizing'; 7 of 40 bare runs here). envcheck solves in a child process
-that never finalizes, so a user never sees it: 40 real `envcheck build` processes must all exit 0.
+that never finalizes, so a user never sees it: 20 real `envcheck build` processes must all exit 0
+(at that rate 20 bare runs all pass with probability (33/40)**20, about 2 %).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import pytest
 
 from tests.support.channel import demo_channel, write_recipe
 
-RUNS = 40
+RUNS = 20
 
 
 @pytest.mark.slow
-def test_forty_builds_never_crash(tmp_path: Path) -> None:
+def test_twenty_builds_never_crash(tmp_path: Path) -> None:
     url = demo_channel(tmp_path / "ch")
     recipe = write_recipe(
         tmp_path, url, "[python=3.9, dask-cuda, cuml]",
