@@ -22,10 +22,19 @@ HOSTILE = (f"x $(touch {MARK}) `touch {MARK}` ';touch {MARK};' \"&& touch {MARK}
 NEWLINE = f"x\ntouch {MARK}"
 
 STUB = r"""#!/bin/bash
-# log CONDA_PREFIX then argv, NUL-separated, one file per call
+# log CONDA_PREFIX then argv, NUL-separated, one file per call (written whole, then renamed in)
 name=$(basename "$0")
-f=$(mktemp "$STUB_LOG/$name.XXXXXX")
-printf '%s\0' "${CONDA_PREFIX-}" "$@" > "$f"
+tmp="$STUB_LOG.$name.$$"
+printf '%s\0' "${CONDA_PREFIX-}" "$@" > "$tmp"
+mv "$tmp" "$(mktemp "$STUB_LOG/$name.XXXXXX")"
+# the wait for the workers returns once they are up: here, once srun (started in the
+# background) has been called; the script's exit trap ends what is still running
+if [ "$name" = python ] && [ "${1-}" = -c ] && [[ "${2-}" == *wait_for_workers* ]]; then
+    for _ in $(seq 100); do
+        for f in "$STUB_LOG"/srun.*; do [ -s "$f" ] && exit 0; done
+        sleep 0.1
+    done
+fi
 prev=""
 for a in "$@"; do
     # the scheduler writes its scheduler file; the script waits for it
