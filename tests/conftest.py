@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -200,30 +199,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             else:
                 item.add_marker(pytest.mark.skip(reason=f"{kind} tests: {why}"))
             break
-    if xdist:
-        items.sort(key=_start_order(items))
-
-
-# the groups, longest first (by their tests' durations in a CI run)
-_GROUP_ORDER = ("heavy", "oldenv", "slurm", "install")
-
-
-def _start_order(items: list[pytest.Item]) -> Callable[[pytest.Item], int]:
-    """xdist hands out work in collection order, a group whole to one worker: the groups
-    first, longest first, then the other subprocess tests, then tests/unit. Started last, a
-    group would run alone at the end while the other workers idle. Each module keeps one
-    place (its first test's), so module-scoped fixtures are made once."""
-    def rank(item: pytest.Item) -> int:
-        marker = item.get_closest_marker("xdist_group")
-        if marker is not None:
-            return _GROUP_ORDER.index(marker.args[0]) if marker.args[0] in _GROUP_ORDER else 4
-        return 6 if item.get_closest_marker("unit") else 5
-
-    module_rank: dict[str, int] = {}
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        module_rank[module] = min(module_rank.get(module, 9), rank(item))
-    return lambda item: module_rank[item.nodeid.split("::")[0]]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
