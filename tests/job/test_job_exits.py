@@ -45,17 +45,25 @@ def _end(procs: list) -> None:
         p.communicate()
 
 
-def test_a_stopped_rank_is_named_in_json_and_junit_within_the_bound(tmp_path):
-    port, procs = _start(2, range(2), tmp_path, slow=1)
+def _stop_one(tmp_path, stopped: int) -> tuple[list, str, str, float]:
+    """Two ranks, rank `stopped` slowed in its import probe; once both arrived, SIGSTOP it
+    there while the other rank is in the gather: (the processes, the other rank's stdout and
+    stderr, seconds from the stop until it ended)."""
+    port, procs = _start(2, range(2), tmp_path, slow=stopped)
     try:
         arrived(port, 1)
-        time.sleep(1)  # rank 1 is in its import probe, rank 0 in the gather
+        time.sleep(1)  # rank `stopped` is in its import probe, the other in the gather
         t0 = time.monotonic()
-        os.killpg(procs[1].pid, signal.SIGSTOP)
-        out, err = procs[0].communicate(timeout=BOUND + 30)
+        os.killpg(procs[stopped].pid, signal.SIGSTOP)
+        out, err = procs[1 - stopped].communicate(timeout=BOUND + 30)
         took = time.monotonic() - t0
     finally:
         _end(procs)
+    return procs, out, err, took
+
+
+def test_a_stopped_rank_is_named_in_json_and_junit_within_the_bound(tmp_path):
+    procs, out, err, took = _stop_one(tmp_path, 1)
     assert procs[0].returncode == 3, out + err
     assert took < BOUND, took
     named = [r for r in _errors(tmp_path / "r0.json") if r["node"] == "rank 1"]
@@ -63,29 +71,30 @@ def test_a_stopped_rank_is_named_in_json_and_junit_within_the_bound(tmp_path):
     assert any(f"pid {procs[1].pid}" in e for e in _junit_errors(tmp_path / "r0.xml"))
 
 
-def test_sigterm_to_rank_0_mid_run_is_143_and_a_report(tmp_path):
-    port, procs = _start(2, range(1), tmp_path)  # rank 1 never comes: rank 0 in the roll call
+def _signal_rank0(tmp_path, sig: signal.Signals) -> tuple[subprocess.Popen, str, str]:
+    """Rank 0 of two, waiting in the roll call for a rank 1 that never comes, sent `sig`:
+    (rank 0's process, its stdout, its stderr)."""
+    port, procs = _start(2, range(1), tmp_path)
     try:
         arrived(port, 0)
-        procs[0].send_signal(signal.SIGTERM)
+        procs[0].send_signal(sig)
         out, err = procs[0].communicate(timeout=TIMEOUT + 30)
     finally:
         _end(procs)
-    assert procs[0].returncode == 143, out + err
+    return procs[0], out, err
+
+
+def test_sigterm_to_rank_0_mid_run_is_143_and_a_report(tmp_path):
+    rank0, out, err = _signal_rank0(tmp_path, signal.SIGTERM)
+    assert rank0.returncode == 143, out + err
     errors = _errors(tmp_path / "r0.json")
     assert errors and "SIGTERM" in errors[0]["message"], errors
     assert any("SIGTERM" in e for e in _junit_errors(tmp_path / "r0.xml"))
 
 
 def test_sigint_to_rank_0_mid_run_is_130_and_a_report(tmp_path):
-    port, procs = _start(2, range(1), tmp_path)
-    try:
-        arrived(port, 0)
-        procs[0].send_signal(signal.SIGINT)
-        out, err = procs[0].communicate(timeout=TIMEOUT + 30)
-    finally:
-        _end(procs)
-    assert procs[0].returncode == 130, out + err
+    rank0, out, err = _signal_rank0(tmp_path, signal.SIGINT)
+    assert rank0.returncode == 130, out + err
     errors = _errors(tmp_path / "r0.json")
     assert errors and ("interrupted" in errors[0]["message"] or "SIGINT" in errors[0]["message"])
 
@@ -101,16 +110,7 @@ def test_an_argument_error_is_4_and_the_json_names_it(tmp_path):
 
 
 def test_a_rank_whose_rank_0_hangs_ends_in_time_with_one_line(tmp_path):
-    port, procs = _start(2, range(2), tmp_path, slow=0)
-    try:
-        arrived(port, 1)
-        time.sleep(1)  # rank 0 is in its import probe, rank 1 in the gather
-        t0 = time.monotonic()
-        os.killpg(procs[0].pid, signal.SIGSTOP)
-        out, err = procs[1].communicate(timeout=BOUND + 30)
-        took = time.monotonic() - t0
-    finally:
-        _end(procs)
+    procs, out, err, took = _stop_one(tmp_path, 0)
     assert procs[1].returncode == 3, out + err
     assert took < BOUND, took
     lines = err.strip().splitlines()

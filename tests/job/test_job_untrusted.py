@@ -156,16 +156,23 @@ def tmp(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_a_stranger_claiming_a_rank_runs_nothing_and_is_named(tmp):
-    port, marker = free_port(), tmp / "marker"
-    stranger = _stranger(tmp, port, "rank2", marker)
-    _ready(tmp, "stranger-rank2.log")
+def _two_of_three_beside(tmp: Path, role: str, marker: Path) -> list[int]:
+    """Ranks 0 and 1 of a launch of 3 (with its secret) while a stranger as uid nobody plays
+    `role` on their port: the two ranks' exit codes."""
+    port = free_port()
+    stranger = _stranger(tmp, port, role, marker)
+    _ready(tmp, f"stranger-{role}.log")
     ranks = [_rank(tmp, port, 0, 3, secret=SECRET), _rank(tmp, port, 1, 3, "--debug",
                                                           secret=SECRET)]
     try:
-        codes = _wait(ranks, TIMEOUT * 3 + 30)
+        return _wait(ranks, TIMEOUT * 3 + 30)
     finally:
         _stop(stranger)
+
+
+def test_a_stranger_claiming_a_rank_runs_nothing_and_is_named(tmp):
+    marker = tmp / "marker"
+    codes = _two_of_three_beside(tmp, "rank2", marker)
     stranger_log = _log(tmp, "stranger-rank2")
     assert "connected as uid 65534" in stranger_log, stranger_log
     assert not marker.exists()
@@ -178,16 +185,8 @@ def test_a_stranger_claiming_a_rank_runs_nothing_and_is_named(tmp):
 
 
 def test_a_forged_verdict_is_never_taken(tmp):
-    port, marker = free_port(), tmp / "marker"
     # rank 2 never comes: rank 0 fails the roll call; the stranger says pass, over and over
-    stranger = _stranger(tmp, port, "verdict", marker)
-    _ready(tmp, "stranger-verdict.log")
-    ranks = [_rank(tmp, port, 0, 3, secret=SECRET), _rank(tmp, port, 1, 3, "--debug",
-                                                          secret=SECRET)]
-    try:
-        codes = _wait(ranks, TIMEOUT * 3 + 30)
-    finally:
-        _stop(stranger)
+    codes = _two_of_three_beside(tmp, "verdict", tmp / "marker")
     assert "connected as uid 65534" in _log(tmp, "stranger-verdict")
     assert codes[0] == 3 and (tmp / "rank0.json").exists(), _log(tmp, "rank0")
     assert any(m.startswith("rank 2 (host unknown) did not arrive")
