@@ -16,13 +16,14 @@ import re
 import select
 import stat
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from envcheck.errors import BadInput
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
-    from typing import Any, Union
+    from typing import Any, Iterator, Union
     PathLike = Union[str, Path]
 
 MiB = 1 << 20
@@ -70,6 +71,26 @@ def read_bytes(path: PathLike, what: str, max_bytes: int, *, fifo_timeout: float
             raise BadInput(f"{what} {path} is {kind(mode)}, not a regular file")
         os.set_blocking(fd, True)
         return _read_regular(fd, path, what, max_bytes)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def private_copy(path: PathLike, what: str, max_bytes: int) -> Iterator[tuple[bytes, str]]:
+    """(the bytes ``read_bytes`` reads, a path to a copy of them only this process reaches),
+    for a library that parses by path: what it parses is what was read and hashed, however
+    the file changes meanwhile. The copy is a memfd; where the system has none, the path is
+    the file's own."""
+    data = read_bytes(path, what, max_bytes)
+    memfd = getattr(os, "memfd_create", None)
+    if memfd is None:
+        yield data, str(path)
+        return
+    fd = memfd("envcheck-" + what.replace(" ", "-"), os.MFD_CLOEXEC)
+    try:
+        with open(fd, "wb", closefd=False) as f:  # writes every byte (os.write may not)
+            f.write(data)
+        yield data, f"/proc/self/fd/{fd}"
     finally:
         os.close(fd)
 

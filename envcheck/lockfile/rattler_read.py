@@ -1,11 +1,11 @@
 """One platform of a lock as py-rattler reads it (a conda-lock file or a pixi.lock): the records
 install links, and each package as a plain row.
 
-The bytes hashed are the bytes parsed: py-rattler reads a private copy of them (a memfd), so a
-change to the file between the hash and the parse cannot go unseen. Nothing of envcheck's lock
-model is imported: ``read_lock_records`` (read.py, which the install's plan reads) makes its
-packages of the rows, and a linker child started apart (provision/_link_child.py) reads its
-records with this module.
+The bytes hashed are the bytes parsed: py-rattler reads a private copy of them
+(inputs.private_copy), so a change to the file between the hash and the parse cannot go
+unseen. Nothing of envcheck's lock model is imported: ``read_lock_records`` (read.py, which the
+install's plan reads) makes its packages of the rows, and a linker child started apart
+(provision/_link_child.py) reads its records with this module.
 
 A row: ``[manager, name, version, url, build, depends, md5, sha256]``; ``depends`` a list of
 match specs, the hashes hex or None.
@@ -14,11 +14,9 @@ match specs, the hashes hex or None.
 from __future__ import annotations
 
 import hashlib
-import os
 
 from envcheck.errors import BadInput
-from envcheck.fds import write_all
-from envcheck.inputs import MAX_LOCK_BYTES, read_bytes
+from envcheck.inputs import MAX_LOCK_BYTES, private_copy
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -29,20 +27,21 @@ def read(lock: str, platform: str | None) -> tuple[str, str, tuple[Any, ...], li
     """(sha256, platform, rattler's RepoDataRecords, rows) of ``lock`` for ``platform`` (None:
     this machine's). BadInput when the lock is not a regular file, is too large, does not
     parse, or lacks the platform (naming the ones it has)."""
-    data = read_bytes(lock, "lock", MAX_LOCK_BYTES)  # no FIFO, device or endless file
-    got = read_platform(lock, data, platform, None)
+    with private_copy(lock, "lock", MAX_LOCK_BYTES) as (data, copy):  # no FIFO or device
+        got = read_platform(lock, data, copy, platform, None)
     return got["sha256"], got["platform"], got["records"], got["rows"]
 
 
 def read_platform(
-    lock: str, data: bytes, platform: str | None, environment: str | None
+    lock: str, data: bytes, copy: str, platform: str | None, environment: str | None
 ) -> dict[str, Any]:
-    """``read``'s values by name, of ``data`` (the bytes of the file ``lock``), with the lock's
-    "format", "platforms" and "environment": the environment read (None: the default one)."""
+    """``read``'s values by name, of ``data`` (the bytes of the file ``lock``, which the file
+    ``copy`` holds: inputs.private_copy), with the lock's "format", "platforms" and
+    "environment": the environment read (None: the default one)."""
     import rattler
 
     try:
-        lf = _parse(rattler, lock, data)
+        lf = rattler.LockFile.from_path(copy)
     except Exception as e:  # rattler raises its own exception types for parse errors
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BadInput(f"{lock} is not a readable conda-lock or pixi lock: {first}") from None
@@ -58,18 +57,6 @@ def read_platform(
         "platforms": tuple(sorted(have)),
         "environment": environment or "default",
     }
-
-
-def _parse(rattler: Any, lock: str, data: bytes) -> Any:
-    memfd = getattr(os, "memfd_create", None)
-    if memfd is None:  # no private copy to parse: the file itself
-        return rattler.LockFile.from_path(lock)
-    fd = memfd("envcheck-lock", os.MFD_CLOEXEC)
-    try:
-        write_all(fd, data)
-        return rattler.LockFile.from_path(f"/proc/self/fd/{fd}")
-    finally:
-        os.close(fd)
 
 
 def _environment(lf: Any, lock: str, name: str | None) -> Any:

@@ -15,7 +15,7 @@ import hashlib
 from pathlib import Path
 
 from envcheck.errors import BadInput
-from envcheck.inputs import MAX_LOCK_BYTES, read_bytes
+from envcheck.inputs import MAX_LOCK_BYTES, private_copy, read_bytes
 from envcheck.lockfile.model import Lock
 from envcheck.lockfile.package import check_packages, packages_from_rows
 
@@ -59,8 +59,8 @@ def read_lock_records(
     from envcheck.lockfile import rattler_read
 
     path = Path(path)
-    data = read_bytes(path, "lock", MAX_LOCK_BYTES)  # no FIFO, device or endless file
-    read = rattler_read.read_platform(str(path), data, platform, environment)
+    with private_copy(path, "lock", MAX_LOCK_BYTES) as (data, copy):  # no FIFO or device
+        read = rattler_read.read_platform(str(path), data, copy, platform, environment)
     packages = packages_from_rows(read["rows"], read["platform"])
     check_packages(path, packages)
     return Lock(

@@ -15,7 +15,7 @@ import pytest
 
 from envcheck.cli import main
 from envcheck.errors import BadInput
-from envcheck.inputs import json_depth, load_json_file, read_bytes
+from envcheck.inputs import json_depth, load_json_file, private_copy, read_bytes
 from envcheck.verify.facts.kernel_log import MAX_LOG_BYTES, read_kernel_log
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -202,3 +202,25 @@ def test_install_of_what_is_not_a_lock_file_is_refused_at_once(tmp_path, kind):
     assert time.monotonic() - started < 15
     assert done.stderr.count("\n") == 1 and SAYS[kind] in done.stderr, done.stderr
     assert done.stdout.split("\n")[0] == "[]", done.stdout
+
+
+def test_a_private_copy_keeps_the_bytes_read_when_the_file_changes_after(tmp_path):
+    """What a library parses by the copy's path is what was read (and hashed), even when the
+    file is rewritten in between; the copy is gone once the block ends."""
+    lock = tmp_path / "env.lock"
+    lock.write_bytes(b"version: 6\n")
+    with private_copy(lock, "lock", 1 << 20) as (data, copy):
+        lock.write_bytes(b"version: 666\n" * 10)
+        assert data == b"version: 6\n"
+        assert Path(copy).read_bytes() == data
+        assert copy != str(lock)
+    assert not Path(copy).exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_private_copy_of_what_is_not_a_file_is_refused_at_once(tmp_path, kind):
+    p = hostile(tmp_path, kind)
+    started = time.monotonic()
+    with pytest.raises(BadInput, match=SAYS[kind]), private_copy(p, "lock", 1 << 20):
+        pass
+    assert time.monotonic() - started < 3
