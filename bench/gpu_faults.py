@@ -329,27 +329,39 @@ with LocalCUDACluster(dashboard_address=None) as cluster, Client(cluster) as cli
 """
 
 
-def timing_rows(out: Path, repeats: int) -> list[Row]:
+def timing_rows(out: Path, repeats: int, baseline: str = "") -> list[Row]:
     """verify cluster (embedded, every smoke test) and --smoke none against the bare process,
-    alternating; medians and the ratio (target: at most 1.5x)."""
-    times: dict[str, list[float]] = {"verify cluster": [], "--smoke none": [], "bare": []}
+    alternating, after one untimed run; medians and the ratio (target: at most 1.5x).
+    ``baseline``: another envcheck tree (its parent directory, first on PYTHONPATH) timed
+    beside, as "verify cluster (baseline)". Each run's results with their seconds go to
+    t_K_I.times.txt."""
+    sides = {"verify cluster": (envcheck("verify", "cluster"), env()),
+             "--smoke none": (envcheck("verify", "cluster", "--smoke", "none"), env())}
+    if baseline:
+        sides["verify cluster (baseline)"] = (envcheck("verify", "cluster"),
+                                              env(PYTHONPATH_PREFIX=baseline))
+    times: dict[str, list[float]] = {name: [] for name in (*sides, "bare")}
+    # untimed: the first run on a host fills envcheck's cache of the frameworks' GPU
+    # architectures (facts/archs.py: a child imports torch and CuPy, seconds) and the page
+    # cache, which would count against whichever side ran first
+    run(envcheck("verify", "cluster"), out, "t_warmup", limit=300)
     for i in range(repeats):
-        _, rep, t = run(envcheck("verify", "cluster"), out, f"t_cluster{i}", limit=300)
-        times["verify cluster"].append(t)
-        if i == 0:
-            slow = sorted(((r.get("seconds") or 0, r["check"]) for r in rep.get("results", [])),
-                          reverse=True)[:6]
-            (out / "t_slowest.txt").write_text("\n".join(f"{s:.2f} {c}" for s, c in slow))
-        _, _, t = run(envcheck("verify", "cluster", "--smoke", "none"), out, f"t_nosmoke{i}",
-                      limit=300)
-        times["--smoke none"].append(t)
+        for k, (name, (argv, e)) in enumerate(sides.items()):
+            tag = f"t_{k}_{i}"
+            _, rep, t = run(argv, out, tag, e=e, limit=300)
+            times[name].append(t)
+            lines = [f"{name}: {t:.2f} s"] + [
+                f"{r.get('seconds') or 0:7.2f} {r['check']} {r.get('node') or ''} "
+                f"{r['message'][:200]}" for r in rep.get("results", [])]
+            lines += [f"measurement {m['name']} {m['value']}" for m in rep.get("measurements", [])]
+            (out / f"{tag}.times.txt").write_text("\n".join(lines) + "\n")
         t0 = time.perf_counter()
         subprocess.run([PY, "-c", BARE_CLUSTER], env=env(), cwd=out, timeout=300,
                        capture_output=True)
         times["bare"].append(time.perf_counter() - t0)
     bare = statistics.median(times["bare"])
     rows = []
-    for name in ("verify cluster", "--smoke none"):
+    for name in sides:
         med = statistics.median(times[name])
         row = Row(f"timing: {name} vs bare process", "<= 1.5x bare")
         row.got = (f"{med:.1f} s vs {bare:.1f} s = {med / bare:.2f}x (runs "
@@ -384,6 +396,7 @@ def main() -> None:
     ap.add_argument("outdir", type=Path)
     ap.add_argument("--only", default=",".join([*GROUPS, "timing"]))
     ap.add_argument("--timing-repeats", type=int, default=3)
+    ap.add_argument("--baseline", default="", help="an envcheck tree timed beside (timing)")
     args = ap.parse_args()
     out = args.outdir.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -393,7 +406,7 @@ def main() -> None:
     for name in args.only.split(","):
         t0 = time.perf_counter()
         try:
-            got = (timing_rows(out, args.timing_repeats) if name == "timing"
+            got = (timing_rows(out, args.timing_repeats, args.baseline) if name == "timing"
                    else GROUPS[name](out, n))
         except Exception as e:  # one group's breakage is a row, the matrix goes on
             got = [Row(f"{name} (group)", "ran", got=f"raised {type(e).__name__}: {e}")]

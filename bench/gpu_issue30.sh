@@ -44,7 +44,13 @@ case $part in
     step pytest 560 python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider --timeout 300
     ;;
   timing)
-    step timing 200 python3 bench/gpu_faults.py "$out/timing" --only timing --timing-repeats 2
+    # BASELINE_TGZ: an envcheck tree (git archive REV envcheck | gzip) timed beside this one
+    base=""
+    if [ -n "${BASELINE_TGZ:-}" ]; then
+      base=/tmp/i30-baseline; mkdir -p "$base"; tar xzf "$BASELINE_TGZ" -C "$base"
+    fi
+    step timing 560 python3 bench/gpu_faults.py "$out/timing" --only timing \
+      --timing-repeats "${REPEATS:-2}" --baseline "$base"
     ;;
   gemm)
     step gemm 200 python3 bench/gpu_gemm.py --seconds 2 --repeats 3

@@ -8,6 +8,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -423,3 +424,55 @@ def test_independent_smoke_tests_run_at_once_and_each_result_has_its_seconds():
     assert [r.status for r in got] == [Status.PASS] * 3
     assert all(r.seconds is not None and r.seconds >= 1.5 for r in got)
     assert wall < sum(r.seconds for r in got) - 1.0, (wall, [r.seconds for r in got])
+
+
+def _warmed() -> bool:
+    """The warm thread has ended with torch imported (a module is in sys.modules while its
+    import is still running)."""
+    warming = any(t.name == "envcheck-warm-torch" for t in threading.enumerate())
+    return not warming and "torch.distributed" in sys.modules
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_embedded_workers_given_the_warm_preload_have_torch_imported_for_the_ddp_test():
+    """The preload returns at once and the worker imports torch beside its work: the torch-ddp
+    test then finds it imported (its import phase ~0 s) and still passes."""
+    from envcheck.verify.cluster.connect import embedded_cluster
+    from envcheck.verify.cluster.gather import gather_facts
+    from envcheck.verify.smoke import warm
+
+    with embedded_cluster(n_workers=1, gpus=0, preload=(warm.PRELOAD,)) as client:
+        deadline = time.monotonic() + 120
+        while not all(client.run(_warmed).values()):
+            assert time.monotonic() < deadline, "the workers never imported torch"
+            time.sleep(0.2)
+        facts = dict(gather_facts(client, 60).workers)
+        ddp = run_smoke(client, facts, {"torch-ddp"}, timeout=60)
+    assert [r.status for r in ddp] == [Status.PASS], [r.message for r in ddp]
+    assert "import 0.0 s" in ddp[0].message, ddp[0].message
+    assert "teardown" in ddp[0].message
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_torch_ddp_results_reach_the_client_without_importing_torch_there():
+    """A rank's reply holds plain values: a torch object in it (torch.__version__ is one)
+    would make the client import torch to unpickle it, seconds on a GPU host."""
+    code = textwrap.dedent("""
+        import sys
+        from envcheck.verify.cluster.gather import gather_facts
+        from envcheck.verify.smoke.suite import run_smoke
+        from tests.support.smoke_cluster import local_client
+        with local_client(1) as client:
+            facts = dict(gather_facts(client, 60).workers)
+            got = run_smoke(client, facts, {"torch-ddp"}, timeout=60)
+        print([r.status.value for r in got], [r.message for r in got])
+        print("torch" in sys.modules)
+    """)
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=240, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})  # fmt: skip
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 0 and lines, done.stderr[-2000:]
+    assert lines[0].startswith("['pass']"), lines[0]
+    assert lines[-1] == "False", "the client imported torch"

@@ -274,12 +274,14 @@ def embedded_cluster(
     *,
     gpus: int | None = None,
     timeout: float = 120.0,
+    preload: tuple[str, ...] = (),
 ) -> Iterator[Client]:
     """Start a local cluster on this machine, yield a Client to it, shut both down after.
 
     LocalCUDACluster (one worker per GPU, or n_workers) when GPUs and dask-cuda are present,
     else a LocalCluster of worker processes (processes, not threads: a worker must be a
     separate interpreter for the checks to mean what they mean on a real cluster).
+    ``preload``: modules each worker runs as it starts (Dask's preload, ``dask_setup``).
     """
     from distributed import Client
 
@@ -296,6 +298,8 @@ def embedded_cluster(
         scheduler_kwargs={"dashboard_address": ":0"},
         silence_logs=logging.ERROR,
     )
+    if preload:
+        common["preload"] = list(preload)
     _quiet_pynvml_in_children()
     try:
         if kind == "LocalCUDACluster":

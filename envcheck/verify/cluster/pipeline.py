@@ -77,7 +77,7 @@ def verify_cluster(options: ClusterOptions) -> Report:
     quiet_dask_logs(options.debug)
     with contextlib.ExitStack() as stack:
         try:
-            client, described = stack.enter_context(_cluster(options, security))
+            client, described = stack.enter_context(_cluster(options, security, exp.skip))
         except HandshakeSkew as skew:  # no Client: the skew the raw probe saw is the report
             return handshake_skew_report(skew.peer, skew.reason)
         except Unreachable as e:
@@ -106,8 +106,11 @@ def verify_client(
 
 
 @contextlib.contextmanager
-def _cluster(options: ClusterOptions, security: object) -> Iterator[tuple[Client, str]]:
-    """A client to the cluster to verify, and a line describing that cluster."""
+def _cluster(
+    options: ClusterOptions, security: object, skip: frozenset[str] = frozenset()
+) -> Iterator[tuple[Client, str]]:
+    """A client to the cluster to verify, and a line describing that cluster (``skip``: the
+    check ids not to run, which an embedded cluster's preload follows)."""
     address = options.address  # "" is an address too (an unset $SCHED): refused, not embedded
     if options.scheduler_file:
         address = address_from_scheduler_file(options.scheduler_file)
@@ -133,8 +136,25 @@ def _cluster(options: ClusterOptions, security: object) -> Iterator[tuple[Client
         # reaches them too: one line from envcheck, not their tracebacks)
         with children_stderr_to_log(options.debug) as log:
             stack.callback(remove_if_empty, log)  # runs after the cluster has closed
-            client = stack.enter_context(embedded_cluster(n_workers=options.workers, gpus=gpus))
+            client = stack.enter_context(embedded_cluster(
+                n_workers=options.workers, gpus=gpus,
+                preload=_preload(options, skip, kind, gpus)))
         yield client, f"embedded {kind} ({why})"
+
+
+def _preload(options: ClusterOptions, skip: frozenset[str], kind: str,
+             gpus: int) -> tuple[str, ...]:
+    """What the embedded cluster's workers preload: torch's import, where warm.worth_warming
+    says so (workers: --workers, else one a GPU, else at most one a CPU)."""
+    import importlib.util
+
+    from envcheck.verify.smoke import warm
+
+    cpus = warm.cpus()
+    workers = options.workers or (gpus if kind == "LocalCUDACluster" else cpus)
+    torch = importlib.util.find_spec("torch") is not None
+    wanted = warm.worth_warming(options.smoke, skip, workers, cpus, torch)  # type: ignore
+    return (warm.PRELOAD,) if wanted else ()
 
 
 def verify(

@@ -13,7 +13,10 @@ from .packages import _site_dirs
 def _nccl_version() -> tuple[str, str]:
     """NCCL's version: torch's when torch is already imported, else libnccl through ctypes."""
     torch = sys.modules.get("torch")
-    if torch is not None:  # never import torch here: it costs seconds in every worker
+    # never import torch here (it costs seconds in every worker), nor touch one that another
+    # thread is still importing (smoke/warm.py): that would wait for the whole import
+    importing = getattr(getattr(torch, "__spec__", None), "_initializing", False)
+    if torch is not None and not importing:
         try:
             v = torch.cuda.nccl.version()
             return ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v), "torch"

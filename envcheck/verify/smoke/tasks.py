@@ -180,7 +180,8 @@ def torch_allreduce(
     rank: int, world: int, master: str, port: int, backend: str, timeout_s: float, n: int
 ) -> dict[str, Any]:
     """Each rank contributes rank+1; after a sum all-reduce every element is world*(world+1)/2.
-    Also says where its time went: torch's import, the group, the first all-reduce."""
+    Also says where its time went: torch's import, the group, the first all-reduce and the
+    group's teardown."""
     import importlib
 
     t0 = time.perf_counter()
@@ -192,18 +193,20 @@ def torch_allreduce(
         t = torch.full((n,), float(rank + 1), dtype=torch.float32, device=device)
         dist.all_reduce(t)
         lo, hi = float(t.min()), float(t.max())
-        return {
-            "phases": {"import": t1 - t0, "group": t2 - t1,
-                       "all-reduce": time.perf_counter() - t2},
-            "rank": rank,
-            "min": lo,
-            "max": hi,
-            "torch": torch.__version__,
-            "device": str(device),
-            "nccl": ".".join(map(str, torch.cuda.nccl.version())) if backend == "nccl" else "",
-        }
+        t3 = time.perf_counter()
     finally:
         dist.destroy_process_group()
+    return {
+        "phases": {"import": t1 - t0, "group": t2 - t1, "all-reduce": t3 - t2,
+                   "teardown": time.perf_counter() - t3},
+        "rank": rank,
+        "min": lo,
+        "max": hi,
+        # a str, not torch's TorchVersion: unpickling that would import torch in the client
+        "torch": str(torch.__version__),
+        "device": str(device),
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())) if backend == "nccl" else "",
+    }
 
 
 def torch_allreduce_bench(
@@ -319,7 +322,7 @@ def skorch_fit(seed: int, gpu: bool) -> dict[str, Any]:
         torch.set_num_threads(threads)
     device = str(next(net.module_.parameters()).device)
     return {"accuracy": accuracy, "device": device, "skorch": skorch.__version__,
-            "torch": torch.__version__}
+            "torch": str(torch.__version__)}  # not a TorchVersion (see torch_allreduce)
 
 
 def ddp_dispatch_allreduce(n: int) -> dict[str, Any]:
