@@ -9,6 +9,7 @@ runs past its edge whole). Duck-typed on report.Report, like report_html.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from typing import Any
 
@@ -117,14 +118,25 @@ def measurement_rows(report: Any) -> tuple[tuple[str, ...], list[tuple[str, ...]
     return columns, rows
 
 
+def stdout_console() -> Any:
+    """rich's Console for the report on stdout. Under Open MPI a rank's stdout is a
+    pseudo-terminal mpirun opens whatever its own output is (a log file, a pipe), so rich
+    would write colour codes into logs: there the report is plain text unless FORCE_COLOR
+    asks for colour (rich honours NO_COLOR and FORCE_COLOR elsewhere)."""
+    from rich.console import Console
+
+    if "OMPI_COMM_WORLD_RANK" in os.environ and not os.environ.get("FORCE_COLOR"):
+        return Console(force_terminal=False, force_interactive=False)
+    return Console()
+
+
 def render(report: Any, console: Any = None, verbose: bool = False,
            measurements: bool = False) -> None:
     """Print ``report`` (see the module's docstring). ``verbose``: every pass and skip with
     its message, and the measurements; ``measurements``: the measurements table."""
-    from rich.console import Console
     from rich.text import Text
 
-    console = console or Console()
+    console = console or stdout_console()
     width = console.width
 
     def say(line: str, style: str = "") -> None:

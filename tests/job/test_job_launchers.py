@@ -61,6 +61,10 @@ def test_mpirun_four_ranks_pass(tmp_path):
     got = {r["check"]: r for r in results(report)}
     assert got["job.ranks"]["message"].startswith("4 of 4 ranks reported (openmpi)")
     assert got["job.allreduce.gloo"]["status"] == "pass"
+    # mpirun gives each rank a pseudo-terminal even when its own output is a pipe or a log:
+    # the report that lands there is plain text
+    assert re.search(r"^(PASS|WARN) +verify job: ", p.stdout, re.M), p.stdout[:500]
+    assert "\x1b[" not in p.stdout, p.stdout[:500]
 
 
 def test_ranks_without_master_port_meet_past_a_foreign_server_on_the_derived_port(tmp_path):
