@@ -187,3 +187,19 @@ def test_printable_hostile_text_lands_in_the_recipe_verbatim(capsys, tmp_path):
     assert list(recipe.pip) == [pip]
     assert list(recipe.channels) == ["conda-forge", "a: b"]
     assert recipe.description == "a: b # c 'd' \"e\" {f}"
+
+
+@pytest.mark.parametrize("name", ["rhel7", "centos7"])
+def test_the_image_verbs_os_names_make_the_el7_recipe(name, tmp_path):
+    """`envcheck image --os rhel7|centos7` and `recipe new --os` take the same names: the
+    recipe is el7's (glibc 2.17), its header naming the distribution asked for."""
+    from envcheck.provision.image_options import OSES as IMAGE_OSES
+
+    assert name in IMAGE_OSES
+    el7, named = tmp_path / "el7.yaml", tmp_path / f"{name}.yaml"
+    common = ["recipe", "new", "--rapids", "22.08", "--cuda", "11.5", "--libs", "cudf"]
+    assert main([*common, "--os", "el7", "--out", str(el7)]) == 0
+    assert main([*common, "--os", name, "--out", str(named)]) == 0
+    assert load_recipe(named).system == load_recipe(el7).system
+    assert load_recipe(named).system["glibc"] == "2.17"
+    assert load_recipe(named).dependencies == load_recipe(el7).dependencies

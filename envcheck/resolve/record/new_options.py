@@ -17,6 +17,8 @@ from envcheck.resolve.record.conda_version import check_package_spec
 # of its release (docs/recipes.md lists them with their sources)
 OSES = {
     "el7": ("2.17", "RHEL 7 / CentOS 7"),
+    "rhel7": ("2.17", "RHEL 7"),  # the names `envcheck image --os` takes for the same glibc
+    "centos7": ("2.17", "CentOS 7"),
     "el8": ("2.28", "RHEL / Rocky / Alma 8"),
     "el9": ("2.34", "RHEL / Rocky / Alma 9"),
     "amzn2": ("2.26", "Amazon Linux 2"),
