@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 
+# a conda package's name, lower-cased; a recipe's name (and so its lock's file name,
+# NAME.conda-lock.yml) is held to it too, in recipe files and `recipe new --name`
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
 # conda platform -> the machine architecture of its binaries (wheel tags, __archspec, ELF)
 PLATFORM_ARCH: dict[str, str] = {
     "linux-64": "x86_64",

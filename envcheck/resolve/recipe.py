@@ -15,10 +15,11 @@ import yaml
 from envcheck.errors import BadInput, EnvcheckError
 from envcheck.inputs import read_text
 from envcheck.lockfile.model import Exclusion
+from envcheck.lockfile.names import NAME
 from envcheck.resolve.solve import resolve_channel
 
 # py-rattler (the build extra) is imported only as a recipe is read: the module's names
-# (PLATFORMS, _NAME) serve `recipe new` and the verbs' flags without it
+# (PLATFORMS) serve the verbs' flags without it
 
 PLATFORMS = frozenset(
     {"linux-64", "linux-aarch64", "linux-ppc64le", "osx-64", "osx-arm64", "win-64"}
@@ -37,7 +38,6 @@ _KEYS = {
     "targets": False,
     "notes": False,
 }
-_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _ARCH = re.compile(r"^[a-z0-9_]+$")
 # bump when the meaning of hashed content changes, so old locks read as stale
 _HASH_SCHEMA = "envcheck.recipe/1"
@@ -190,7 +190,7 @@ def _parse_recipe(text: str, path: Path) -> Recipe:
 
     name_node = top["name"][1]  # required: _check_keys made sure it is there
     name = _scalar(err, name_node, "name")
-    if not _NAME.match(name):
+    if not NAME.match(name):
         raise err.at(name_node, "name", f"{name!r} must be lower-case letters, digits, . _ -")
     # read in the recipe's order, so the first problem reported is the first in the file
     channels = _channels(err, top["channels"][1])
@@ -347,7 +347,7 @@ def _exclusion(err: _Errors, item: yaml.Node, where: str, seen: dict[str, str]) 
     _check_keys(err, fields, {"name": True, "reason": True}, where, item)
     xname = _scalar(err, fields["name"][1], f"{where}.name")
     reason = _scalar(err, fields["reason"][1], f"{where}.reason")
-    if not _NAME.match(xname.lower()):
+    if not NAME.match(xname.lower()):
         raise err.at(fields["name"][1], f"{where}.name", f"{xname!r} is not a package name")
     if not reason:
         raise err.at(fields["reason"][1], f"{where}.reason", "say why it is excluded")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from envcheck import values
 from envcheck.errors import BadInput
-from envcheck.resolve.recipe import _NAME
+from envcheck.lockfile.names import NAME
 from envcheck.resolve.record.conda_version import check_package_spec
 
 # target OS -> (glibc it ships, words for the header); each distribution's own glibc package
@@ -116,7 +116,7 @@ def _check(opts: Options) -> None:
             value = tuple(_no_control(_string(v, name), name) for v in items)
             set_(opts, name, value)
     set_(opts, "out", values.optional_path(opts.out, "--out"))
-    if opts.name is not None and not _NAME.match(opts.name):
+    if opts.name is not None and not NAME.match(opts.name):
         raise BadInput(f"--name {opts.name!r}: a recipe name is lower-case letters, digits, . _ -")
     _check_specs(opts)
 
