@@ -3,7 +3,9 @@
 On the device machine (Dask on PYTHONPATH): a LocalCUDACluster's start, the first and second
 trivial task on every worker, `import torch` in a bare process (alone and one per GPU at
 once) and in every worker at once, the GPU-kernel task, the dask.array test, the torch-ddp
-ranks (warm), and the cluster's close. Prints one line per piece.
+ranks (warm), and the cluster's close. Prints one line per piece, with the ratios that
+matter: a worker's import against the bare processes', and each DDP run's wall time against
+its slowest rank's own phases (the rest is the reply's way back to the client).
 
     python3 bench/gpu_cluster_phases.py
 """
@@ -60,12 +62,14 @@ def main() -> None:
     print(f"cluster start + client: {time.perf_counter() - t:.2f} s", flush=True)
     workers = sorted(client.scheduler_info()["workers"])
     n = len(workers)
-    print(f"bare import torch, {n} at once:", [f"{x:.2f}" for x in bare_imports(n)], flush=True)
+    bare = bare_imports(n)
+    print(f"bare import torch, {n} at once:", [f"{x:.2f}" for x in bare], flush=True)
     for k in (1, 2):
         took, got = each(client, workers, stamp)
         print(f"trivial task #{k} on every worker: {took:.2f} s", flush=True)
     took, got = each(client, workers, timed_import)
-    print(f"import torch in every worker at once: {took:.2f} s; in-task {got}", flush=True)
+    print(f"import torch in every worker at once: {took:.2f} s; in-task {got}; "
+          f"ratio to the bare imports {max(got) / max(bare):.2f}x", flush=True)
     for k in (1, 2):
         took, _ = each(client, workers, tasks.gpu_kernel, 100_000)
         print(f"gpu-kernel #{k}: {took:.2f} s", flush=True)
@@ -84,8 +88,11 @@ def main() -> None:
             futs = ddp.launch(client, plan, tasks.torch_allreduce, 1 << 20, timeout=60)
             launched = time.perf_counter() - t
             got = client.gather(futs)
-        print(f"torch-ddp #{k}: {time.perf_counter() - t:.2f} s (launched in {launched:.2f} s)"
-              f"; {[{p: round(v, 2) for p, v in g['phases'].items()} for g in got]}", flush=True)
+        wall = time.perf_counter() - t
+        in_task = max(sum(g["phases"].values()) for g in got)
+        print(f"torch-ddp #{k}: {wall:.2f} s (launched in {launched:.2f} s), "
+              f"{wall / in_task:.2f}x its slowest rank's phases ({in_task:.2f} s); "
+              f"{[{p: round(v, 2) for p, v in g['phases'].items()} for g in got]}", flush=True)
         for task in stream.data:
             spans = [f"{s['action']} {s['start'] - t0:.2f}-{s['stop'] - t0:.2f}"
                      for s in task["startstops"]]
