@@ -28,3 +28,25 @@ def test_no_torch_test_to_run_means_no_warming():
 
 def test_torch_not_installed_means_no_warming():
     assert not worth_warming(None, frozenset(), 2, 64, torch_installed=False)
+
+
+def test_the_embedded_cluster_preloads_the_warm_up_only_where_it_pays(monkeypatch):
+    """verify cluster's own choice, as it starts the embedded cluster: one worker a GPU on a
+    64-CPU host preloads warm.py; --smoke none, --workers past the CPUs, or no torch do not."""
+    import importlib.util
+
+    from envcheck.verify.cluster.options import ClusterOptions
+    from envcheck.verify.cluster.pipeline import _preload
+    from envcheck.verify.smoke import warm
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(warm, "cpus", lambda: 64)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "torch" else real_find_spec(name, *a))
+    assert _preload(ClusterOptions(), frozenset(), "LocalCUDACluster", 4) == (warm.PRELOAD,)
+    assert _preload(ClusterOptions(smoke="none"), frozenset(), "LocalCUDACluster", 4) == ()
+    assert _preload(ClusterOptions(workers=40), frozenset(), "LocalCUDACluster", 4) == ()
+    assert _preload(ClusterOptions(), frozenset(), "LocalCluster", 0) == ()  # a worker a CPU
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real_find_spec(name, *a))
+    assert _preload(ClusterOptions(), frozenset(), "LocalCUDACluster", 4) == ()
