@@ -102,6 +102,16 @@ SlurmdParameters=config_overrides
 """
 
 
+def first_job_id() -> int:
+    """A random FirstJobId for a test cluster. Each xdist worker starts its own cluster on this
+    one host, and each would number its jobs from 1; a launch's id (SLURM_JOB_ID.STEP) names
+    its rendezvous port and secret file, so two clusters' job 2.0 at once would meet each
+    other (seen: "rank 1 is claimed twice", by a rank of the other cluster's job)."""
+    import random
+
+    return random.SystemRandom().randrange(1_000, 60_000_000)  # MaxJobId is 67,043,328
+
+
 def _write_config(root: Path, node: str, gpus: int, real_gpus: bool = False) -> Path:
     memory_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     dev = Path("/dev") if real_gpus else root / "dev"
@@ -122,6 +132,7 @@ def _write_config(root: Path, node: str, gpus: int, real_gpus: bool = False) -> 
 SlurmctldHost={node}(127.0.0.1)
 SlurmctldPort={free_port()}
 SlurmdPort={free_port()}
+FirstJobId={first_job_id()}
 AuthType=auth/munge
 AuthInfo=socket={root / "munge" / "munge.socket"}
 SlurmUser=root

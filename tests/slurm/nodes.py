@@ -30,6 +30,7 @@ from tests.slurm.cluster import (
     START_TIMEOUT,
     _start_munge,
     ensure_installed,
+    first_job_id,
 )
 from tests.support.ports import free_port
 
@@ -110,6 +111,7 @@ def _write_config(root: Path, hosts: Hosts, gpus: int) -> Path:
 SlurmctldHost={CONTROLLER}({hosts.ip(CONTROLLER)})
 SlurmctldPort={free_port()}
 SlurmdPort={free_port()}
+FirstJobId={first_job_id()}
 AuthType=auth/munge
 AuthInfo=socket={root / "munge" / "munge.socket"}
 SlurmUser=root
