@@ -85,10 +85,53 @@ say({"replicas": int(strategy.num_replicas_in_sync), "reduce": float(total), "lo
 """
 
 
-def free_port(ip: str) -> int:
-    with socket.socket() as s:
+def free_ports(ip: str, count: int = 1) -> int:
+    """The first of ``count`` consecutive ports that bind on ``ip`` now (SlurmClusterResolver
+    gives a node's tasks port_base + their index there), taken below the kernel's ephemeral
+    range: a port the kernel hands out for bind(0) can be taken by another process's outgoing
+    connection before TensorFlow's gRPC server binds it ("Could not start gRPC server")."""
+    import random
+
+    pick = random.SystemRandom()
+    top = _ephemeral_low() - count
+    for _ in range(64):
+        base = pick.randrange(10_000, max(top, 10_001))
+        if _all_bind(ip, base, count):
+            return base
+    with socket.socket() as s:  # no block free below the range: the kernel's choice
         s.bind((ip or "0.0.0.0", 0))
         return int(s.getsockname()[1])
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _all_bind(ip: str, base: int, count: int) -> bool:
+    held: list[socket.socket] = []
+    try:
+        for port in range(base, base + count):
+            s = socket.socket()
+            held.append(s)
+            s.bind((ip or "0.0.0.0", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        for s in held:
+            s.close()
+
+
+def ports_needed(launch: LaunchInfo) -> int:
+    """Ports a rank's block must hold: under srun a node's tasks take port_base + their index
+    (the most tasks on one node), elsewhere each rank its own."""
+    if launch.launcher == "slurm" and launch.tasks_per_node:
+        return max(1, *launch.tasks_per_node)
+    return 1
 
 
 _NO_GPU = ("", "-1", "NoDevFiles", "none")  # CUDA_VISIBLE_DEVICES values that grant none
