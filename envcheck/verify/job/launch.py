@@ -35,7 +35,9 @@ from envcheck.text import shown
 from envcheck.verify.across.hostlist import expand_hostlist
 
 DEFAULT_PORT = 29500  # torch.distributed's own default
-_PORT_RANGE = (20000, 30000)  # derived ports (no MASTER_PORT): one per job step
+# the ports envcheck picks itself, below Linux's default ephemeral range (32768-60999):
+# derived rendezvous ports (no MASTER_PORT, one per job step) and TensorFlow's gRPC ports
+PORT_RANGE = (20000, 30000)
 CANDIDATES = 6  # derived ports rank 0 tries in turn when one is in use on its host
 MAX_WORLD = 65536  # ranks in one launch: the largest jobs run ~50,000 GPUs
 _NUMBER = re.compile(r"-?[0-9]{1,10}")
@@ -122,7 +124,7 @@ def master_addr(env: Mapping[str, str]) -> str:
 def _derived_port(*ids: str) -> int:
     """A port every rank of one launch computes alike from the launch's ids."""
     digest = hashlib.sha256("/".join(ids).encode()).digest()
-    low, high = _PORT_RANGE
+    low, high = PORT_RANGE
     return low + int.from_bytes(digest[:4], "big") % (high - low)
 
 

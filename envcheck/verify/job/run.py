@@ -216,7 +216,7 @@ class JobRun:
 
     def _tensorflow(self, dist: Any, ranks: tuple[RankFacts, ...]) -> Collective:
         launch, mine = self.launch, ranks[self.launch.rank]
-        port = tf_job.free_ports(mine.ip, tf_job.ports_needed(launch))
+        port = tf_job.free_ports(tf_job.ports_needed(launch))
         where = self._step("gathering TensorFlow's worker addresses",
                            lambda: self._gather(dist, (launch.rank, mine.ip, port)))
         workers, slurm_port = tf_job.cluster(launch, sorted(where), ranks)

@@ -28,7 +28,7 @@ import sys
 from typing import Any
 
 from envcheck.verify.job.checks import Collective
-from envcheck.verify.job.launch import LaunchInfo
+from envcheck.verify.job.launch import PORT_RANGE, LaunchInfo
 from envcheck.verify.job.rank import RankFacts
 
 STEP = "TensorFlow's MultiWorkerMirroredStrategy"
@@ -85,21 +85,25 @@ say({"replicas": int(strategy.num_replicas_in_sync), "reduce": float(total), "lo
 """
 
 
-def free_ports(ip: str, count: int = 1) -> int:
-    """The first of ``count`` consecutive ports that bind on ``ip`` now (SlurmClusterResolver
-    gives a node's tasks port_base + their index there), taken below the kernel's ephemeral
-    range: a port the kernel hands out for bind(0) can be taken by another process's outgoing
-    connection before TensorFlow's gRPC server binds it ("Could not start gRPC server")."""
+def free_ports(count: int = 1) -> int:
+    """The first of ``count`` consecutive ports free on every address now (SlurmClusterResolver
+    gives a node's tasks port_base + their index there), from launch.PORT_RANGE and below the
+    kernel's ephemeral range: a port the kernel hands out for bind(0) can be taken by another
+    process's outgoing connection before TensorFlow's gRPC server binds it ("Could not start
+    gRPC server"). They are checked on the wildcard address, as TensorFlow's server binds
+    them: that bind fails where any address of the host holds the port, verify job's own
+    rendezvous included."""
     import random
 
     pick = random.SystemRandom()
-    top = _ephemeral_low() - count
+    low, high = PORT_RANGE
+    last = min(high, _ephemeral_low()) - count  # the highest base whose block fits
     for _ in range(64):
-        base = pick.randrange(10_000, max(top, 10_001))
-        if _all_bind(ip, base, count):
+        base = pick.randrange(low, max(last, low) + 1)
+        if _all_bind(base, count):
             return base
     with socket.socket() as s:  # no block free below the range: the kernel's choice
-        s.bind((ip or "0.0.0.0", 0))
+        s.bind(("", 0))
         return int(s.getsockname()[1])
 
 
@@ -111,13 +115,13 @@ def _ephemeral_low() -> int:
         return 32768  # Linux's default
 
 
-def _all_bind(ip: str, base: int, count: int) -> bool:
+def _all_bind(base: int, count: int) -> bool:
     held: list[socket.socket] = []
     try:
         for port in range(base, base + count):
             s = socket.socket()
             held.append(s)
-            s.bind((ip or "0.0.0.0", port))
+            s.bind(("", port))
         return True
     except OSError:
         return False
