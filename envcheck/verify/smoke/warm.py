@@ -36,10 +36,9 @@ def worth_warming(smoke: Collection[str] | None, skip: Collection[str], workers:
     such as smoke.torch-ddp), torch is installed, and the host has two CPUs a worker and two
     more (one a worker for its import beside its own work, two for the client and the
     scheduler)."""
-    tests = TORCH_TESTS if smoke is None else [t for t in TORCH_TESTS if t in smoke]
-    if not [t for t in tests if f"smoke.{t}" not in skip]:
-        return False
-    return torch_installed and workers > 0 and cpus >= 2 * workers + 2
+    torch_test = any((smoke is None or t in smoke) and f"smoke.{t}" not in skip
+                     for t in TORCH_TESTS)
+    return torch_test and torch_installed and workers > 0 and cpus >= 2 * workers + 2
 
 
 def dask_setup(worker: Any) -> None:
