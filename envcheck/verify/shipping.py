@@ -106,8 +106,9 @@ def _make_loader() -> Callable[[str, bytes], Any]:
         )
 
         def forget() -> None:  # this version's modules, left by a failed or forgotten load
-            for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
-                del sys.modules[key]
+            # list(): one C-level copy; other threads of this process may be importing
+            for key in [k for k in list(sys.modules) if k == name or k.startswith(name + ".")]:
+                sys.modules.pop(key, None)
 
         forget()
         sys.meta_path.insert(0, finder)

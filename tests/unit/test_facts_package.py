@@ -128,3 +128,37 @@ def test_the_payload_loader_runs_the_collector_on_python_3_8(tmp_path: Path) -> 
     assert out["name"] == PREFIX + facts_payload().digest
     assert out["python"].startswith("3.8.") and out["role"] == "worker"
     assert "address-link" in out["kept"]
+
+
+def test_a_load_while_another_thread_imports_does_not_trip_over_sys_modules() -> None:
+    # An in-process scheduler (dask-jobqueue, LocalCluster) loads the package on its event
+    # loop while the client's threads import modules: sys.modules changes under the loader.
+    import threading
+    import types
+    import zlib
+
+    blob = zlib.compress(json.dumps({"__init__": "VALUE = 1\n"}).encode())
+    stop = threading.Event()
+
+    def churn() -> None:
+        module = types.ModuleType("_envcheck_test_churn")
+        while not stop.is_set():
+            for i in range(50):
+                sys.modules[f"_envcheck_test_churn_{i}"] = module
+            for i in range(50):
+                sys.modules.pop(f"_envcheck_test_churn_{i}", None)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    thread = threading.Thread(target=churn, daemon=True)
+    thread.start()
+    names = [f"test-churn-{i}" for i in range(300)]
+    try:
+        for digest in names:
+            assert load_facts(digest, blob).VALUE == 1
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(interval)
+        for digest in names:
+            sys.modules.pop(PREFIX + digest, None)
