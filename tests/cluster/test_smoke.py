@@ -429,7 +429,9 @@ def test_independent_smoke_tests_run_at_once_and_each_result_has_its_seconds():
 def _warmed() -> bool:
     """The warm thread has ended with torch imported (a module is in sys.modules while its
     import is still running)."""
-    warming = any(t.name == "envcheck-warm-torch" for t in threading.enumerate())
+    from envcheck.verify.smoke.warm import THREAD
+
+    warming = any(t.name == THREAD for t in threading.enumerate())
     return not warming and "torch.distributed" in sys.modules
 
 
@@ -439,9 +441,7 @@ def test_embedded_workers_given_the_warm_preload_have_torch_imported_for_the_ddp
     test then finds it imported (its import phase ~0 s) and still passes."""
     from envcheck.verify.cluster.connect import embedded_cluster
     from envcheck.verify.cluster.gather import gather_facts
-    from envcheck.verify.smoke import warm
-
-    with embedded_cluster(n_workers=1, gpus=0, preload=(warm.PRELOAD,)) as client:
+    with embedded_cluster(n_workers=1, gpus=0, warm=("torch", "torch.distributed")) as client:
         deadline = time.monotonic() + 120
         while not all(client.run(_warmed).values()):
             assert time.monotonic() < deadline, "the workers never imported torch"
@@ -476,3 +476,42 @@ def test_torch_ddp_results_reach_the_client_without_importing_torch_there():
     assert done.returncode == 0 and lines, done.stderr[-2000:]
     assert lines[0].startswith("['pass']"), lines[0]
     assert lines[-1] == "False", "the client imported torch"
+
+
+def test_a_test_without_client_imports_runs_while_anothers_import_is_under_way(
+    tmp_path, monkeypatch
+):
+    """The client's imports for a test's graph run beside the tests: a test that needs none
+    (the DDP ranks) does not wait for them. Here the import cannot finish until the other
+    test has run; before, the imports ran first and this waited out the gate's deadline."""
+    import types
+
+    from envcheck.verify.cluster.gather import gather_facts
+
+    gate = types.ModuleType("_envcheck_test_gate")
+    gate.EVENT = threading.Event()
+    monkeypatch.setitem(sys.modules, gate.__name__, gate)
+    (tmp_path / "_envcheck_gated.py").write_text(
+        "import _envcheck_test_gate\nRELEASED = _envcheck_test_gate.EVENT.wait(30)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def opens_the_gate(run):
+        gate.EVENT.set()
+        return [result("opens", Status.PASS, "ran")]
+
+    def needs_the_import(run):
+        return [result("needs", Status.PASS, "ran")]
+
+    tests = {
+        "needs": SmokeTest("needs", "imports a gated module", needs_the_import,
+                           client_modules=("_envcheck_gated",)),
+        "opens": SmokeTest("opens", "opens the gate", opens_the_gate, alone=True),
+    }
+    with local_client(1) as client:
+        facts = dict(gather_facts(client, 60).workers)
+        got = run_smoke(client, facts, tests=tests, timeout=60)
+    released = sys.modules["_envcheck_gated"].RELEASED
+    monkeypatch.delitem(sys.modules, "_envcheck_gated")
+    assert [(r.check, r.status) for r in got] == [
+        ("smoke.needs", Status.PASS), ("smoke.opens", Status.PASS)]
+    assert released, "the gated import ran out its deadline: the other test waited for it"

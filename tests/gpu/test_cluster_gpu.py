@@ -53,3 +53,38 @@ def test_two_workers_forced_onto_one_gpu_fail_pinning(tmp_path: Path) -> None:
         assert "GPU 0" in shared["message"]
     finally:
         cluster.stop()
+
+
+def _worker_state() -> dict:
+    """On a worker: torch imported by the warm thread, and whether this process holds a CUDA
+    context on its GPU (NVML lists it), as dask-cuda's own preload makes it."""
+    import os
+    import sys
+    import threading
+    import time
+
+    import pynvml
+
+    from envcheck.verify.smoke.warm import THREAD
+
+    deadline = time.monotonic() + 120
+    while any(t.name == THREAD for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    pynvml.nvmlInit()
+    first = os.environ["CUDA_VISIBLE_DEVICES"].split(",")[0]
+    handle = pynvml.nvmlDeviceGetHandleByIndex(int(first))
+    pids = {p.pid for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)}
+    return {"torch": "torch" in sys.modules, "context": os.getpid() in pids}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("dask_cuda") is None, reason="needs dask-cuda")
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+def test_warm_imports_reach_local_cuda_cluster_workers_beside_dask_cudas_preload() -> None:
+    """dask-cuda appends its own preload (and its argv) to every worker's: the warm modules
+    are imported and dask-cuda's preload still creates each worker's CUDA context."""
+    from envcheck.verify.cluster.connect import embedded_cluster
+
+    with embedded_cluster(gpus=None, warm=("torch",)) as client:
+        states = client.run(_worker_state)
+    assert states and all(s["torch"] for s in states.values()), states
+    assert all(s["context"] for s in states.values()), states

@@ -274,15 +274,17 @@ def embedded_cluster(
     *,
     gpus: int | None = None,
     timeout: float = 120.0,
-    preload: tuple[str, ...] = (),
+    warm: tuple[str, ...] = (),
 ) -> Iterator[Client]:
     """Start a local cluster on this machine, yield a Client to it, shut both down after.
 
     LocalCUDACluster (one worker per GPU, or n_workers) when GPUs and dask-cuda are present,
     else a LocalCluster of worker processes (processes, not threads: a worker must be a
     separate interpreter for the checks to mean what they mean on a real cluster).
-    ``preload``: modules each worker runs as it starts (Dask's preload, ``dask_setup``).
+    ``warm``: modules each worker imports in the background as it starts (smoke/warm.py, as
+    Dask's preload).
     """
+    import dask.config
     from distributed import Client
 
     if gpus is None:
@@ -298,18 +300,16 @@ def embedded_cluster(
         scheduler_kwargs={"dashboard_address": ":0"},
         silence_logs=logging.ERROR,
     )
-    if preload:
-        common["preload"] = list(preload)
+    settings: dict[str, Any] = {}
+    if warm:
+        from envcheck.verify.smoke.warm import CONFIG_KEY, PRELOAD
+
+        common["preload"] = [PRELOAD]
+        settings[CONFIG_KEY] = list(warm)  # each nanny hands its worker the config it was made in
     _quiet_pynvml_in_children()
     try:
-        if kind == "LocalCUDACluster":
-            from dask_cuda import LocalCUDACluster
-
-            cluster = LocalCUDACluster(n_workers=n_workers, **common)
-        else:
-            from distributed import LocalCluster
-
-            cluster = LocalCluster(n_workers=n_workers, processes=True, host="127.0.0.1", **common)
+        with dask.config.set(settings):
+            cluster = _start_local_cluster(kind, n_workers, common)
     except Exception as e:
         raise Unreachable(f"the embedded {kind} did not start: {first_line(e)}") from e
     client = None
@@ -333,6 +333,16 @@ def embedded_cluster(
 
 
 _INTERRUPTED_CLOSE = 5.0  # seconds for each close once the workers are killed
+
+
+def _start_local_cluster(kind: str, n_workers: int | None, common: dict[str, Any]) -> Any:
+    if kind == "LocalCUDACluster":
+        from dask_cuda import LocalCUDACluster
+
+        return LocalCUDACluster(n_workers=n_workers, **common)
+    from distributed import LocalCluster
+
+    return LocalCluster(n_workers=n_workers, processes=True, host="127.0.0.1", **common)
 
 
 def kill_worker_processes(cluster: Any) -> None:

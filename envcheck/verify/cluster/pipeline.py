@@ -138,23 +138,26 @@ def _cluster(
             stack.callback(remove_if_empty, log)  # runs after the cluster has closed
             client = stack.enter_context(embedded_cluster(
                 n_workers=options.workers, gpus=gpus,
-                preload=_preload(options, skip, kind, gpus)))
+                warm=_preload(options, skip, kind, gpus)))
         yield client, f"embedded {kind} ({why})"
 
 
 def _preload(options: ClusterOptions, skip: frozenset[str], kind: str,
              gpus: int) -> tuple[str, ...]:
-    """What the embedded cluster's workers preload: torch's import, where warm.worth_warming
-    says so (workers: --workers, else one a GPU, else at most one a CPU)."""
+    """The modules the embedded cluster's workers import as they start, where
+    warm.modules_to_warm says so (workers: --workers, else one a GPU, else at most one a
+    CPU)."""
     import importlib.util
 
     from envcheck.verify.smoke import warm
 
     cpus = warm.cpus()
     workers = options.workers or (gpus if kind == "LocalCUDACluster" else cpus)
-    torch = importlib.util.find_spec("torch") is not None
-    wanted = warm.worth_warming(options.smoke, skip, workers, cpus, torch)  # type: ignore
-    return (warm.PRELOAD,) if wanted else ()
+
+    def installed(module: str) -> bool:
+        return importlib.util.find_spec(module) is not None
+
+    return warm.modules_to_warm(options.smoke, skip, workers, cpus, installed)  # type: ignore
 
 
 def verify(

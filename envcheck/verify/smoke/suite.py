@@ -8,7 +8,6 @@ reason; GPU tests skip on clusters without GPU workers.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -22,6 +21,7 @@ from envcheck.verify.needs import lacks
 from envcheck.verify.runner import skipped
 from envcheck.verify.smoke import ddp, frameworks
 from envcheck.verify.smoke import tasks as worker_tasks
+from envcheck.verify.smoke.client_imports import ClientImports, import_error
 from envcheck.verify.smoke.frameworks import SKORCH_ACCURACY_FLOOR
 from envcheck.verify.smoke.resources import smoke_resources
 from envcheck.verify.smoke.run import (
@@ -323,25 +323,17 @@ SMOKE_TESTS: dict[str, SmokeTest] = {
 # --- which tests apply ----------------------------------------------------------------------
 
 
-def _client_import_error(module: str) -> str:
-    """Why ``module`` does not import on the client ("" when it does).
-
-    A real import, not find_spec: dask.dataframe is present but needs pyarrow, dask_cudf is
-    present but needs a CUDA driver; the smoke test imports them anyway.
-    """
-    try:
-        importlib.import_module(module)
-    except Exception as exc:
-        return first_line(exc)
-    return ""
-
-
 def applicability(
     test: SmokeTest,
     facts: Mapping[str, NodeFacts],
-    client_import_error: Callable[[str], str] = _client_import_error,
+    client_import_error: Callable[[str], str] = import_error,
 ) -> Result | None:
     """None when ``test`` can run; else a skip (nothing to test) or a fail (half-installed)."""
+    return on_workers(test, facts) or on_client(test, client_import_error)
+
+
+def on_workers(test: SmokeTest, facts: Mapping[str, NodeFacts]) -> Result | None:
+    """applicability as the workers' facts say it: None, a skip or a fail."""
     workers = sorted(facts)
     if not workers:
         return result(test.id, Status.SKIP, "no workers to run on")
@@ -365,14 +357,19 @@ def applicability(
                 f"{name} is installed on some workers but not on {', '.join(missing)}",
                 fix=f"install {stems[0]} in every worker's environment",
             )
-    for module in test.client_modules:
-        why = client_import_error(module)
-        if why:
-            return result(test.id, Status.SKIP, f"{module} does not import on the client ({why})")
     if test.id == "torch-ddp":
         plan = ddp.plan_ranks(facts)
         if isinstance(plan, str):
             return result(test.id, Status.SKIP, plan)
+    return None
+
+
+def on_client(test: SmokeTest, client_import_error: Callable[[str], str]) -> Result | None:
+    """applicability as the client's imports say it: None, or a skip naming the module."""
+    for module in test.client_modules:
+        why = client_import_error(module)
+        if why:
+            return result(test.id, Status.SKIP, f"{module} does not import on the client ({why})")
     return None
 
 
@@ -393,8 +390,9 @@ def run_smoke(
     that need no collective over every worker run at once, each in its own thread; beside
     them those that do (SmokeTest.alone: a collective waits for a thread on every worker, so
     two at once could each hold what the other waits for) run one by one. Their tasks never
-    wait on each other's, so the two lanes cannot block each other. Results come in the
-    tests' order.
+    wait on each other's, so the two lanes cannot block each other. The client's imports for
+    the tests' graphs run in one thread beside them (client_imports.py); a test waits only for
+    its own. Results come in the tests' order.
 
     A test `skip` names (smoke.NAME) does not run: one skip says so (it wins over `selected`).
     ``skewed``: worker -> the skew checks that fail naming it (skew.skew_by_process); a worker
@@ -419,35 +417,49 @@ def run_smoke(
             continue
         if selected is not None and test.id not in selected:
             continue
-        not_applicable = applicability(test, workers) if workers or not held else None
+        not_applicable = on_workers(test, workers) if workers or not held else None
         if not_applicable is not None:
             slots.append([asked_for(not_applicable, selected)])
             continue
         slots.append(held_out(test, held))
         if (test.pinned or not held) and workers:
             slots.append(test)
-    together = [t for t in slots if isinstance(t, SmokeTest) and not t.alone]
-    alone = [t for t in slots if isinstance(t, SmokeTest) and t.alone]
+    runs = [t for t in slots if isinstance(t, SmokeTest)]
+    with ClientImports(m for t in runs for m in t.client_modules) as imports:
+        done = _run_all(runs, client, workers, timeout, skewed, selected, imports)
+    return [r for slot in slots
+            for r in (done[slot.id] if isinstance(slot, SmokeTest) else slot)]
+
+
+def _run_all(runs: list[SmokeTest], client: Any, workers: Mapping[str, NodeFacts],
+             timeout: float, skewed: Mapping[str, tuple[str, ...]],
+             selected: set[str] | None, imports: ClientImports) -> dict[str, list[Result]]:
+    """Each test's results: those without a collective at once, each in its own thread, and
+    beside them the collectives one by one; a test first waits for its client imports."""
+
+    def checked(test: SmokeTest, mine: Mapping[str, NodeFacts]) -> list[Result]:
+        why = on_client(test, imports.error)
+        if why is not None:
+            return [asked_for(why, selected)]
+        return timed_run(test, client, dict(mine), timeout, skewed)
 
     def one_by_one() -> dict[str, list[Result]]:
         out: dict[str, list[Result]] = {}
         mine = dict(workers)
-        for test in alone:
+        for test in (t for t in runs if t.alone):
             for gone in lost_workers(client, mine) if out else ():  # reported once: later
                 del mine[gone]  # tests run without it
-            not_applicable = applicability(test, mine)
-            out[test.id] = [not_applicable] if not_applicable is not None else timed_run(
-                test, client, dict(mine), timeout, skewed)
+            not_applicable = on_workers(test, mine)
+            out[test.id] = [not_applicable] if not_applicable is not None else checked(test, mine)
         return out
 
+    together = [t for t in runs if not t.alone]
     with ThreadPoolExecutor(len(together) + 1, thread_name_prefix="envcheck-smoke") as pool:
-        running = {t.id: pool.submit(timed_run, t, client, dict(workers), timeout, skewed)
-                   for t in together}
+        running = {t.id: pool.submit(checked, t, workers) for t in together}
         lane = pool.submit(one_by_one)
         done = {name: f.result() for name, f in running.items()}
         done.update(lane.result())
-    return [r for slot in slots
-            for r in (done[slot.id] if isinstance(slot, SmokeTest) else slot)]
+    return done
 
 
 __all__ = [
@@ -457,6 +469,8 @@ __all__ = [
     "SmokeTimeout",
     "WorkerLost",
     "applicability",
+    "on_client",
+    "on_workers",
     "run_one",
     "run_smoke",
     "timed_run",
