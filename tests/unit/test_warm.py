@@ -85,7 +85,7 @@ def test_the_embedded_cluster_warms_only_where_it_pays(monkeypatch):
     import importlib.util
 
     from envcheck.verify.cluster.options import ClusterOptions
-    from envcheck.verify.cluster.pipeline import _preload
+    from envcheck.verify.cluster.pipeline import _warm_modules
 
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(warm, "cpus", lambda: 64)
@@ -96,11 +96,11 @@ def test_the_embedded_cluster_warms_only_where_it_pays(monkeypatch):
         return real_find_spec(name, *a)
 
     monkeypatch.setattr(importlib.util, "find_spec", only_torch)
-    assert _preload(ClusterOptions(), frozenset(), "LocalCUDACluster", 4) == TORCH
-    assert _preload(ClusterOptions(smoke="none"), frozenset(), "LocalCUDACluster", 4) == ()
-    assert _preload(ClusterOptions(workers=40), frozenset(), "LocalCUDACluster", 4) == ()
-    assert _preload(ClusterOptions(), frozenset(), "LocalCluster", 0) == ()  # a worker a CPU
+    assert _warm_modules(ClusterOptions(), frozenset(), "LocalCUDACluster", 4) == TORCH
+    assert _warm_modules(ClusterOptions(smoke="none"), frozenset(), "LocalCUDACluster", 4) == ()
+    assert _warm_modules(ClusterOptions(workers=40), frozenset(), "LocalCUDACluster", 4) == ()
+    assert _warm_modules(ClusterOptions(), frozenset(), "LocalCluster", 0) == ()  # a worker a CPU
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name in ("torch", "cupy")
                         else real_find_spec(name, *a))
-    assert _preload(ClusterOptions(), frozenset(), "LocalCUDACluster", 4) == ()
+    assert _warm_modules(ClusterOptions(), frozenset(), "LocalCUDACluster", 4) == ()

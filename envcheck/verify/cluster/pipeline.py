@@ -138,11 +138,11 @@ def _cluster(
             stack.callback(remove_if_empty, log)  # runs after the cluster has closed
             client = stack.enter_context(embedded_cluster(
                 n_workers=options.workers, gpus=gpus,
-                warm=_preload(options, skip, kind, gpus)))
+                warm=_warm_modules(options, skip, kind, gpus)))
         yield client, f"embedded {kind} ({why})"
 
 
-def _preload(options: ClusterOptions, skip: frozenset[str], kind: str,
+def _warm_modules(options: ClusterOptions, skip: frozenset[str], kind: str,
              gpus: int) -> tuple[str, ...]:
     """The modules the embedded cluster's workers import as they start, where
     warm.modules_to_warm says so (workers: --workers, else one a GPU, else at most one a
