@@ -34,7 +34,8 @@ CONFIG_KEY = "envcheck-warm"
 THREAD = "envcheck-warm"
 # While the imports run, the worker's other threads (its event loop, the facts collector, the
 # tasks) wait for the GIL after each C call, up to the switch interval, 5 ms by default: the
-# facts round makes some 300 NVML calls a worker. 0.2 ms lets them in sooner.
+# facts round makes a few hundred NVML calls a worker on a 4-GPU host. 0.2 ms lets them in
+# sooner.
 SWITCH_INTERVAL = 0.0002
 
 
