@@ -32,3 +32,15 @@ def test_the_reason_is_the_imports_own_first_line():
     assert import_error("json") == ""
     assert import_error("_envcheck_no_such_module") == (
         "ModuleNotFoundError: No module named '_envcheck_no_such_module'")
+
+
+def test_a_module_not_asked_for_up_front_is_imported_in_the_same_thread():
+    threads: list[int] = []
+
+    def why_not(module: str) -> str:
+        threads.append(threading.get_ident())
+        return ""
+
+    with ClientImports(["a"], why_not) as imports:
+        assert imports.error("late") == "" and imports.error("a") == ""
+    assert len(threads) == 2 and len(set(threads)) == 1 and threads[0] != threading.get_ident()

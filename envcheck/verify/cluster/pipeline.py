@@ -143,7 +143,7 @@ def _cluster(
 
 
 def _warm_modules(options: ClusterOptions, skip: frozenset[str], kind: str,
-             gpus: int) -> tuple[str, ...]:
+                  gpus: int) -> tuple[str, ...]:
     """The modules the embedded cluster's workers import as they start, where
     warm.modules_to_warm says so (workers: --workers, else one a GPU, else at most one a
     CPU)."""

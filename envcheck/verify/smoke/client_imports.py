@@ -38,9 +38,11 @@ class ClientImports:
         self._why_not = why_not
 
     def error(self, module: str) -> str:
-        """Why ``module`` did not import ("" when it did), once its import has run."""
-        done = self._done.get(module)
-        return done.result() if done is not None else self._why_not(module)
+        """Why ``module`` did not import ("" when it did), once its import has run; one not
+        asked for up front is imported in the same thread, after the others."""
+        if module not in self._done:
+            self._done.setdefault(module, self._pool.submit(self._why_not, module))
+        return self._done[module].result()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
