@@ -16,27 +16,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-            "NVSHMEM_DISABLE_NVLS": "1"}
 PHASES = ("imports", "cluster start", "facts round", "checks", "smoke", "cluster close",
           "exit")
-BARE = """
-import dask.array as da
-from dask_cuda import LocalCUDACluster
-from distributed import Client
-with LocalCUDACluster(dashboard_address=None) as cluster, Client(cluster) as client:
-    client.get_versions(check=True)
-    assert client.submit(sum, range(1000)).result() == 499500
-    assert int(da.arange(1_000_000, chunks=100_000).sum().compute()) == 499999500000
-"""
 
 
 def child(started: float, out: str) -> int:
@@ -108,9 +95,12 @@ def phases(marks: dict[str, float], ended: float) -> dict[str, float]:
 
 
 def env(prefix: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    path = [p for p in (prefix, str(ROOT), e.get("PYTHONPATH", "")) if p]
-    return {**e, **SAFE_ENV, "PYTHONPATH": os.pathsep.join(path)}
+    """gpu_faults.py's environment for its runs (this checkout on PYTHONPATH, NVLink multicast
+    off), with ``prefix`` first on PYTHONPATH. Imported here, not at the top: the timed child
+    runs this file too."""
+    import gpu_faults
+
+    return gpu_faults.env(PYTHONPATH_PREFIX=prefix) if prefix else gpu_faults.env()
 
 
 def timed_child(prefix: str, out: Path) -> tuple[float, dict[str, float], int]:
@@ -132,6 +122,8 @@ def timed_child(prefix: str, out: Path) -> tuple[float, dict[str, float], int]:
 
 
 def main() -> None:
+    import gpu_faults  # the bare process it times, beside this bench's
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--tree", action="append", default=[], help="NAME=DIR, timed beside")
@@ -150,8 +142,8 @@ def main() -> None:
             print(f"{name} run {i}: {wall:.2f} s, exit {rc}: "
                   + ", ".join(f"{k} {v:.2f}" for k, v in got.items()), flush=True)
         t0 = time.time()
-        subprocess.run([sys.executable, "-c", BARE], env=env(""), capture_output=True,
-                       timeout=300)
+        subprocess.run([sys.executable, "-c", gpu_faults.BARE_CLUSTER], env=env(""),
+                       capture_output=True, timeout=300)
         walls["bare"].append(time.time() - t0)
         print(f"bare run {i}: {walls['bare'][-1]:.2f} s", flush=True)
     bare = statistics.median(walls["bare"])
