@@ -292,6 +292,8 @@ def test_smoke_task_hanging_past_its_timeout_fails_in_time(tmp_path: Path) -> No
         (["tcp://127.0.0.1:1", "--timeout", "0"], "--timeout must be positive"),
         (["tcp://127.0.0.1:1", "--tls-ca-file", "/nonexistent/ca.pem"], "ca.pem does not exist"),
         (["--smoke", "submit,warp-drive"], "unknown smoke test warp-drive"),
+        (["--smoke", "array\nsubmit"], "unknown smoke test 'array\\nsubmit'"),
+        (["--smoke", "x" * 100_000], "unknown smoke test a str of"),
         (["tcp://127.0.0.1:1", "--workers", "2"], "needs no address"),
     ],
 )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from envcheck import values
 from envcheck.errors import BadInput
+from envcheck.text import shown
 from envcheck.verify.cluster.connect import DEFAULT_TIMEOUT
 from envcheck.verify.expectations import ExpectOptions
 
@@ -28,8 +29,11 @@ def smoke_selection(text: str) -> frozenset[str] | None:
     names = {n.strip() for n in value.split(",") if n.strip()}
     unknown = sorted(names - set(SMOKE_TESTS))
     if unknown:
+        # a name like a test's as typed; anything else (a newline, an escape, a megabyte) shown
+        said = [n if n.isascii() and n.replace("-", "").isalnum() and len(n) <= 40 else shown(n)
+                for n in unknown]
         raise BadInput(
-            f"unknown smoke test {', '.join(unknown)} (known: {', '.join(SMOKE_TESTS)}, all, none)"
+            f"unknown smoke test {', '.join(said)} (known: {', '.join(SMOKE_TESTS)}, all, none)"
         )
     return frozenset(names)
 
