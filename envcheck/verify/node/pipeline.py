@@ -19,7 +19,7 @@ from envcheck.verify.facts import (
     facts_to_dict,
 )
 from envcheck.verify.facts.kernel_log import MAX_LOG_BYTES as KERNEL_LOG_MAX_BYTES
-from envcheck.verify.facts.kernel_log import is_kmsg
+from envcheck.verify.facts.kernel_log import is_kmsg_device
 from envcheck.verify.node.checks import run_node_checks
 from envcheck.verify.node.options import NodeOptions
 
@@ -28,9 +28,10 @@ def verify_node(options: NodeOptions) -> Report:
     """Facts of this machine (or of --prefix's env, or saved --facts), judged -> one Report."""
     exp = expectations_from_options(options.expect)
     kernel_log = str(options.kernel_log) if options.kernel_log else ""
-    if kernel_log and not is_kmsg(kernel_log):
-        # a saved log: a regular file of bounded size (the collector bounds its read again)
-        check_regular(kernel_log, "kernel log", KERNEL_LOG_MAX_BYTES)
+    if kernel_log:
+        # /dev/kmsg, or a saved log: a regular file of bounded size outside /proc, /sys and
+        # /dev (the collector bounds its read again)
+        check_regular(kernel_log, "kernel log", KERNEL_LOG_MAX_BYTES, device=is_kmsg_device)
     facts = _facts(options, exp, kernel_log)
     measurements: list[Measurement] = []
     if facts.collect_seconds:
