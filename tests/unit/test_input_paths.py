@@ -35,6 +35,13 @@ ENTRY_POINTS = {
     "why --recipe": lambda p, t: ["why", "python", str(LOCK), "--recipe", str(p)],
     "diff OLD (a good NEW)": lambda p, t: ["diff", str(p), str(LOCK)],
     "diff NEW (a good OLD)": lambda p, t: ["diff", str(LOCK), str(p)],
+    "image LOCK": lambda p, t: ["image", str(p), "--os", "centos7", "--print"],
+    "verify cluster --tls-cert": lambda p, t: ["verify", "cluster", "tls://127.0.0.1:1",
+                                               "--tls-ca-file", str(LOCK), "--tls-cert", str(p),
+                                               "--tls-key", str(LOCK)],
+    "verify cluster --tls-key": lambda p, t: ["verify", "cluster", "tls://127.0.0.1:1",
+                                              "--tls-ca-file", str(LOCK), "--tls-cert", str(LOCK),
+                                              "--tls-key", str(p)],
 }
 
 

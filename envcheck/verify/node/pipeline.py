@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from envcheck.destinations import check_destination
 from envcheck.errors import BadInput
 from envcheck.inputs import check_regular, load_json_file
 from envcheck.record import replace
@@ -28,6 +29,8 @@ def verify_node(options: NodeOptions) -> Report:
     """Facts of this machine (or of --prefix's env, or saved --facts), judged -> one Report."""
     exp = expectations_from_options(options.expect)
     kernel_log = str(options.kernel_log) if options.kernel_log else ""
+    if options.save_facts:
+        check_destination(options.save_facts, f"--save-facts {options.save_facts}")
     if kernel_log:
         # /dev/kmsg, or a saved log: a regular file of bounded size outside /proc, /sys and
         # /dev (the collector bounds its read again)
@@ -132,10 +135,10 @@ def _levels(
 def _save(path: Path, facts: NodeFacts) -> None:
     import json
 
-    try:
-        path.write_text(json.dumps(facts_to_dict(facts), indent=2) + "\n")
-    except OSError as e:  # a write error carries no file name of its own: name it
-        raise BadInput(f"--save-facts {path}: {e.strerror or e}") from None
+    from envcheck.destinations import write_file
+
+    write_file(path, (json.dumps(facts_to_dict(facts), indent=2) + "\n").encode(),
+               f"--save-facts {path}")
 
 
 def check_lock_platform(exp: Expectations, platform: str) -> None:
