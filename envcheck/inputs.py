@@ -1,10 +1,14 @@
 """Reading files a user names (--facts, --scheduler-file, --lock, recipes, TLS PEMs, ...):
 bounded in size, nesting and time, and refused in one line when they are not what they claim.
 
-A FIFO or a device named as an input would block the reader forever (/dev/zero, or a FIFO
-nobody writes) or grow it without end: only regular files are read unless the caller allows a
-FIFO, which is then read against a deadline. JSON is checked for depth before the parser sees
-it (json.loads recurses once per level and dies with a RecursionError around 1,000).
+``open_input`` is the one way such a path is opened. A FIFO or a device named as an input
+would block the reader forever (/dev/zero, or a FIFO nobody writes) or grow it without end,
+and a file of the kernel's trees is an interface, not data (/proc/kmsg looks regular and, as
+root, a read of it waits for the kernel and consumes its log): only regular files outside
+/proc, /sys and /dev are read, judged by name and again by the opened descriptor, unless the
+caller allows a FIFO, which is then read against a deadline. JSON is checked for depth before
+the parser sees it (json.loads recurses once per level and dies with a RecursionError around
+1,000).
 Python 3.8: the verify side imports this.
 """
 

@@ -130,7 +130,7 @@ def _read_log_path(path: str) -> tuple[tuple[XidEvent, ...], str, str, int]:
     real = os.path.realpath(path)
     if any(real == t or real.startswith(t + "/") for t in _KERNEL_TREES):
         # /proc/kmsg is "regular": a read of it waits for the kernel and consumes its log
-        return (), path, f"{path}: under {real.split('/')[1]}, not /dev/kmsg or a saved log", 0
+        return (), path, f"{path}: under /{real.split('/')[1]}, not /dev/kmsg or a saved log", 0
     return _read_saved(path)
 
 
