@@ -8,10 +8,14 @@ code and the tool's own last lines of output, so a red run says what the tool sa
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import pytest
 
 TRIES = 3
 PAUSE = 10.0  # seconds before the second try; doubled before each later one
@@ -55,3 +59,29 @@ def fetch(
     said = tail(proc.stderr) or tail(proc.stdout) or "(it printed nothing)"
     raise FetchFailed(f"{what}: `{' '.join(map(str, cmd))[:300]}` failed {tries} times "
                       f"(exit {', '.join(codes)}); its last output:\n{said}")
+
+
+def unreachable(host: str, port: int = 443, tries: int = TRIES, timeout: float = 10.0,
+                pause: float = PAUSE) -> str:
+    """Why ``host:port`` took no connection on any of ``tries`` tries ("" once one succeeds)."""
+    why = ""
+    for attempt in range(1, tries + 1):
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return ""
+        except OSError as e:
+            why = f"{host}:{port} took no connection in {tries} tries of {timeout:g} s ({e})"
+        if attempt < tries:
+            time.sleep(pause * 2 ** (attempt - 1))
+    return why
+
+
+def require_host(host: str, port: int = 443) -> None:
+    """Skip the test when ``host`` cannot be reached; under ENVCHECK_TESTS_REQUIRE_ALL=1 (CI,
+    which reaches PyPI) fail instead, saying so."""
+    why = unreachable(host, port)
+    if not why:
+        return
+    if os.environ.get("ENVCHECK_TESTS_REQUIRE_ALL") == "1":
+        pytest.fail(f"{why} (ENVCHECK_TESTS_REQUIRE_ALL=1)", pytrace=False)
+    pytest.skip(why)
