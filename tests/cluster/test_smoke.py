@@ -32,9 +32,9 @@ from tests.support.factories import H200, no_driver_node, node, with_env
 from tests.support.smoke_cluster import local_client, local_cluster_fixture  # noqa: F401  (the fixture)
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
+HAS_XGBOOST = importlib.util.find_spec("xgboost") is not None
 # a smoke timeout a test never reaches: what ends its wait within HANG is not the timeout
 NEVER = 10 * HANG
-HAS_XGBOOST = importlib.util.find_spec("xgboost") is not None
 
 
 def cpu_worker(**packages: str) -> object:
