@@ -152,8 +152,18 @@ def start_cluster(
     return SubprocessCluster(workdir, proc, address, sched_file, tls)
 
 
-def run_envcheck(*args: str, timeout: float = 120.0, cwd: Path | None = None):
-    """`python -m envcheck ...` as a user runs it; returns (CompletedProcess, seconds)."""
+# distributed's own comm timeouts (30 s by default) raised far past HANG: a test proving that
+# envcheck's --timeout holds runs envcheck with these, so only --timeout ends its wait in HANG
+DASK_TIMEOUTS_PAST_HANG = {
+    "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "600",
+    "DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP": "600",
+}
+
+
+def run_envcheck(*args: str, timeout: float = 120.0, cwd: Path | None = None,
+                 env: dict[str, str] | None = None):
+    """`python -m envcheck ...` as a user runs it, ``env`` added to this process's environment;
+    returns (CompletedProcess, seconds)."""
     t0 = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "envcheck", *args],
@@ -161,6 +171,7 @@ def run_envcheck(*args: str, timeout: float = 120.0, cwd: Path | None = None):
         text=True,
         timeout=timeout,
         cwd=cwd or ROOT,
+        env={**os.environ, **(env or {})},
     )
     return proc, time.monotonic() - t0
 
