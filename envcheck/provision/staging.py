@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -51,12 +52,25 @@ class Work:
     def __init__(self, prefix: Path, parent_fd: int) -> None:
         self.prefix, self.parent_fd = prefix, parent_fd
         self.path = Path(tempfile.mkdtemp(prefix=work_prefix(prefix), dir=prefix.parent))
-        self.fd = os.open(self.path.name, _DIR_FLAGS, dir_fd=parent_fd)
+        try:
+            self.fd = os.open(self.path.name, _DIR_FLAGS, dir_fd=parent_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.path.name, dir_fd=parent_fd)
+            raise
         problem = _not_private(os.fstat(self.fd))
-        if problem:
+        if problem:  # not the directory mkdtemp made: left as it is
             os.close(self.fd)
             raise BadInput(f"staging directory {self.path} {problem} right after it was made")
-        body = json.dumps({"prefix": str(prefix), "pid": os.getpid()}).encode()
+        try:
+            self._fill()
+        except BaseException:
+            self.remove()
+            raise
+
+    def _fill(self) -> None:
+        """The record and ``stage``, in the new directory."""
+        body = json.dumps({"prefix": str(self.prefix), "pid": os.getpid()}).encode()
         rec = os.open(RECORD, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                       0o600, dir_fd=self.fd)  # fmt: skip
         try:
