@@ -186,10 +186,16 @@ def _open_lock(path: Path, say: Callable[[str], None]) -> int:
             if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
                 return fd
             os.close(fd)
-        say(f"envcheck: replaced {path}: it was not a lock file an install made (a link?)")
-        if os.path.isdir(path) and not os.path.islink(path):
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):
             raise OSError(errno.EISDIR, "a directory is in the way of the lock file", str(path))
+        what = (
+            "a symlink" if stat.S_ISLNK(st.st_mode)
+            else f"a file with {st.st_nlink} links" if stat.S_ISREG(st.st_mode)
+            else "not a regular file"
+        )  # fmt: skip
         os.unlink(path)
+        say(f"envcheck: replaced {path}: it was {what}, not a lock file an install makes")
     raise OSError(errno.EAGAIN, "the lock file kept being replaced", str(path))
 
 

@@ -131,6 +131,7 @@ def test_links_planted_by_another_user_are_never_followed_nor_restored(
     assert f"left .env.envcheck-old-1 beside {prefix} alone: a symlink" in done.stderr
     assert "left .env.envcheck-staging-x beside" in done.stderr
     assert "is owned by uid 65534" in done.stderr
+    assert f"replaced {shared / '.env.envcheck-lock'}: it was a symlink" in done.stderr
     # every planted link is still a link of nobody's, to where it pointed; the lock file
     # (a link at the lock's name) was replaced by a regular file of root's
     for n in names:
