@@ -93,7 +93,8 @@ def test_root_refuses_a_parent_others_can_write_unless_allowed(
 
 def _old_names(name: str) -> list[str]:
     """Every name beside the prefix an install once used for the coming pids, and guesses."""
-    last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+    known = Path("/proc/sys/kernel/ns_last_pid")
+    last = int(known.read_text()) if known.exists() else os.getpid()
     pids = [*range(last + 1, last + 400), 0, 1, 99999]
     names = [f".{name}.envcheck-{kind}-{pid}" for kind in ("staging", "old") for pid in pids]
     return [*names, f".{name}.envcheck-lock", f".{name}.envcheck-staging-",
