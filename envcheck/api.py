@@ -100,7 +100,7 @@ def build(
 def install(
     lock: PathLike, prefix: PathLike, *, platform: str | None = None,
     cache_dir: PathLike | None = None, force: bool = False, lock_timeout: float = 600.0,
-    fetch_timeout: float = 900.0,
+    fetch_timeout: float = 900.0, allow_shared_parent: bool = False,
 ) -> Report:
     """``envcheck install``: create ``prefix`` from ``lock``, every package's hash checked."""
     from envcheck.provision.pipeline import InstallOptions, install_lock
@@ -108,6 +108,7 @@ def install(
     options = InstallOptions(
         lock=lock, prefix=prefix, platform=platform, cache_dir=cache_dir,
         force=force, lock_timeout=lock_timeout, fetch_timeout=fetch_timeout,
+        allow_shared_parent=allow_shared_parent,
     )
     with interrupts.scope():
         return install_lock(options)

@@ -148,6 +148,23 @@ def _report_stopped(args: argparse.Namespace, title: str, message: str, code: Ex
         say(f"the report cannot be written: {getattr(e, 'message', e)}")
 
 
+_verb_ran: list[bool] = []  # True once _main's own handler covers a signal (the verb ran)
+
+
+def _report_signal(args: argparse.Namespace, title: str, e: KeyboardInterrupt) -> None:
+    """The report of a run Ctrl-C or SIGTERM stopped, written with signals held from here (the
+    outcome is decided: a second signal does not cut the report short)."""
+    from envcheck import interrupts
+
+    interrupts.commit()
+    if isinstance(e, interrupts.Terminated):
+        _report_stopped(args, title, "terminated by SIGTERM before it finished",
+                        ExitCode.TERMINATED)  # fmt: skip
+    else:
+        _report_stopped(args, title, "interrupted (SIGINT, Ctrl-C) before it finished",
+                        ExitCode.INTERRUPTED)  # fmt: skip
+
+
 def _add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, metavar="FILE",
                    help="write the report as JSON (- for stdout: then all else goes to stderr)")
@@ -294,9 +311,15 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
+        interrupts.commit()
+        if not _verb_ran:  # stopped while its flags were read: no report was written yet
+            named = _named_reports(argv)
+            if named is not None:
+                _report_signal(named, _title_of(argv, "envcheck"), e)
         return interrupts.exit_for(e, quiet=program and not debug)
     finally:
         interrupts.commit()  # the outcome is decided: a late Ctrl-C changes nothing
+        del _verb_ran[:]
         restore()
         if program:
             _leave_objects_to_exit()
@@ -335,6 +358,7 @@ def _main(argv: list[str]) -> int:
         say(e.message)
         return int(e.exit_code)
     to_stdout = any(destinations.is_stdout(getattr(args, f, None)) for f in REPORT_FLAGS)
+    _verb_ran.append(True)
     try:
         with destinations.claim_stdout(to_stdout):  # the report alone on stdout, the rest on 2
             outcome = _call(args)
@@ -343,14 +367,7 @@ def _main(argv: list[str]) -> int:
             render(outcome, args)
             return int(outcome.exit_code)
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (Terminated): the report says so
-        from envcheck.interrupts import Terminated
-
-        if isinstance(e, Terminated):
-            _report_stopped(args, args._title, "terminated by SIGTERM before it finished",
-                            ExitCode.TERMINATED)
-        else:
-            _report_stopped(args, args._title, "interrupted (SIGINT, Ctrl-C) before it "
-                            "finished", ExitCode.INTERRUPTED)
+        _report_signal(args, args._title, e)
         raise
     except _ReportNotWritten as e:
         from envcheck import interrupts

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -38,10 +39,12 @@ def _read(folder: Path | None, name: str) -> str:
 
 
 def _checkout() -> Path | None:
-    """The source tree this envcheck is imported from, when it is one (pyproject.toml beside
-    the package)."""
+    """The source tree this envcheck is imported from, when it is one: a pyproject.toml that
+    names this distribution beside the package (a clone, a tarball or an unpacked sdist alike;
+    an installed envcheck sits in site-packages, which has none)."""
     root = Path(__file__).resolve().parent.parent
-    return root if (root / "pyproject.toml").is_file() and (root / ".git").exists() else None
+    found = re.search(rf'^name\s*=\s*"{DISTRIBUTION}"\s*$', _read(root, "pyproject.toml"), re.M)
+    return root if found else None
 
 
 def install_kind(prefix: str = sys.prefix, dist_info: Path | None = None) -> str:

@@ -207,6 +207,37 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(f"{lacking.args[0]} (ENVCHECK_TESTS_REQUIRE_ALL=1)", pytrace=False)
 
 
+def missing_import(report: pytest.CollectReport | pytest.TestReport) -> str:
+    """The reason of a skip that ``pytest.importorskip`` made ("" for any other report)."""
+    if not report.skipped or not isinstance(report.longrepr, tuple):
+        return ""
+    reason = str(report.longrepr[2])
+    return reason if "could not import" in reason else ""
+
+
+def _strict_imports(report: pytest.CollectReport | pytest.TestReport) -> None:
+    """Under ENVCHECK_TESTS_REQUIRE_ALL=1 a module the test extra installs is never missing: a
+    skip for a failed import fails, as a missing tool does."""
+    reason = missing_import(report)
+    if reason and os.environ.get("ENVCHECK_TESTS_REQUIRE_ALL") == "1":
+        report.outcome = "failed"
+        report.longrepr = f"{reason} (ENVCHECK_TESTS_REQUIRE_ALL=1: the test extra installs it)"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):  # noqa: ANN201 - a hook wrapper
+    report = yield
+    _strict_imports(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa: ANN201
+    report = yield
+    _strict_imports(report)
+    return report
+
+
 # --- verify cluster: worker environments without envcheck (session-scoped, made once) ---------
 
 OTHER_MSGPACK = "1.1.0"  # wire-compatible with msgpack 1.2 but a different version

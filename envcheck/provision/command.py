@@ -25,6 +25,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--force", action="store_true", help="install even when the prefix's stamp matches"
     )
     p.add_argument(
+        "--allow-shared-parent",
+        action="store_true",
+        help="as root, install even where another user can write the prefix's parent (no "
+        "sticky bit): that user could swap what is built there for a link",
+    )
+    p.add_argument(
         "--lock-timeout",
         type=seconds,
         default=600.0,
@@ -51,6 +57,7 @@ def options_from_args(args: argparse.Namespace) -> InstallOptions:
         progress=not args.quiet and sys.stderr.isatty(),
         lock_timeout=args.lock_timeout,
         fetch_timeout=args.fetch_timeout,
+        allow_shared_parent=args.allow_shared_parent,
     )
 
 

@@ -24,7 +24,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import shutil
 import stat
 import threading
 import time
@@ -345,17 +344,7 @@ def fetch_one(
             return Fetched(artifact, final, size, cached=True)
         except HashMismatch:
             final.unlink()  # a damaged cache entry: fetch it again, the source decides
-    try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        import tempfile
-
-        fd, tmp_name = tempfile.mkstemp(dir=final.parent, prefix=".part-")
-    except OSError as e:
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskFull(f"disk full writing the cache: {e.strerror} ({final.parent})") from None
-        raise BadInput(f"cannot write the cache: {e.strerror} ({final.parent})") from None
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = _part(final)
     try:
         sha, md5 = _download(
             artifact, tmp, progress, stop or threading.Event(), watch or _Watch(DEADLINE_S)
@@ -365,7 +354,38 @@ def fetch_one(
         _mark(final, sha, md5)
     finally:
         tmp.unlink(missing_ok=True)
+        if not final.exists():
+            _rmdir_if_empty(final.parent)  # a failed fetch leaves no empty folder
     return Fetched(artifact, final, final.stat().st_size, cached=False)
+
+
+def _part(final: Path) -> Path:
+    """A new empty file beside ``final`` to download into. Its folder is made again when
+    another install's failed fetch removed it, empty, in between."""
+    import tempfile
+
+    for tries_left in (2, 1, 0):
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = tempfile.mkstemp(dir=final.parent, prefix=".part-")
+        except FileNotFoundError:
+            if tries_left:
+                continue
+            raise BadInput(f"cannot write the cache: {final.parent} keeps vanishing") from None
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(
+                    f"disk full writing the cache: {e.strerror} ({final.parent})"
+                ) from None
+            raise BadInput(f"cannot write the cache: {e.strerror} ({final.parent})") from None
+        os.close(fd)
+        return Path(tmp_name)
+    raise AssertionError("unreachable")
+
+
+def _rmdir_if_empty(d: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(d)  # only when empty: another install's file in it keeps it
 
 
 def fetch_all(
@@ -466,12 +486,8 @@ def _fetch_threads(
 
 
 def clear_partials(cache: Path) -> None:
-    """Remove half-written downloads an interrupted install left in the cache."""
+    """Remove half-written downloads an interrupted install left in the cache, and the
+    folders that held only them."""
     for part in (cache / "archives").glob("*/.part-*"):
         part.unlink(missing_ok=True)
-
-
-def prune_empty(cache: Path) -> None:
-    for d in (cache / "archives").glob("*"):
-        if d.is_dir() and not any(d.iterdir()):
-            shutil.rmtree(d, ignore_errors=True)
+        _rmdir_if_empty(part.parent)

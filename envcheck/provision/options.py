@@ -28,6 +28,7 @@ class InstallOptions:
     progress: bool = False  # progress bars on stderr
     lock_timeout: float = 600.0  # wait this long for another install into the prefix (0: none)
     fetch_timeout: float = 900.0  # each package's download, all tries together
+    allow_shared_parent: bool = False  # as root, install where another user can write the parent
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -37,6 +38,7 @@ class InstallOptions:
         values.optional_text(self.platform, "--platform")
         values.flag(self.force, "--force")
         values.flag(self.progress, "progress")
+        values.flag(self.allow_shared_parent, "--allow-shared-parent")
         set_(self, "lock_timeout", values.seconds(self.lock_timeout, "--lock-timeout", zero=True))
         set_(self, "fetch_timeout", values.seconds(self.fetch_timeout, "--fetch-timeout"))
 

@@ -2,15 +2,16 @@
 in order; options.py holds what it is asked, command.py the flags.
 
 1. the plan (``read_plan``): the lock read for one platform, every package's hash present;
-2. the prefix (prefix.py): checked writable, its lock taken (one install per prefix), what a
-   dead install left beside it undone; nothing more to do when its stamp matches the plan;
+2. the prefix (prefix.py): checked writable (as root: not where another user can rename
+   what is built, unless allowed), its lock taken (one install per prefix), what a dead
+   install of this user left beside it undone; nothing more to do when its stamp matches;
 3. the archives: every conda package and pip wheel fetched into the cache, its sha256/md5
    checked (fetch.py);
 4. the unpacked packages, under the cache lock: each checked archive unpacked (linker child)
    or its unpacked tree checked against its marker, its metadata checked (unpacked.py);
-5. the staging tree beside the prefix (prefix.staged): the records linked into it for the
-   final path (linker child: py-rattler may abort), the pip wheels installed (pip_part.py),
-   the unpacked packages' markers renewed;
+5. the staging tree, in a private directory beside the prefix (prefix.staged, staging.py):
+   the records linked into it for the final path (linker child: py-rattler may abort), the
+   pip wheels installed (pip_part.py), the unpacked packages' markers renewed;
 6. the swap (prefix.staged): the stamp written, signals held from here, the staging tree
    renamed into place, the old env removed.
 Each stage takes the previous one's output, so that a prefix is either the old env or the
@@ -88,6 +89,7 @@ def install_lock(opts: InstallOptions) -> Report:
             before_link=bars.before_link,
             lock_timeout=opts.lock_timeout,
             fetch_timeout=opts.fetch_timeout,
+            allow_shared_parent=opts.allow_shared_parent,
         )
     lock = f"lock sha256 {plan.lock_sha256[:12]}, {plan.platform}"
     if outcome.noop:
@@ -167,6 +169,7 @@ def install(
     lock_timeout: float = LOCK_TIMEOUT_S,
     fetch_timeout: float = FETCH_DEADLINE_S,
     say: Callable[[str], None] = _say,
+    allow_shared_parent: bool = False,
 ) -> Outcome:
     """Stages 2-6 of the module docstring, in order: ``prefix`` made the env of ``plan``, the
     archives fetched into ``cache``; raises EnvcheckError subclasses."""
@@ -174,7 +177,7 @@ def install(
     target = resolved(prefix)
     # relative to the working directory, as any path given; the linker needs file:// URLs
     cache = Path(os.path.abspath(cache))
-    with claimed(target, plan, force, lock_timeout, say) as needed:
+    with claimed(target, plan, force, lock_timeout, say, allow_shared_parent) as needed:
         if not needed:
             return Outcome(target, plan, noop=True, seconds=time.perf_counter() - start)
         with linker.Linker(plan, cache) as child:  # forked now, while envcheck has no threads

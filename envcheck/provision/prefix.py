@@ -6,12 +6,15 @@ its place whole, and a stamp in it names the lock it was made from.
   with it. The file stays after the install (removing a lock file others may be waiting on would
   let two writers in); it holds the pid of the last holder, which a waiting install names. The
   cache has one too (``CACHE/.envcheck-cache-lock``), taken with the same ``hold``.
-- Staging: the new env is linked in ``<parent>/.<name>.envcheck-staging-<pid>`` (same directory,
-  so same file system: the rename is atomic). An existing prefix is swapped with it in one
-  ``renameat2(RENAME_EXCHANGE)`` where the file system supports it; elsewhere (NFS) the old env
-  is renamed aside to ``.<name>.envcheck-old-<pid>`` first, and a crash between the two renames
-  is undone by the next install (``recover``: the old env goes back). Everything here runs under
-  the prefix lock, so leftovers it finds belong to installs that are gone.
+- Staging (staging.py): the new env is built in a ``mkdtemp`` directory beside the prefix
+  (same file system, so the swap is atomic; a name nobody can guess, mode 0700, checked by its
+  descriptor) and swapped into place in one ``renameat2(RENAME_EXCHANGE)`` where the file
+  system supports it; elsewhere (NFS) the old env is renamed into that directory first, and a
+  crash between the two renames is undone by the next install, which restores only what it
+  can prove an install of this user made for this prefix. Everything here runs under the
+  prefix lock, so leftovers it finds belong to installs that are gone.
+- Root refuses a prefix in or below a directory another user can write (no sticky bit, or
+  theirs) unless ``--allow-shared-parent``: such a user could rename what is built there.
 - The stamp, ``conda-meta/envcheck-install.json``: the lock (path and sha256) and platform the
   env was made from. An install whose stamp matches its lock does nothing (unless forced).
 """
@@ -20,10 +23,9 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import glob
 import json
 import os
-import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,20 +33,41 @@ from pathlib import Path
 
 from envcheck import interrupts
 from envcheck.errors import BadInput, EnvcheckError
+from envcheck.provision import staging
 from envcheck.provision.fetch import DiskFull
 from envcheck.provision.plan import Plan
 from envcheck.version import __version__
 
 POLL_S = 0.1  # a waiting install retries this often (and stays interruptible)
 STAMP = "envcheck-install.json"  # under <prefix>/conda-meta/
-_AT_FDCWD = -100
-_RENAME_EXCHANGE = 2
 
 
 def resolved(prefix: Path) -> Path:
-    """The prefix as an absolute path; a symlink to an env stands for the env it names."""
+    """The prefix as an absolute path; a symlink to an env (this user's or root's) stands for
+    the env it names. BadInput for a symlink of another user: envcheck does not follow it."""
     prefix = prefix.absolute()
-    return Path(os.path.realpath(prefix)) if prefix.is_symlink() else prefix
+    if not prefix.is_symlink():
+        return prefix
+    owner = prefix.lstat().st_uid
+    if owner not in (0, os.geteuid()):
+        raise BadInput(
+            f"prefix {prefix} is a symlink owned by uid {owner}, not by this user: envcheck "
+            "does not install through another user's link; remove it or name the real directory"
+        )
+    return Path(os.path.realpath(prefix))
+
+
+def check_parent(prefix: Path, allow_shared: bool) -> None:
+    """BadInput, as root, when another user can rename what is built beside ``prefix``
+    (staging.shared_parent) and ``allow_shared`` is off."""
+    if allow_shared or os.geteuid() != 0:
+        return
+    why = staging.shared_parent(prefix)
+    if why:
+        raise BadInput(
+            f"refusing to install {prefix} as root: {why}, so another user could swap what "
+            "is built there for a link; pass --allow-shared-parent to install there anyway"
+        )
 
 
 def check_writable(prefix: Path) -> None:
@@ -80,14 +103,22 @@ def check_writable(prefix: Path) -> None:
 
 @contextmanager
 def claimed(
-    prefix: Path, plan: Plan, force: bool, timeout: float, say: Callable[[str], None]
+    prefix: Path, plan: Plan, force: bool, timeout: float, say: Callable[[str], None],
+    allow_shared_parent: bool = False,
 ) -> Iterator[bool]:
-    """Hold ``prefix`` (absolute) for the block: checked writable, its lock taken, what a dead
-    install left beside it undone (said). Yields whether it must be built: False when its stamp
+    """Hold ``prefix`` (absolute) for the block: checked writable (and, as root, not in a
+    directory others can write unless allowed), its lock taken, what a dead install of this
+    user left beside it undone (said). Yields whether it must be built: False when its stamp
     matches ``plan`` and ``force`` is off."""
     check_writable(prefix)
+    check_parent(prefix, allow_shared_parent)
     with hold(lock_path(prefix), f"prefix {prefix}", timeout, say):
-        for note in recover(prefix):
+        parent_fd = os.open(prefix.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            notes = staging.recover(prefix, parent_fd)
+        finally:
+            os.close(parent_fd)
+        for note in notes:
             say(f"envcheck: {note}")
         yield force or not is_current(prefix, plan)
 
@@ -125,7 +156,7 @@ def hold(path: Path, what: str, timeout: float, say: Callable[[str], None]) -> I
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = _open_lock(path, say)
     except OSError as e:
         raise BadInput(f"cannot lock {what}: {e.strerror} ({path})") from None
     try:
@@ -136,6 +167,36 @@ def hold(path: Path, what: str, timeout: float, say: Callable[[str], None]) -> I
         yield fd
     finally:
         os.close(fd)  # releases the lock
+
+
+def _open_lock(path: Path, say: Callable[[str], None]) -> int:
+    """The lock file, opened without following a link: a symlink, a file with other links or
+    anything not a regular file at its name (none of which an install makes) is removed and
+    a new file made in its place (said)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    for _ in range(3):
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as e:
+            if e.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EWOULDBLOCK):
+                raise
+            fd = -1
+        if fd >= 0:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+                return fd
+            os.close(fd)
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise OSError(errno.EISDIR, "a directory is in the way of the lock file", str(path))
+        what = (
+            "a symlink" if stat.S_ISLNK(st.st_mode)
+            else f"a file with {st.st_nlink} links" if stat.S_ISREG(st.st_mode)
+            else "not a regular file"
+        )  # fmt: skip
+        os.unlink(path)
+        say(f"envcheck: replaced {path}: it was {what}, not a lock file an install makes")
+    raise OSError(errno.EAGAIN, "the lock file kept being replaced", str(path))
 
 
 def _wait(fd: int, what: str, path: Path, timeout: float, say: Callable[[str], None]) -> None:
@@ -156,71 +217,24 @@ def _wait(fd: int, what: str, path: Path, timeout: float, say: Callable[[str], N
         time.sleep(POLL_S)
 
 
-def staging_path(prefix: Path) -> Path:
-    return prefix.parent / f".{prefix.name}.envcheck-staging-{os.getpid()}"
-
-
-def _old_path(prefix: Path) -> Path:
-    return prefix.parent / f".{prefix.name}.envcheck-old-{os.getpid()}"
-
-
-def _leftovers(prefix: Path, kind: str) -> list[Path]:
-    pattern = os.path.join(glob.escape(str(prefix.parent)), f".{glob.escape(prefix.name)}")
-    return sorted(Path(p) for p in glob.glob(f"{pattern}.envcheck-{kind}-*"))
-
-
-def remove_tree(path: Path) -> None:
-    """Remove ``path`` (a tree or a file); read-only directories inside do not stop it."""
-
-    def retry(func, p, exc_info) -> None:  # noqa: ANN001 - shutil's onerror signature
-        parent = os.path.dirname(p)
-        try:
-            os.chmod(parent, 0o700)
-            func(p)
-        except OSError:
-            pass
-
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, onerror=retry)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def recover(prefix: Path) -> list[str]:
-    """Undo what an install that died left beside ``prefix``; says what it did.
-
-    An old env renamed aside while the prefix is missing goes back (the swap never finished);
-    staging trees and old envs of finished swaps are removed.
-    """
-    notes = []
-    olds = _leftovers(prefix, "old")
-    if olds and not os.path.lexists(prefix):
-        os.rename(olds[-1], prefix)
-        notes.append(f"restored {prefix} from {olds[-1].name} (an install died mid-swap)")
-        olds = olds[:-1]
-    for p in [*olds, *_leftovers(prefix, "staging")]:
-        remove_tree(p)
-        notes.append(f"removed {p.name}, left by an install that did not finish")
-    return notes
-
-
 @contextmanager
 def staged(prefix: Path, plan: Plan) -> Iterator[Path]:
-    """The staging path for the block to build the new env in. When the block completes, the
-    stamp is written into it, signals are held (the install finishes from here), it is swapped
-    into place and the old env removed; on any failure or signal in the block the staging tree
-    is removed: the prefix is as it was."""
-    stage = staging_path(prefix)
+    """The staging path for the block to build the new env in (inside this install's own work
+    directory, staging.py). When the block completes, the stamp is written into it, signals are
+    held (the install finishes from here), it is swapped into place and the old env removed; on
+    any failure or signal in the block the work directory is removed: the prefix is as it was."""
+    parent_fd = os.open(prefix.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        yield stage
-        write_stamp(stage, plan)
-        interrupts.commit()
-        old = swap_in(stage, prefix)
-    except BaseException:
-        remove_tree(stage)
-        raise
-    if old is not None:
-        remove_tree(old)
+        work = staging.Work(prefix, parent_fd)
+        try:
+            yield work.stage
+            write_stamp(work.stage, plan)
+            interrupts.commit()
+            work.swap_in()
+        finally:
+            work.remove()  # the old env, or the unfinished new one
+    finally:
+        os.close(parent_fd)
 
 
 @contextmanager
@@ -239,41 +253,6 @@ def one_line_errors(prefix: Path) -> Iterator[None]:
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise EnvcheckError(f"installing into {prefix} failed: {first}", detail=str(e)) from None
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two paths; False where the kernel or file system cannot."""
-    import ctypes  # here: only the swap needs it
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    fn = getattr(libc, "renameat2", None)
-    if fn is None:
-        return False
-    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
-    if rc == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
-
-
-def swap_in(staging: Path, prefix: Path) -> Path | None:
-    """Put the complete env at ``staging`` in place of ``prefix``; returns where the old env
-    now is (to be removed by the caller), or None when there was none."""
-    if not os.path.lexists(prefix):
-        os.rename(staging, prefix)
-        return None
-    if _exchange(staging, prefix):
-        return staging  # the old env, under the staging name
-    old = _old_path(prefix)
-    os.rename(prefix, old)
-    try:
-        os.rename(staging, prefix)  # a crash before this line: recover() puts the old one back
-    except OSError:
-        os.rename(old, prefix)
-        raise
-    return old
 
 
 def read_stamp(prefix: Path) -> dict | None:

@@ -36,9 +36,10 @@ class Expectations:
     libraries: tuple[str, ...] = ()  # must resolve through the dynamic loader
     expect_ucx: bool = False
     probe_timeout: float = 60.0
-    # pids that are not foreign on a GPU although they are not this process's descendants:
-    # verify cluster puts every worker and nanny of the cluster here.
-    known_pids: frozenset[int] = frozenset()
+    # (pid, what it is) of processes that are not foreign on a GPU although they are not this
+    # process's descendants: verify cluster, job and ray put the process tree of every
+    # worker, rank, scheduler and client on the host here (across/owners.py).
+    known_processes: tuple[tuple[int, str], ...] = ()
     # health checks
     xid_since_seconds: float | None = None  # only Xid events this recent count (--since)
     ecc_corrected_threshold: int = 100  # volatile correctable ECC errors before a warning
@@ -48,6 +49,11 @@ class Expectations:
     @property
     def expects_gpus(self) -> bool:
         return bool(self.expect_gpus) or bool(self.expect_gpu_model) or self.min_memory_mib > 0
+
+    @property
+    def known_pids(self) -> frozenset[int]:
+        """The pids of known_processes."""
+        return frozenset(pid for pid, _ in self.known_processes)
 
 
 # Lock package -> shared library that must then resolve from this environment.

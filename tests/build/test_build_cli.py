@@ -17,6 +17,7 @@ from envcheck.errors import ExitCode
 from envcheck.lockfile.read import read_lock
 from tests.support.channel import demo_channel, pkg, write_channel
 from tests.support.channel import write_recipe as recipe
+from tests.support.deadlines import HANG
 
 
 @pytest.fixture
@@ -317,7 +318,7 @@ def test_interrupted_build_leaves_the_previous_lock_byte_identical(tmp_path: Pat
     proc, repodata, before, out = start_blocked_build(tmp_path)
     try:
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=HANG)
     finally:
         # release a solver still waiting for a writer, so no process outlives the test
         with contextlib.suppress(OSError):

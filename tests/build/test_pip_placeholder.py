@@ -4,10 +4,11 @@ real PyPI; skips when PyPI cannot be reached."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
+
+from tests.support.fetch import require_host
 
 from envcheck.cli import main
 from envcheck.errors import ExitCode
@@ -18,11 +19,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def pypi() -> None:
-    try:
-        with socket.create_connection(("pypi.org", 443), timeout=3):
-            return
-    except OSError:
-        pytest.skip("pypi.org:443 does not answer within 3 s")
+    require_host("pypi.org")  # a real PyPI lock needs it
 
 
 def test_cuml_cu12_25_8_from_pypi_org_is_named_a_placeholder_with_the_index_to_add(

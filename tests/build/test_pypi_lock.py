@@ -6,11 +6,12 @@ refusal and `envcheck why` over the pip entries' edges. Skips when PyPI cannot b
 from __future__ import annotations
 
 import json
-import socket
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.support.fetch import require_host
 from packaging.specifiers import SpecifierSet
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
@@ -28,18 +29,9 @@ RECIPE = Path(__file__).parents[1] / "data" / "pypi-rapids-26.10-cuda12.yaml"
 CACHE_LIMIT = 50 * 2**20  # metadata only: a wheel of torch or cudf alone would pass it
 
 
-def _pypi_reachable() -> bool:
-    try:
-        with socket.create_connection(("pypi.org", 443), timeout=3):
-            return True
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def pypi() -> None:
-    if not _pypi_reachable():
-        pytest.skip("pypi.org:443 does not answer within 3 s: a real PyPI lock needs it")
+    require_host("pypi.org")  # a real PyPI lock needs it
 
 
 @pytest.fixture

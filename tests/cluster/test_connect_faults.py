@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from envcheck.errors import ExitCode
+from tests.support.deadlines import HANG
 from tests.support.ports import free_port
-from tests.support.subprocess_cluster import run_envcheck
+from tests.support.subprocess_cluster import DASK_TIMEOUTS_PAST_HANG, run_envcheck
 
 NOISE = ("Traceback", "Exception ignored", "Error in atexit")
 
@@ -84,17 +85,13 @@ def http_server(tmp_path: Path) -> Iterator[int]:
 def test_a_port_that_accepts_and_never_answers_is_unreachable_within_the_timeout(
     blackhole: int,
 ) -> None:
-    # the same command against a port nothing listens on (refused: retried to --timeout) is
-    # the bound, measured now: the start-up and shutdown on this machine under this load
-    closed, refused = run_envcheck("verify", "cluster", f"tcp://127.0.0.1:{free_port()}",
-                                   "--timeout", "3", timeout=60)
-    assert closed.returncode == ExitCode.UNREACHABLE, closed.stderr
+    # distributed's own timeouts are 600 s here: only --timeout ends the wait within HANG
     proc, took = run_envcheck("verify", "cluster", f"tcp://127.0.0.1:{blackhole}",
-                              "--timeout", "3", timeout=60)
+                              "--timeout", "3", timeout=2 * HANG, env=DASK_TIMEOUTS_PAST_HANG)
     assert proc.returncode == ExitCode.UNREACHABLE
-    assert took < refused + 2, (took, refused)  # a silent peer holds it no longer
-    assert took < 3 + 15, took  # and --timeout holds (distributed's own default is 30 s)
-    assert "no scheduler answered" in _one_clean_line(proc.stderr)
+    line = _one_clean_line(proc.stderr)
+    assert "no scheduler answered" in line and "within 3 s" in line, line
+    assert took < HANG, took
 
 
 @pytest.mark.parametrize("kind", ["http", "garbage"])
@@ -103,14 +100,13 @@ def test_something_else_on_the_port_is_not_a_dask_scheduler(
 ) -> None:
     port = http_server if kind == "http" else garbage
     proc, took = run_envcheck("verify", "cluster", f"tcp://127.0.0.1:{port}",
-                              "--timeout", "5", timeout=60)
+                              "--timeout", "5", timeout=2 * HANG, env=DASK_TIMEOUTS_PAST_HANG)
     assert proc.returncode == ExitCode.UNREACHABLE, proc.stderr
-    # --timeout holds; the allowance is envcheck's start-up and shutdown on a loaded machine
-    # (10 s was passed by 0.05 s in CI beside two other test processes)
-    assert took < 5 + 15, took
+    assert took < HANG, took  # --timeout holds: distributed's own timeouts are 600 s here
     line = _one_clean_line(proc.stderr)
     assert f"127.0.0.1:{port}" in line
-    assert "not a Dask scheduler" in line or "no scheduler answered" in line
+    assert "not a Dask scheduler" in line or ("no scheduler answered" in line
+                                              and "within 5 s" in line), line
 
 
 @pytest.mark.parametrize(
@@ -127,10 +123,11 @@ def test_something_else_on_the_port_is_not_a_dask_scheduler(
     ],
 )
 def test_bad_addresses_are_refused_before_connecting(address: str, says: str) -> None:
-    proc, took = run_envcheck("verify", "cluster", address, "--timeout", "30", timeout=60)
+    proc, took = run_envcheck("verify", "cluster", address, "--timeout", "600",
+                              timeout=2 * HANG)
     assert proc.returncode == ExitCode.BAD_INPUT
     assert says in _one_clean_line(proc.stderr)
-    assert took < 15  # no connect attempt: the 30 s timeout is never waited for
+    assert took < HANG  # no connect attempt: the 600 s timeout is never waited for
 
 
 def test_a_scheduler_file_holding_a_bad_address_is_refused(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from envcheck.report import Status
 from envcheck.verify.cluster import gather
 from envcheck.verify.cluster.gather import facts_payload, gather_facts
+from tests.support.deadlines import HANG
 from tests.support.smoke_cluster import local_client
 from tests.support.subprocess_cluster import start_cluster
 
@@ -122,17 +123,21 @@ def test_import_probes_run_on_every_worker_in_child_processes(two_workers) -> No
         assert "No module named" in probes["no_such_module_for_envcheck"].error
 
 
-def _slow_runner(slow: str):
+def _slow_runner(slow: str, release: Path):
     """Delegates to the real collector, except that `slow` ("scheduler" or a worker
-    address) takes three seconds to answer."""
+    address) answers only once `release` exists (at most ten minutes on)."""
     real = gather._RUNNER
+    held = str(release)
 
     async def runner(digest, source, role, kwargs, dask_worker=None, dask_scheduler=None):
         import asyncio
+        import os
 
         me = dask_worker.address if dask_worker is not None else "scheduler"
-        if me == slow:
-            await asyncio.sleep(3)
+        for _ in range(6000 if me == slow else 0):
+            if os.path.exists(held):
+                break
+            await asyncio.sleep(0.1)
         return await real(
             digest, source, role, kwargs, dask_worker=dask_worker, dask_scheduler=dask_scheduler
         )
@@ -141,15 +146,21 @@ def _slow_runner(slow: str):
 
 
 @pytest.mark.parametrize("who", ["worker", "scheduler"])
-def test_a_slow_process_is_an_error_after_the_timeout_the_rest_report(two_workers, who) -> None:
+def test_a_slow_process_is_an_error_after_the_timeout_the_rest_report(
+    two_workers, who, tmp_path: Path
+) -> None:
     import time
 
     client = two_workers
     slow, fast = sorted(client.scheduler_info(n_workers=-1)["workers"])
     target = slow if who == "worker" else "scheduler"
+    release = tmp_path / "release"
     t0 = time.monotonic()
-    cf = gather_facts(client, timeout=1, runner=_slow_runner(target))
-    assert time.monotonic() - t0 < 2.5
+    try:
+        cf = gather_facts(client, timeout=1, runner=_slow_runner(target, release))
+        assert time.monotonic() - t0 < HANG  # the slow one is held until the test ends
+    finally:
+        release.touch()
     (err,) = cf.errors
     assert "no answer within 1 s" in err.message and err.message.startswith(who)
     if who == "worker":

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.errors import ExitCode
+from tests.support.deadlines import HANG
 from tests.support.old_envs import EnvSpec, build_env
 from tests.support.subprocess_cluster import run_envcheck, start_cluster
 
@@ -90,4 +91,4 @@ def test_a_worker_that_dies_under_a_test_is_blamed_on_its_skew_and_the_rest_stay
     dead = by_node[old]
     assert dead.status.value == "error", dead
     assert "skew.numpy" in dead.message and "out of memory" not in dead.message, dead
-    assert cluster.workers["old"].wait(timeout=30) is not None  # it did die
+    assert cluster.workers["old"].wait(timeout=HANG) is not None  # it did die

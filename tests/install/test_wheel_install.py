@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fetch import fetch
 from tests.support.old_envs import ROOT, UV, install_checkout
 
 pytestmark = pytest.mark.slow
@@ -33,8 +34,7 @@ def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for cmd in ([str(UV), "venv", "-q", "--python", sys.executable, str(venv)],
                 [str(UV), "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
                  str(wheel)]):
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+        fetch(cmd, "the wheel's venv", timeout=600)
     return venv
 
 

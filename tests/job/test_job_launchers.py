@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.deadlines import HANG
 from tests.support.old_envs import EnvSpec, build_env
 from tests.support.ranks import arrived, free_port, start_ranks
 
@@ -142,10 +143,11 @@ def test_a_rank_that_never_starts_is_named_and_the_others_exit(tmp_path):
     t0 = time.monotonic()  # busy machine): the roll call's --timeout and the verdict
     done = _finish(procs, t0)
     assert [code for code, _, _ in done] == [3, 3], done
-    assert max(s for _, s, _ in done) < TIMEOUT + 10
+    assert max(s for _, s, _ in done) < HANG  # --timeout held: its 60 s default would not
     errors = results(tmp_path / "r0.json")
     assert [(r["check"], r["node"]) for r in errors] == [("job.ranks", "rank 2")]
-    assert "rank 2 (host" in errors[0]["message"] and "did not arrive" in errors[0]["message"]
+    assert "rank 2 (host" in errors[0]["message"]
+    assert f"did not arrive within {TIMEOUT} s" in errors[0]["message"]
     assert done[1][2].strip() == ""  # rank 1 prints nothing: rank 0 reported
 
 
@@ -162,7 +164,7 @@ def test_a_rank_that_dies_or_hangs_is_named_and_the_others_exit(tmp_path, sig):
         os.killpg(procs[2].pid, signal.SIGKILL)
         procs[2].wait()
     assert [code for code, _, _ in done] == [3, 3], done
-    assert max(s for _, s, _ in done) < 2 * TIMEOUT + 5, done
+    assert max(s for _, s, _ in done) < HANG, done  # --timeout held: its 60 s default would not
     errors = results(tmp_path / "r0.json")
     named = [r for r in errors if r["node"] == "rank 2"]
     assert named and f"pid {procs[2].pid}" in named[0]["message"], errors

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.deadlines import HANG
 from tests.support.ports import free_port
 
 PACKAGES = ("slurm-wlm", "munge")
@@ -224,7 +225,7 @@ def daemon_pids(root: Path) -> list[int]:
 def stop(root: Path, conf: Path) -> None:
     env = {**os.environ, "SLURM_CONF": str(conf)}
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(["scancel", "--full", "--user=root"], env=env, timeout=10)
+        subprocess.run(["scancel", "--full", "--user=root"], env=env, timeout=HANG)
     pids = daemon_pids(root)
     for pid in reversed(pids):  # slurmd, slurmctld, then munged
         with contextlib.suppress(ProcessLookupError):

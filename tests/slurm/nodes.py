@@ -32,6 +32,7 @@ from tests.slurm.cluster import (
     ensure_installed,
     first_job_id,
 )
+from tests.support.deadlines import HANG
 from tests.support.ports import free_port
 
 NODES = ("sn1", "sn2")
@@ -179,7 +180,7 @@ def _stop(root: Path, procs: list[subprocess.Popen]) -> None:
             os.killpg(p.pid, 15)
     for p in procs:
         try:
-            p.wait(timeout=10)
+            p.wait(timeout=HANG)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, 9)

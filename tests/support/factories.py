@@ -178,12 +178,15 @@ def with_link(facts: NodeFacts, ip: str, interface: str = "eth0", mbps: int = 10
     )
 
 
-def with_process(facts: NodeFacts, gpu_index: int, pid: int, user: str, mib: int) -> NodeFacts:
+def with_process(
+    facts: NodeFacts, gpu_index: int, pid: int, user: str, mib: int, command: str = ""
+) -> NodeFacts:
     """facts with one more process holding `mib` on GPU `gpu_index`."""
+    held = GpuProcess(pid=pid, used_mib=mib, user=user, command=command)
     gpus = tuple(
         dataclasses.replace(
             g,
-            processes=(*g.processes, GpuProcess(pid=pid, used_mib=mib, user=user)),
+            processes=(*g.processes, held),
             memory_used_mib=g.memory_used_mib + mib,
         )
         if g.index == gpu_index

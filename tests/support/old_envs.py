@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fetch import FetchFailed, fetch
+
 ROOT = Path(__file__).resolve().parents[2]
 UV = Path(sys.executable).parent / "uv"
 
@@ -106,9 +108,11 @@ def installed(python: str) -> dict[str, str]:
 
 
 def _run(cmd: list[str], what: str, timeout: float = 600) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        pytest.fail(f"{what} failed ({proc.returncode}): {proc.stderr.strip()[-1500:]}")
+    """A venv made or packages installed, retried as a download is (tests/support/fetch.py)."""
+    try:
+        fetch(cmd, what, timeout=timeout)
+    except FetchFailed as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 @functools.lru_cache(maxsize=1)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fetch import FetchFailed, fetch
+
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 60.0
 
@@ -150,8 +152,18 @@ def start_cluster(
     return SubprocessCluster(workdir, proc, address, sched_file, tls)
 
 
-def run_envcheck(*args: str, timeout: float = 120.0, cwd: Path | None = None):
-    """`python -m envcheck ...` as a user runs it; returns (CompletedProcess, seconds)."""
+# distributed's own comm timeouts (30 s by default) raised far past HANG: a test proving that
+# envcheck's --timeout holds runs envcheck with these, so only --timeout ends its wait in HANG
+DASK_TIMEOUTS_PAST_HANG = {
+    "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "600",
+    "DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP": "600",
+}
+
+
+def run_envcheck(*args: str, timeout: float = 120.0, cwd: Path | None = None,
+                 env: dict[str, str] | None = None):
+    """`python -m envcheck ...` as a user runs it, ``env`` added to this process's environment;
+    returns (CompletedProcess, seconds)."""
     t0 = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "envcheck", *args],
@@ -159,6 +171,7 @@ def run_envcheck(*args: str, timeout: float = 120.0, cwd: Path | None = None):
         text=True,
         timeout=timeout,
         cwd=cwd or ROOT,
+        env={**os.environ, **(env or {})},
     )
     return proc, time.monotonic() - t0
 
@@ -191,12 +204,10 @@ def standalone_venv(path: Path, packages: tuple[str, ...]) -> str:
     if not python.exists():
         uv = Path(sys.executable).parent / "uv"
         try:
-            subprocess.run(
-                [str(uv), "venv", "-q", "--python", sys.executable, str(path)],
-                check=True, capture_output=True, text=True, timeout=120,
-            )
-        except (OSError, subprocess.SubprocessError) as e:
-            pytest.skip(f"could not create a venv with uv: {e}")
+            fetch([str(uv), "venv", "-q", "--python", sys.executable, str(path)], "uv venv",
+                  timeout=120)
+        except FetchFailed as e:
+            pytest.fail(str(e), pytrace=False)
         uv_install(str(python), packages)
     return str(python)
 
@@ -206,6 +217,7 @@ def uv_install(python: str, packages: tuple[str, ...], no_deps: bool = False) ->
     cmd = [str(uv), "pip", "install", "-q", "--python", python, *packages]
     if no_deps:
         cmd.append("--no-deps")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:  # PyPI unreachable and nothing cached
-        pytest.skip(f"uv could not install {' '.join(packages)}: {proc.stderr.strip()[-300:]}")
+    try:
+        fetch(cmd, f"uv pip install {' '.join(packages)}", timeout=300)
+    except FetchFailed as e:  # PyPI unreachable three times and nothing cached
+        pytest.fail(str(e), pytrace=False)

@@ -27,8 +27,18 @@ def test_allow_busy_gpus_turns_it_into_a_warning():
 def test_our_own_processes_and_known_cluster_pids_are_not_foreign():
     facts = with_process(healthy_a100x8(), 0, pid=4000, user="alice", mib=1000)  # facts.pid
     facts = with_process(facts, 1, pid=5555, user="alice", mib=1000)
-    assert check_busy(facts, expect(known_pids=frozenset({5555})))[0].status is Status.PASS
+    [r] = check_busy(facts, expect(known_processes=((5555, "worker tcp://h:1"),)))
+    assert r.status is Status.PASS
+    assert "GPU 0 pid 4000: this process" in r.message  # each of ours named
+    assert "GPU 1 pid 5555: worker tcp://h:1" in r.message
     assert check_busy(facts, expect())[0].status is Status.FAIL  # 5555 unknown -> foreign
+
+
+def test_a_foreign_process_is_named_by_its_command():
+    facts = with_process(healthy_a100x8(), 2, pid=31337, user="bob", mib=300,
+                         command="python train.py --epochs 3")
+    [r] = check_busy(facts, expect())
+    assert "pid 31337 (python train.py --epochs 3), user bob, 300 MiB" in r.message
 
 
 def test_process_on_a_gpu_we_do_not_use_is_ignored():

@@ -56,6 +56,7 @@ def test_this_checkout_is_a_checkout():
     assert install_kind() == "checkout"  # the tests import envcheck from the source tree
 
 
+
 @pytest.mark.parametrize("kind, hint", [
     ("checkout", "pip install -e '.[build]' in the checkout"),
     ("pip", f"pip install '{DISTRIBUTION}[build]'"),

@@ -15,6 +15,7 @@ from envcheck.errors import BadInput, ExitCode
 from envcheck.verify.expect_file import KEYS, MAX_BYTES, read_expect_file
 from envcheck.verify.expect_options import add_expectation_arguments, expectations_from_options
 from envcheck.verify.expectations import ExpectOptions
+from tests.support.deadlines import HANG
 
 DOCS = Path(__file__).parents[2] / "docs" / "expect"
 EXCERPT = Path(__file__).parents[1] / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
@@ -206,7 +207,7 @@ def test_snake_case_keys_and_an_unknown_skip_id(tmp_path):
         _exp(_write(tmp_path, "b.yaml", "skip: [nope]\n"))
 
 
-def test_an_alias_bomb_in_skip_is_refused_within_a_second(tmp_path, capsys):
+def test_an_alias_bomb_in_skip_is_refused_at_once(tmp_path, capsys):
     import time
 
     text = "\n".join(
@@ -218,7 +219,7 @@ def test_an_alias_bomb_in_skip_is_refused_within_a_second(tmp_path, capsys):
     path = _write(tmp_path, "bomb.yaml", text)
     started = time.monotonic()
     assert main(["verify", "node", "--expect", str(path)]) == ExitCode.BAD_INPUT
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < HANG  # expanded, it would be 9**9 entries
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "YAML alias" in err and "line 2" in err, err
 

@@ -30,7 +30,7 @@ PARAMETERS = {
     "build": (("recipe", "out"), ("check", "platform", "fetch_timeout", "channel_data", "lint",
                                   "try_")),
     "install": (("lock", "prefix"), ("platform", "cache_dir", "force", "lock_timeout",
-                                     "fetch_timeout")),
+                                     "fetch_timeout", "allow_shared_parent")),
     "image": (("lock", "os"), ("tag", "builder_image", "base_image", "platform", "engine",
                                "print_only", "show_command")),
     "recipe_new": (("rapids", "cuda", "os"), ("out", "python", "toolkit", "libs", "with_",

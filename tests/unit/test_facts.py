@@ -29,6 +29,7 @@ from envcheck.verify.facts import (
 from envcheck.verify.facts import packages as packages_mod
 from envcheck.verify.facts import ucx as ucx_mod
 from envcheck.verify.shipping import facts_payload, load_facts, standalone_source
+from tests.support.deadlines import HANG
 from tests.support.factories import healthy_a100x8, with_imports, with_libraries, with_process
 
 
@@ -113,7 +114,7 @@ def test_probe_imports_reports_failure_hang_and_crash_and_goes_on(tmp_path, monk
     (tmp_path / "needs_blas.py").write_text(
         "raise ImportError('libopenblas.so.0: cannot open shared object file: No such file')\n"
     )
-    (tmp_path / "hangs_mod.py").write_text("import time\ntime.sleep(60)\n")
+    (tmp_path / "hangs_mod.py").write_text("import time\ntime.sleep(600)\n")
     (tmp_path / "crashes_mod.py").write_text("import os\nos.abort()\n")
     (tmp_path / "chatty_mod.py").write_text("print('hello from import')\n")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
@@ -121,7 +122,7 @@ def test_probe_imports_reports_failure_hang_and_crash_and_goes_on(tmp_path, monk
     probes = probe_imports(
         ["good_mod", "needs_blas", "hangs_mod", "crashes_mod", "chatty_mod", "good_mod"], 2.0
     )
-    assert time.perf_counter() - t0 < 20
+    assert time.perf_counter() - t0 < HANG  # not the hung import's 600 s
     by = {p.module: p for p in probes}
     assert [p.module for p in probes] == [
         "good_mod",
@@ -140,16 +141,6 @@ def test_probe_libraries_resolves_through_the_loader():
     found, missing = probe_libraries(["m", "libenvcheck_no_such_lib.so.7"], 30)
     assert found.found and "libm" in Path(found.path).name
     assert not missing.found and "libenvcheck_no_such_lib.so.7" in missing.error
-
-
-def test_own_pids_include_children():
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        assert {os.getpid(), child.pid} <= set(nvml._own_pids(os.getpid()))
-        assert 1 not in nvml._own_pids(os.getpid())
-    finally:
-        child.kill()
-        child.wait()
 
 
 # `ucx_info -v -d` output shape, from openucx/ucx src/tools/info (version_info.c, tl_info.c)

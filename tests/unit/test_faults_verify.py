@@ -19,6 +19,7 @@ import yaml
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.verify.facts import conda_platform
+from tests.support.deadlines import HANG
 from tests.support.report_schema import validated
 
 EXCERPT = Path(__file__).parents[1] / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
@@ -117,7 +118,7 @@ def test_json_and_junit_on_one_file_is_refused(tmp_path: Path, capsys) -> None:
 
 # --- a signal during an import probe ends the probe and what it started --------------------
 
-HANG = """
+HANGING_IMPORT = """
 import os, subprocess, sys, time
 grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
 with open(os.environ["HANG_PIDS"], "w") as f:
@@ -144,7 +145,7 @@ def _alive(pid: int) -> bool:
 def test_a_signal_during_an_import_probe_leaves_no_process_behind(
     tmp_path: Path, sig: int, code: int, says: str
 ) -> None:
-    (tmp_path / "hangs_on_import.py").write_text(HANG)
+    (tmp_path / "hangs_on_import.py").write_text(HANGING_IMPORT)
     pids_file = tmp_path / "pids"
     env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     env["HANG_PIDS"] = str(pids_file)
@@ -162,7 +163,7 @@ def test_a_signal_during_an_import_probe_leaves_no_process_behind(
         time.sleep(0.1)
         pids = [int(p) for p in pids_file.read_text().split()]
         proc.send_signal(sig)  # to envcheck's pid only, as `kill` does
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=HANG)
         deadline = time.monotonic() + 10
         while any(map(_alive, pids)) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -191,7 +192,7 @@ def test_a_scheduler_killed_mid_run_is_an_error_naming_it_without_dask_traceback
 
     mods = tmp_path / "mods"
     mods.mkdir()
-    (mods / "hangs_on_import.py").write_text(HANG)
+    (mods / "hangs_on_import.py").write_text(HANGING_IMPORT)
     pids_file = tmp_path / "pids"
     cluster = start_cluster(tmp_path / "cluster")
     pids: list[int] = []

@@ -17,6 +17,7 @@ from envcheck.cli import main
 from envcheck.errors import BadInput
 from envcheck.inputs import json_depth, load_json_file, private_copy, read_bytes
 from envcheck.verify.facts.kernel_log import MAX_LOG_BYTES, read_kernel_log
+from tests.support.deadlines import HANG
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -100,7 +101,7 @@ def test_a_reader_given_what_is_not_its_file_says_so_in_one_line(tmp_path, capsy
     rc = run_cli(READERS[reader](p, tmp_path))
     err = capsys.readouterr().err
     assert rc == 4, err
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < HANG
     assert err.count("\n") == 1 and "Traceback" not in err
     assert SAYS[kind] in err, err
 
@@ -130,7 +131,7 @@ def test_a_fifo_with_no_writer_ends_at_its_deadline(tmp_path):
     started = time.monotonic()
     with pytest.raises(BadInput, match="did not finish within 0.5 s"):
         read_bytes(fifo, "facts file", 1 << 20, fifo_timeout=0.5)
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < HANG
 
 
 def test_json_depth_ignores_brackets_in_strings_and_counts_real_nesting(tmp_path):
@@ -150,7 +151,7 @@ def test_the_facts_packages_kernel_log_reader_refuses_what_never_ends(tmp_path, 
     p = hostile(tmp_path, kind)
     started = time.monotonic()
     events, source, error, lines = read_kernel_log(str(p))
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < HANG
     assert events == () and lines == 0
     assert SAYS[kind].replace("is ", "") in error and "not /dev/kmsg or a saved log" in error
 
@@ -176,7 +177,7 @@ def test_the_linker_childs_lock_reader_refuses_what_is_not_a_lock_file(tmp_path,
     started = time.monotonic()
     with pytest.raises(BadInput, match=SAYS[kind]):
         _read_lock(str(p), "linux-64")
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < HANG
 
 
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
@@ -199,7 +200,7 @@ def test_install_of_what_is_not_a_lock_file_is_refused_at_once(tmp_path, kind):
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
                           timeout=60)  # fmt: skip
     assert done.returncode == 4, done.stderr
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < HANG
     assert done.stderr.count("\n") == 1 and SAYS[kind] in done.stderr, done.stderr
     assert done.stdout.split("\n")[0] == "[]", done.stdout
 
@@ -223,4 +224,4 @@ def test_a_private_copy_of_what_is_not_a_file_is_refused_at_once(tmp_path, kind)
     started = time.monotonic()
     with pytest.raises(BadInput, match=SAYS[kind]), private_copy(p, "lock", 1 << 20):
         pass
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < HANG

@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+from tests.support.deadlines import HANG
+
 PROGRAM = textwrap.dedent("""
     import gc, os, signal, sys, threading, time
     from envcheck import interrupts
@@ -46,7 +48,7 @@ def test_a_signal_landing_in_a_callback_python_cannot_raise_from_still_interrupt
         where, trigger, sig, raised):
     program = PROGRAM.format(where=where, trigger=trigger, signal=sig)
     p = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                       timeout=30)
+                       timeout=HANG)
     assert p.stdout.strip() == raised, p.stdout + p.stderr
     assert "Exception ignored" not in p.stderr, p.stderr
 
@@ -60,7 +62,7 @@ def test_a_run_started_with_the_signals_blocked_is_still_interrupted(sig, raised
 
     program = PROGRAM.format(where="", trigger="pass", signal=sig)
     p = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                       timeout=30, preexec_fn=lambda: signal.pthread_sigmask(
+                       timeout=HANG, preexec_fn=lambda: signal.pthread_sigmask(
                            signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}))
     assert p.stdout.strip() == raised, p.stdout + p.stderr
 
@@ -78,5 +80,5 @@ def test_a_commit_outside_a_run_leaves_the_callers_signal_mask_alone():
         print(sorted(inside), sorted(both & signal.pthread_sigmask(signal.SIG_BLOCK, [])))
     """)
     p = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                       timeout=30)
+                       timeout=HANG)
     assert p.stdout.split("\n")[:2] == ["[]", "[] [<Signals.SIGTERM: 15>]"], p.stdout + p.stderr

@@ -22,6 +22,7 @@ from envcheck.verify.job.launch import (
     launch_info,
     tasks_per_node,
 )
+from tests.support.deadlines import HANG
 
 DATA = Path(__file__).parents[1] / "data" / "launch_env"
 
@@ -148,7 +149,7 @@ def test_bad_launch_environments_are_one_line(env, says):
     started = time.monotonic()
     with pytest.raises(BadInput, match=says) as e:
         launch_info(env)
-    assert time.monotonic() - started < 1.0 and "\n" not in e.value.message
+    assert time.monotonic() - started < HANG and "\n" not in e.value.message
     assert len(e.value.message) < 400
 
 

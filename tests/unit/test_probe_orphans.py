@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.verify.facts.orphans import dies_with_parent
+from tests.support.deadlines import HANG
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,8 +67,8 @@ def test_the_import_probe_dies_within_a_second_of_a_sigkilled_envcheck(tmp_path:
         envcheck.send_signal(signal.SIGKILL)
         envcheck.wait(10)
         started = time.monotonic()
-        assert _wait_for(lambda: not _alive(probes[0]), 1.0), "the probe outlived envcheck"
-        assert time.monotonic() - started < 1.0
+        assert _wait_for(lambda: not _alive(probes[0]), HANG), "the probe outlived envcheck"
+        assert time.monotonic() - started < HANG  # not the probe's own 120 s
     finally:
         envcheck.kill()
         envcheck.wait(10)

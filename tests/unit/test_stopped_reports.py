@@ -67,6 +67,53 @@ def test_verify_node_stopped_by_a_signal_writes_both_reports(
 
 
 @pytest.mark.parametrize(
+    ("sig", "code", "says"),
+    [
+        (signal.SIGINT, ExitCode.INTERRUPTED, "interrupted (SIGINT, Ctrl-C) before it finished"),
+        (signal.SIGTERM, ExitCode.TERMINATED, "terminated by SIGTERM before it finished"),
+    ],
+)
+def test_a_signal_while_the_flags_are_read_writes_the_report_too(
+    tmp_path: Path, sig: int, code: int, says: str
+) -> None:
+    # the signal lands after envcheck's handlers are in place but before the verb runs: the
+    # verb's parser is built slowly here so that a real signal reliably arrives then
+    started, json_out = tmp_path / "started", tmp_path / "r.json"
+    argv = ["install", "x.lock", "--prefix", str(tmp_path / "env"), "--json", str(json_out)]
+    program = (
+        "import pathlib, sys, time\n"
+        "from envcheck import cli\n"
+        "real = cli.build_parser\n"
+        "def slow(argv):\n"
+        f"    pathlib.Path({str(started)!r}).touch()\n"
+        "    time.sleep(60)\n"
+        "    return real(argv)\n"
+        "cli.build_parser = slow\n"
+        f"sys.exit(cli.main({argv!r}))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", program], env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), proc.communicate()
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == code, err
+    data = validated(json_out)
+    assert data["exit_code"] == code and data["title"] == "envcheck install"
+    assert [(r["status"], r["message"]) for r in data["results"]] == [("error", says)]
+
+
+@pytest.mark.parametrize(
     ("argv", "title", "says"),
     [
         (["verify", "node", "--expect-gpus", "eight"], "envcheck verify node",

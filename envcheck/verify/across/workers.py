@@ -17,6 +17,8 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
+from .owners import cluster_processes
+
 NodeChecks = Callable[[NodeFacts, Expectations, str], List[Result]]
 
 
@@ -90,29 +92,32 @@ def skipped_node_checks(skip: Collection[str]) -> list[Result]:
     return skips(BUILTIN_CHECKS, skip, "node") + skips(plugins, skip, "plugins")
 
 
-def cluster_pids_by_host(processes: Mapping[str, NodeFacts]) -> dict[str, frozenset[int]]:
-    """host -> pids of the cluster's own processes there (GPU use by them is not foreign).
-
-    Per host because pids mean nothing across machines.
+def cluster_pids_by_host(
+    processes: Mapping[str, NodeFacts], noun: str = "worker"
+) -> dict[str, dict[int, str]]:
+    """host -> pid -> what it is, for the cluster's own process tree there (GPU use by them is
+    not foreign): the processes that reported, and every ancestor and descendant of one of
+    them on that host (across/owners.py). Per host because pids mean nothing across machines.
     """
-    out: dict[str, set[int]] = {}
-    for f in processes.values():
-        out.setdefault(f.host, set()).update((f.pid, *f.own_pids))
-    return {host: frozenset(pids) for host, pids in out.items()}
+    return cluster_processes(processes, noun)
 
 
 def node_checks_per_worker(
     workers: Mapping[str, NodeFacts],
     exp: Expectations,
     run_checks: NodeChecks,
-    own_pids: Mapping[str, frozenset[int]] = {},  # noqa: B006 - read only
+    own_pids: Mapping[str, Mapping[int, str]] = {},  # noqa: B006 - read only
     noun: str = "worker",
 ) -> list[Result]:
-    """run_checks on each worker (node = its address), then fold what a host shares."""
+    """run_checks on each worker (node = its address), then fold what a host shares.
+    own_pids: cluster_pids_by_host's table, the known processes of each worker's host."""
     per_worker: dict[str, list[Result]] = {}
+    known: dict[str, tuple[tuple[int, str], ...]] = {}
     for address, facts in workers.items():
-        known = own_pids.get(facts.host, frozenset()) | exp.known_pids
-        wexp = dataclasses.replace(exp, known_pids=known)
+        if facts.host not in known:
+            table = {**dict(exp.known_processes), **own_pids.get(facts.host, {})}
+            known[facts.host] = tuple(sorted(table.items()))
+        wexp = dataclasses.replace(exp, known_processes=known[facts.host])
         per_worker[address] = run_checks(facts, wexp, address)
     return fold_per_host(per_worker, {a: f.host for a, f in workers.items()}, noun)
 

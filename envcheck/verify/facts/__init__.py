@@ -10,7 +10,8 @@ model        the frozen dataclasses (NodeFacts, Gpu, GpuHealth, HostHealth, ...)
 collect      collect_node_facts, and the process's own facts (user, env, platform, glibc)
 caches       per-process caches keyed on directories' (mtime, inode)
 packages     conda-meta and dist-info readers
-nvml         GPUs and their health through pynvml; this process's tree of pids
+nvml         GPUs and their health through pynvml
+proctree     a process's owner, parent and command line; the ppid chain above it, its tree
 visible      CUDA_VISIBLE_DEVICES as CUDA reads it
 ucx, nccl    UCX binding, version and transports; NCCL's version
 archs        the GPU architectures torch / CuPy / xgboost builds carry (child probe)
@@ -69,6 +70,7 @@ from .model import (
     NetInterface,
     NodeFacts,
     NvLink,
+    ProcessInfo,
     ProcGpu,
     TensorFlowFacts,
     UcxFacts,
@@ -120,6 +122,7 @@ __all__ = [
     "NetInterface",
     "NodeFacts",
     "NvLink",
+    "ProcessInfo",
     "UcxFacts",
     "XidEvent",
     "address_ip",

@@ -29,13 +29,15 @@ from .model import (
     HorovodBuild,
     HostHealth,
     NodeFacts,
+    ProcessInfo,
     TensorFlowFacts,
 )
 from .nccl import _nccl_version
-from .nvml import _nvml_facts, _own_pids, collect_gpu_health
+from .nvml import _nvml_facts, collect_gpu_health
 from .packages import _conda_meta_packages, _dist_info_packages
 from .probes import probe_imports, probe_libraries
 from .procfs import nvidia_roots, read_kernel_driver
+from .proctree import ancestors, own_pids
 from .record import replace
 from .tfprobe import finish_tensorflow_probe, start_tensorflow_probe
 from .ucx import _ucx_facts
@@ -90,8 +92,7 @@ def collect_node_facts(
                   _start_tensorflow(tensorflow_probe, role, python_packages))
         nvml_state, nvml_error, driver, cuda_driver, gpus = _nvml_facts()
         visible, problem = resolve_visible_devices(env.get("CUDA_VISIBLE_DEVICES"), gpus)
-        # walking /proc costs ms: only when another process on a GPU makes it matter
-        own = _own_pids(os.getpid()) if any(g.processes for g in gpus) else (os.getpid(),)
+        own, above = _process_tree(gpus)
         nccl_version, nccl_source = _nccl_version()
         gpu_health, host_health = _health(role, health, gpus, visible, kernel_log)
         if compiled is None:
@@ -128,11 +129,20 @@ def collect_node_facts(
             horovod=_finish_horovod(probes[0], probe_timeout),
             tensorflow=_finish_tensorflow(probes[1], probe_timeout, visible_gpu_count(
                 env.get("CUDA_VISIBLE_DEVICES"), visible, gpus, kernel_driver.gpus)),
+            ancestors=above,
         )
         return replace(facts, collect_seconds=time.perf_counter() - t0)
     finally:
         _STAT_MEMO.pop(threading.get_ident(), None)
         _reap(archs_child, probes[0] and probes[0].proc, probes[1])  # an exception on the way
+
+
+def _process_tree(gpus: tuple[Gpu, ...]) -> tuple[tuple[int, ...], tuple[ProcessInfo, ...]]:
+    """(this process and its descendants, its ancestors): what of a GPU's processes is this
+    process's tree. Walking /proc costs milliseconds: only when a GPU lists a process."""
+    if not any(g.processes for g in gpus):
+        return (os.getpid(),), ()
+    return own_pids(os.getpid()), ancestors(os.getpid())
 
 
 def _start_horovod(wanted: bool | None, role: str, installed: dict[str, str]) -> Any:

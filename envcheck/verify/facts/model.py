@@ -18,6 +18,17 @@ class GpuProcess:
     pid: int
     used_mib: int
     user: str = ""  # "" where unreadable
+    command: str = ""  # its command line, cut short ("" where unreadable)
+
+
+@frozen
+class ProcessInfo:
+    """One process as /proc shows it: a link of a ppid chain."""
+
+    pid: int
+    ppid: int  # 0: no parent visible (pid 1, or the top of this pid namespace)
+    user: str = ""  # "" where unreadable
+    command: str = ""  # its command line, cut short (the kernel's name for it when empty)
 
 
 @frozen
@@ -362,6 +373,9 @@ class NodeFacts:
     horovod: HorovodBuild = field(default_factory=HorovodBuild)
     # TensorFlow's build, its GPUs and a MirroredStrategy (child probe); empty: not installed
     tensorflow: TensorFlowFacts = field(default_factory=TensorFlowFacts)
+    # This process's parent, its parent, ... up the ppid chain (read, like own_pids, only when
+    # a GPU lists processes): a launcher or nanny above it on a GPU is not foreign.
+    ancestors: tuple[ProcessInfo, ...] = ()
 
 
 # ---- plain data, for shipping facts between processes ---------------------------------------
@@ -398,6 +412,7 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
         **{k: tuple(_shallow(x) for x in getattr(hh, k)) for k in _HOST_HEALTH_LISTS},
     }
     out["address_link"] = _shallow(facts.address_link)
+    out["ancestors"] = tuple(_shallow(a) for a in facts.ancestors)
     out["compiled_archs"] = tuple(_shallow(c) for c in facts.compiled_archs)
     out["gemm"] = tuple(_shallow(g) for g in facts.gemm)
     hv = facts.horovod
@@ -436,6 +451,7 @@ def facts_from_dict(data: dict[str, Any]) -> NodeFacts:
     hh["modules"] = tuple(hh.get("modules", ()))
     d["host_health"] = HostHealth(**hh)
     d["address_link"] = AddressLink(**_known(AddressLink, d.get("address_link") or {}))
+    d["ancestors"] = tuple(ProcessInfo(**_known(ProcessInfo, a)) for a in d.get("ancestors", ()))
     kd = _known(KernelDriver, d.get("kernel_driver") or {})
     kd["gpus"] = tuple(ProcGpu(**_known(ProcGpu, g)) for g in kd.get("gpus", ()))
     kd["device_nodes"] = tuple(kd.get("device_nodes", ()))

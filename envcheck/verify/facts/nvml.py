@@ -1,9 +1,8 @@
 """GPUs through NVML (pynvml, imported lazily): identity, memory, processes, links, and the
-per-GPU health reads; the processes of this process's tree."""
+per-GPU health reads."""
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import warnings
@@ -23,6 +22,7 @@ from .model import (
     GpuProcess,
     NvLink,
 )
+from .proctree import read_process
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -163,55 +163,12 @@ def _gpu_processes(nv: Any, handle: Any) -> tuple[GpuProcess, ...]:
         for p in procs:
             mib = int(p.usedGpuMemory) // 2**20 if p.usedGpuMemory else 0
             used[int(p.pid)] = max(used.get(int(p.pid), 0), mib)
-    return tuple(
-        GpuProcess(pid=pid, used_mib=mib, user=_pid_user(pid)) for pid, mib in used.items()
-    )
-
-
-def _pid_user(pid: int) -> str:
-    """The owner of pid from /proc/<pid>/status; '' when another pid namespace hides it."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Uid:"):
-                    uid = int(line.split()[1])
-                    break
-            else:
-                return ""
-    except (OSError, ValueError):
-        return ""
-    try:
-        import pwd
-
-        return pwd.getpwuid(uid).pw_name
-    except (ImportError, KeyError):
-        return str(uid)
-
-
-def _own_pids(root: int) -> tuple[int, ...]:
-    """root and all its descendants, from /proc/<pid>/stat parent links."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return (root,)
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # the command name in (...) may contain spaces and parentheses: split after the last ')'
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, ()))
-    return tuple(sorted(out))
+    out = []
+    for pid, mib in used.items():
+        info = read_process(pid)  # None: another pid namespace's process, or gone
+        out.append(GpuProcess(pid=pid, used_mib=mib, user=info.user if info else "",
+                              command=info.command if info else ""))
+    return tuple(out)
 
 
 # NVML errors that mean "this GPU or driver cannot tell", not "something is wrong".

@@ -155,8 +155,9 @@ def check_node(job: JobFacts, exp: Expectations) -> list[Result]:
     from envcheck.verify.across.workers import node_checks, skipped_node_checks
 
     labelled = job.labelled()
+    # torchrun's agent or srun's step daemon above the ranks is the job's own on a GPU
     results = node_checks_per_worker(labelled, exp, node_checks(True, exp.skip),
-                                     cluster_pids_by_host(labelled), noun="rank")
+                                     cluster_pids_by_host(labelled, "rank"), noun="rank")
     return skipped_node_checks(exp.skip) + [
         r if not r.node.isdigit() else dataclasses.replace(r, node=f"rank {r.node}")
         for r in results]

@@ -158,9 +158,12 @@ def check_node(ray: RayFacts, exp: RayExpect) -> list[Result]:
     from envcheck.verify.across.workers import node_checks, skipped_node_checks
 
     labelled = {ray.label(nid): f for nid, f in ray.facts.items()}
+    # the raylet, GCS and dashboard agent above Ray's workers, and the driver (this client)
+    # with what it started, are the cluster's own on a GPU
+    tree = {**labelled, **({"client": ray.client} if ray.client is not None else {})}
     return skipped_node_checks(exp.skip) + node_checks_per_worker(
-        labelled, exp.node, node_checks(False, exp.skip), cluster_pids_by_host(labelled),
-        noun="node")
+        labelled, exp.node, node_checks(False, exp.skip),
+        cluster_pids_by_host(tree, "Ray worker"), noun="node")
 
 
 RAY_CHECKS: dict[str, Callable[[RayFacts, RayExpect], list[Result]]] = {

@@ -14,26 +14,41 @@ from .nvml_gap import gap_results
 UNSEEN_USE_MIB = 1024
 
 CHECK = "busy-gpus"
+# A foreign process's command is shown this long; ours are named by what they are.
+_COMMAND = 80
 
 
 def check_busy(facts: NodeFacts, exp: Expectations) -> list[Result]:
-    """No process other than ours on the GPUs this job will use (--allow-busy-gpus: warn)."""
+    """No process other than ours on the GPUs this job will use (--allow-busy-gpus: warn).
+
+    Ours: this process and its descendants, and exp.known_processes (verify cluster, job and
+    ray: the process tree of every worker, rank, scheduler and client on the host). Each
+    GPU process is named: what it is when ours, its command and user when not."""
     gpus = visible_gpus(facts)
     if not gpus:
         why = facts.nvml_error or "no GPU visible to this process"
         skip = [Result(CHECK, Status.SKIP, f"no GPU to check ({why})")]
         return gap_results(facts, CHECK, "other processes on the GPUs") or skip
-    ours = {facts.pid, *facts.own_pids, *exp.known_pids}
+    ours = dict(exp.known_processes)
+    ours.setdefault(facts.pid, "this process")
+    for pid in facts.own_pids:
+        ours.setdefault(pid, "below this process")
     foreign: list[str] = []
+    own: list[str] = []
     unseen: list[str] = []
-    for g in gpus:
-        others = [p for p in g.processes if p.pid not in ours]
-        for p in others:
+    for g in sorted(gpus, key=lambda g: g.index):  # one order for every worker's view
+        for p in g.processes:
+            if p.pid in ours:
+                own.append(f"GPU {g.index} pid {p.pid}: {ours[p.pid]}")
+                continue
             who = f"user {p.user}" if p.user else "user unknown (pid not visible here)"
-            foreign.append(f"GPU {g.index} ({g.uuid}): pid {p.pid}, {who}, {p.used_mib} MiB")
+            command = f" ({p.command[:_COMMAND]})" if p.command else ""
+            foreign.append(f"GPU {g.index} ({g.uuid}): pid {p.pid}{command}, {who}, "
+                           f"{p.used_mib} MiB")
         listed = sum(p.used_mib for p in g.processes)
         if not g.processes and g.memory_used_mib - listed > UNSEEN_USE_MIB:
             unseen.append(f"GPU {g.index}: {g.memory_used_mib} MiB used by no listed process")
+    also = f" (ours: {'; '.join(own)})" if own else ""
     results = []
     if foreign:
         status = Status.WARN if exp.allow_busy_gpus else Status.FAIL
@@ -41,7 +56,7 @@ def check_busy(facts: NodeFacts, exp: Expectations) -> list[Result]:
             Result(
                 CHECK,
                 status,
-                "GPUs in use by other processes: " + "; ".join(foreign),
+                "GPUs in use by other processes: " + "; ".join(foreign) + also,
                 fix="wait for them, pick free GPUs with CUDA_VISIBLE_DEVICES, ask the scheduler "
                 "for exclusive GPUs"
                 + ("" if exp.allow_busy_gpus else ", or pass --allow-busy-gpus to only warn"),
@@ -58,6 +73,6 @@ def check_busy(facts: NodeFacts, exp: Expectations) -> list[Result]:
         )
     if not results:
         results.append(
-            Result(CHECK, Status.PASS, f"no foreign process on {len(gpus)} visible GPU(s)")
+            Result(CHECK, Status.PASS, f"no foreign process on {len(gpus)} visible GPU(s)" + also)
         )
     return results
