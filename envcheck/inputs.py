@@ -97,6 +97,8 @@ def open_input(path: PathLike, what: str, *, fifo: bool = False, follow: bool = 
     ``subject``: what the message starts with instead of ``what`` and the path."""
     subject = subject or f"{what} {path}"
     tree = system_tree(path)
+    if tree and _pipe_alias(path) and not fifo:
+        raise BadInput(f"{subject} is a pipe, not a regular file")
     if tree and not (fifo and _pipe_alias(path)) and not (device and _accepts(path, device)):
         real = os.path.realpath(path)
         where = f"resolves to {real}, under {tree}" if real != os.path.abspath(path) \
