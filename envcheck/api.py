@@ -281,6 +281,12 @@ def verify_cluster(
     from envcheck.verify.cluster.pipeline import verify_cluster as run
 
     client = None if isinstance(client_or_address, (str, type(None))) else client_or_address
+    if client is not None and not _is_client(client):
+        from envcheck.errors import BadInput
+        from envcheck.text import shown
+
+        raise BadInput(f"verify_cluster takes a distributed.Client, a scheduler address (a str) "
+                       f"or None, not {type(client).__name__} {shown(client)}")
     options = ClusterOptions(
         address=None if client is not None else client_or_address,
         scheduler_file=_path(scheduler_file), tls_ca_file=_path(tls_ca_file),
@@ -305,6 +311,14 @@ def verify_cluster(
     quiet_dask_logs(options.debug)
     address = getattr(client.scheduler, "address", "") or ""
     return verify_client(client, exp, options, described=f"client of {address}")
+
+
+def _is_client(value: object) -> bool:
+    """A distributed.Client (distributed is loaded already when one exists)."""
+    import sys
+
+    module = sys.modules.get("distributed")
+    return module is not None and isinstance(value, module.Client)
 
 
 def verify_job(

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from envcheck import interrupts
-from envcheck.destinations import check_destination
+from envcheck.destinations import check_destination, destination, write_temp
 from envcheck.errors import BadInput
 
 
@@ -38,15 +38,16 @@ def write_files_atomically(files: Mapping[Path, bytes]) -> None:
     already done, so a reader never sees half a lock pair. The renames are the run's commit
     point (``interrupts.commit``): a Ctrl-C before it leaves every file as it was, one after it
     lets the run finish. A target that is not a regular file (a device node, a FIFO, a
-    directory) is refused before anything is written, and again just before the renames.
+    directory) is refused before anything is written, and again just before the renames;
+    links are resolved as ``destinations.destination`` resolves them (one of another user's
+    refused), and the files replaced are the ones they lead to.
     """
-    for target in files:
-        check_destination(target, str(target), replace=True)
+    files = {destination(t, str(t), replace=True): data for t, data in files.items()}
     temps: dict[Path, str] = {}
     backups: dict[Path, str] = {}
     try:
         for target, data in files.items():
-            _write_temp(target, data, temps)
+            temps[target] = write_temp(target, data, str(target))
         for target in files:
             check_destination(target, str(target), replace=True)
             if os.path.lexists(target):
@@ -57,23 +58,6 @@ def write_files_atomically(files: Mapping[Path, bytes]) -> None:
         for tmp in [*temps.values(), *backups.values()]:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-
-
-def _write_temp(target: Path, data: bytes, temps: dict[Path, str]) -> None:
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as e:
-        raise BadInput(f"cannot write {target}: {e.strerror or e}") from None
-    temps[target] = tmp
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        # mkstemp makes 0600 files; a lock is meant to be read by everyone, as a plain write is
-        os.chmod(tmp, 0o644)
-    except OSError as e:  # a write error has no file name of its own: name the target
-        raise BadInput(f"cannot write {target}: {e.strerror or e}") from None
 
 
 def _backup(target: Path) -> str:

@@ -267,6 +267,8 @@ def render(report: Report, args: argparse.Namespace) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
+        if isinstance(e, BrokenPipeError):
+            return  # its reader stopped reading (`| head -1`): the verdict's exit code stands
         raise _ReportNotWritten(f"standard output: {e.strerror or e}") from None
 
 

@@ -1,23 +1,31 @@
-"""Every path envcheck writes is a regular file or absent; anything else is refused first.
+"""The one way envcheck writes a path a user names (--json, --junit, --out, --save-facts,
+locks, recipes): a new file in the target's directory, created with O_EXCL under an
+unpredictable name, written whole and renamed over the target.
 
-As root, replacing a device node with a regular file is one ``os.replace`` away (a recipe
-written "to" a copy of /dev/null), and writing into a FIFO blocks until a reader comes. Every
-writer (report files, locks, recipes) asks ``check_destination`` before any work and writes
-through ``write_file`` or ``envcheck.atomic``, which ask again at the moment of writing.
+Nothing is written through a link: a rename replaces the name, so a hard link another user
+planted keeps its own content, and a symbolic link on the way to the target (the target's own
+or a directory's) is followed only when it belongs to the caller or to root; one another user
+owns is refused, as is a target that resolves into /proc, /sys or /dev or is not a regular
+file (a device node: replacing it is one ``os.replace`` away as root; a FIFO). Every writer
+asks ``check_destination`` before any work (a bad ``--json`` is refused before the run) and
+writes through ``write_file`` or ``envcheck.atomic``, which ask again at the moment of
+writing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from envcheck.errors import BadInput
 from envcheck.fds import write_all
-from envcheck.inputs import kind
+from envcheck.inputs import kind, system_tree
 
 # a report file named so goes to standard output (`--json - | jq`)
 STDOUT_NAMES = frozenset({"-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
@@ -50,31 +58,70 @@ def claim_stdout(claim: bool) -> Iterator[None]:
 
 
 def check_destination(path: Path, what: str, *, replace: bool = False) -> None:
-    """BadInput (one line) unless ``path`` is absent in a writable directory or a writable
-    regular file (a symbolic link is judged by what it points at). ``what`` names the path in
-    the message, e.g. ``--json out.json``. ``replace``: the file is renamed over, not written
-    into, so its own permission bits do not matter. Standard output (``STDOUT_NAMES``) is
-    accepted: ``check_stdout`` judges it."""
+    """BadInput (one line) unless ``destination`` accepts ``path``."""
+    destination(path, what, replace=replace)
+
+
+def destination(path: Path, what: str, *, replace: bool = False) -> Path:
+    """The file a write to ``path`` replaces, its links resolved (``resolve_owned``); BadInput
+    (one line) unless it is absent in a writable directory or a writable regular file outside
+    /proc, /sys and /dev. ``what`` names the path in the message, e.g. ``--json out.json``.
+    ``replace``: the file is renamed over, so its own permission bits do not matter. Standard
+    output (``STDOUT_NAMES``) is accepted as it is: ``check_stdout`` judges it."""
     if is_stdout(path):
-        return
+        return Path(path)
+    target = resolve_owned(Path(path), what)
+    tree = system_tree(target)
+    if tree:
+        where = f"resolves to {target}, under" if target != Path(os.path.abspath(path)) \
+            else "is under"
+        raise BadInput(f"{what} {where} {tree}: envcheck writes only regular files")
     try:
-        st = os.stat(path)
+        st = os.stat(target)
     except FileNotFoundError:
-        target = Path(os.path.realpath(path))  # a dangling link is written through
-        parent = target.parent if os.path.islink(path) else path.parent
-        parent = parent if str(parent) else Path(".")
+        parent = target.parent
         if not parent.is_dir():
             raise BadInput(f"{what}: directory {parent} does not exist") from None
         if not os.access(parent, os.W_OK | os.X_OK):
             raise BadInput(f"{what}: directory {parent} is not writable") from None
-        return
+        return target
     except OSError as e:
         raise BadInput(f"{what}: {e.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
         link = f" (through a symbolic link to {os.readlink(path)})" if os.path.islink(path) else ""
         raise BadInput(f"{what} is {kind(st.st_mode)}{link}: envcheck writes only regular files")
-    if not replace and not os.access(path, os.W_OK):
+    if not replace and not os.access(target, os.W_OK):
         raise BadInput(f"{what} is not writable")
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        raise BadInput(f"{what}: directory {target.parent} is not writable (the file is "
+                       f"replaced, never written in place)")
+    return target
+
+
+def resolve_owned(path: Path, what: str, _depth: int = 0) -> Path:
+    """``path`` absolute with every symbolic link on it resolved, each one checked: BadInput
+    when one belongs to a uid other than the caller's and root's (planted by another user:
+    following it would write where that user chose, with the caller's rights)."""
+    parts = Path(os.path.abspath(path)).parts
+    at = Path(parts[0])
+    for i, name in enumerate(parts[1:], start=2):
+        step = at / name
+        try:
+            st = os.lstat(step)
+        except (FileNotFoundError, NotADirectoryError):
+            return step.joinpath(*parts[i:])
+        except OSError as e:
+            raise BadInput(f"{what}: {step}: {e.strerror or e}") from None
+        if not stat.S_ISLNK(st.st_mode):
+            at = step
+            continue
+        if st.st_uid not in (os.geteuid(), 0):
+            raise BadInput(f"{what}: {step} is a symbolic link of uid {st.st_uid}, another "
+                           f"user's: envcheck does not write through it")
+        if _depth > 40:
+            raise BadInput(f"{what}: {step} is a symbolic link loop")
+        at = resolve_owned(at / os.readlink(step), what, _depth + 1)
+    return at
 
 
 def check_destinations(named: Iterable[tuple[str, Path | None]]) -> None:
@@ -110,12 +157,8 @@ def check_stdout() -> None:
 
 
 def write_file(path: Path, data: bytes, what: str | None = None) -> None:
-    """Write ``data`` to ``path``, a regular file or absent, checked again as it is opened.
-
-    The check before the work can be raced (a FIFO or a device put there since): the file is
-    opened without blocking and without truncating, and truncated only once its descriptor is
-    known to be a regular file.
-    """
+    """Write ``data`` to ``path`` (``destination``, asked again now): a new file beside the
+    target, renamed over it; standard output when ``path`` names it."""
     what = what or str(path)
     if is_stdout(path):
         sys.stdout.flush()  # what Python holds for descriptor 1 goes before the report
@@ -124,19 +167,43 @@ def write_file(path: Path, data: bytes, what: str | None = None) -> None:
         except OSError as e:
             raise BadInput(f"{what}: standard output: {e.strerror or e}") from None
         return
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    target = destination(path, what, replace=True)
+    tmp = write_temp(target, data, what)
     try:
-        fd = os.open(path, flags, 0o666)
-    except OSError as e:
-        raise BadInput(f"{what}: {e.strerror or e}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise BadInput(f"{what} is {kind(st.st_mode)}: envcheck writes only regular files")
-        os.set_blocking(fd, True)
-        os.ftruncate(fd, 0)
-        write_all(fd, data)
+        destination(path, what, replace=True)  # what may have been put there meanwhile
+        os.replace(tmp, target)
     except OSError as e:
         raise BadInput(f"{what}: {e.strerror or e}") from None
     finally:
-        os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def write_temp(target: Path, data: bytes, what: str) -> str:
+    """A new file holding ``data``, flushed to disk, in ``target``'s directory: created with
+    O_EXCL under an unpredictable name (``mkstemp``: nothing planted is opened), with the
+    mode ``target`` has, or a new file's (0666 less the umask). Its path, to rename over
+    ``target``."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as e:
+        raise BadInput(f"cannot write {what}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _mode(target))
+    except OSError as e:  # a write error has no file name of its own: name the target
+        os.unlink(tmp)
+        raise BadInput(f"cannot write {what}: {e.strerror or e}") from None
+    return tmp
+
+
+def _mode(target: Path) -> int:
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return 0o666 & ~mask

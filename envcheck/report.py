@@ -9,7 +9,7 @@ from pathlib import Path
 
 from envcheck.errors import ExitCode
 from envcheck.record import field, field_names, frozen, replace
-from envcheck.text import printable
+from envcheck.text import printable, safe
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -41,11 +41,22 @@ class Result:
     def __post_init__(self) -> None:
         # a message quotes kernel logs, hostnames, file names: no control byte reaches a
         # terminal, a Nagios line or an XML parser raw (envcheck.text)
-        for name in ("check", "message", "node", "fix", "group"):
-            value = getattr(self, name)
-            safe = printable(value)
-            if safe is not value:
-                object.__setattr__(self, name, safe)
+        _clean(self, "check", "message", "node", "fix", "group")
+
+
+def _clean(obj: object, *names: str) -> None:
+    """Each string field of ``obj`` named, as ``safe`` shows it: what a check quotes (a kernel
+    log, a lock's fields, a URL with a password) reaches no renderer raw."""
+    for name in names:
+        value = getattr(obj, name)
+        if isinstance(value, str):
+            shown = safe(value)
+            if shown != value:
+                object.__setattr__(obj, name, shown)
+
+
+def _cleaned(value: object) -> object:
+    return safe(value) if isinstance(value, str) else value
 
 
 @frozen
@@ -60,6 +71,9 @@ class Measurement:
     verdict: str = ""  # empty when fine; else what is wrong and the fix
     baseline: float | None = None  # the same operation done bare, in the same run
 
+    def __post_init__(self) -> None:
+        _clean(self, "name", "unit", "node", "verdict")
+
 
 @frozen
 class Table:
@@ -68,6 +82,11 @@ class Table:
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
+
+    def __post_init__(self) -> None:
+        _clean(self, "title")
+        object.__setattr__(self, "columns", tuple(map(_cleaned, self.columns)))
+        object.__setattr__(self, "rows", tuple(tuple(map(_cleaned, r)) for r in self.rows))
 
 
 @frozen
@@ -86,6 +105,14 @@ class Report:
     # False: the command line prints and writes nothing for it, only exits with its code (a
     # verify job rank other than 0: rank 0 prints the job's report)
     shown: bool = True
+
+    def __post_init__(self) -> None:
+        _clean(self, "title")
+        if any(safe(str(k)) != k or _cleaned(v) != v for k, v in self.environment.items()):
+            object.__setattr__(self, "environment", {safe(str(k)): _cleaned(v)
+                                                     for k, v in self.environment.items()})
+        if printable(self.output) != self.output:  # the product: escaped, never redacted
+            object.__setattr__(self, "output", printable(self.output))
 
     @property
     def status(self) -> Status:

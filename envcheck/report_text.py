@@ -9,6 +9,7 @@ runs past its edge whole). Duck-typed on report.Report, like report_html.
 
 from __future__ import annotations
 
+import errno
 import os
 import textwrap
 from typing import Any
@@ -125,9 +126,15 @@ def stdout_console() -> Any:
     asks for colour (rich honours NO_COLOR and FORCE_COLOR elsewhere)."""
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's own exits 1: the caller keeps the verdict's code (`envcheck ... | head -1`)
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
     if "OMPI_COMM_WORLD_RANK" in os.environ and not os.environ.get("FORCE_COLOR"):
-        return Console(force_terminal=False, force_interactive=False)
-    return Console()
+        return _Console(force_terminal=False, force_interactive=False)
+    return _Console()
 
 
 def render(report: Any, console: Any = None, verbose: bool = False,

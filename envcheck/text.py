@@ -27,6 +27,28 @@ def printable(text: str) -> str:
     return _UNSAFE.sub(_escape, text)
 
 
+# a URL's password (scheme://user:PASSWORD@host; the last @ before the path ends it) and a
+# conda channel token (https://conda.anaconda.org/t/TOKEN/channel)
+_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):[^\s/]*@")
+_TOKEN = re.compile(r"(://[^/\s]+/t/)[^/\s]+")
+
+
+def redact(text: str) -> str:
+    """``text`` with the secrets URLs in it carry shown as ``***``: ``user:***@host``,
+    ``/t/***/``."""
+    if "://" not in text:
+        return text
+    return _TOKEN.sub(r"\1***", _PASSWORD.sub(r"\1:***@", text))
+
+
+def safe(text: str) -> str:
+    """What envcheck shows of any text, on a terminal or in a report file: secrets in URLs
+    redacted (``redact``), control characters escaped (``printable``). The report model
+    (envcheck.report) passes every string it holds through it, and ``say`` every message, so
+    every renderer (table, JSON, JUnit, HTML, Nagios) and stderr get only its result."""
+    return printable(redact(text))
+
+
 def first_line(exc: BaseException, limit: int = 300) -> str:
     """``exc`` on one line: its type name and the first non-empty line of its text ("KeyError:
     'x'"), the type name alone when it has no text; at most ``limit`` characters."""
@@ -67,9 +89,9 @@ MAX_LINE = 2000  # characters of one line on the terminal; the rest is counted, 
 
 
 def for_terminal(text: str, max_line: int = MAX_LINE) -> str:
-    """``text`` as printed to stderr: control characters escaped (printable) and each line cut
-    at max_line characters, the cut said ("... 5242880 more characters")."""
-    lines = printable(text).split("\n")
+    """``text`` as printed to stderr: secrets redacted and control characters escaped (safe),
+    each line cut at max_line characters, the cut said ("... 5242880 more characters")."""
+    lines = safe(text).split("\n")
     return "\n".join(
         line if len(line) <= max_line
         else f"{line[:max_line]}... ({len(line) - max_line} more characters)"

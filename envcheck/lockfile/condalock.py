@@ -99,7 +99,9 @@ def parse_lockfile(path: Path) -> Any:
         lockfile_v1_to_v2,
     )
 
-    content = load_document(path.read_text(), libyaml_errors=True)
+    from envcheck.inputs import MAX_LOCK_BYTES, read_text
+
+    content = load_document(read_text(path, "lock", MAX_LOCK_BYTES), libyaml_errors=True)
     if not isinstance(content, dict):
         raise ValueError("not a mapping")
     version = content.pop("version", None)
@@ -122,6 +124,8 @@ def read_lockfile_model(path: Path) -> Any:
 
     try:
         return parse_lockfile(path)
+    except BadInput:
+        raise
     except FileNotFoundError:
         raise BadInput(f"lock {path} does not exist") from None
     except Exception as e:  # yaml errors, pydantic validation, unknown versions

@@ -32,7 +32,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from envcheck.errors import BadInput, Unreachable
-from envcheck.inputs import kind
+from envcheck.inputs import open_input
 from envcheck.lockfile.model import LockedPackage
 from envcheck.provision.cache_layout import archive_path
 from envcheck.record import frozen
@@ -98,25 +98,27 @@ class _LocalFile:
     """A file:// source: a regular file, read under its download's deadline."""
 
     def __init__(self, url: str, path: str, watch: _Watch) -> None:
-        # O_NONBLOCK: a FIFO without a writer opens at once, to be refused below
-        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        # refused before a byte is read: /proc/kmsg, a FIFO, a device, a directory
+        self.fd = open_input(path, "file:// source", subject=f"cannot fetch {url}: it")
         try:
             st = os.fstat(self.fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise BadInput(f"cannot fetch {url}: it is {kind(st.st_mode)}, not a regular file")
             if watch.limit is not None and st.st_size > watch.limit:
                 raise TooLarge(f"cannot fetch {url}: it is {st.st_size} bytes, more than the "
                                f"{watch.limit} the lock states (not read)")
-            os.set_blocking(self.fd, True)
         except BaseException:
             os.close(self.fd)
             raise
         self.watch = watch
+        self.url = url
 
     def read(self, n: int) -> bytes:
         if self.watch.cut or self.watch.left() <= 0:
             raise OSError("cut")  # past --fetch-timeout (a file on a hung network mount)
-        return os.read(self.fd, n)
+        try:  # still O_NONBLOCK: a read that would wait is refused, not waited on
+            return os.read(self.fd, n)
+        except BlockingIOError:
+            raise BadInput(f"cannot fetch {self.url}: a read of it would wait: not a regular "
+                           f"file's content") from None
 
     def __enter__(self) -> _LocalFile:
         return self

@@ -73,7 +73,11 @@ def write_context(build: ImageBuild, dest: Path) -> Path:
 
     write_source(dest, tuple(OSES.values()))
     (dest / LOCK_DIR).mkdir()
-    shutil.copy2(build.lock, dest / LOCK_DIR / build.lock.name)
+    from envcheck.inputs import MAX_LOCK_BYTES, read_bytes
+
+    # the bytes of the file as opened and checked, not whatever is at its path by now
+    (dest / LOCK_DIR / build.lock.name).write_bytes(read_bytes(build.lock, "lock file",
+                                                               MAX_LOCK_BYTES))
     return dest
 
 

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from envcheck.inputs import MAX_REPODATA_BYTES, read_bytes
 from envcheck.resolve.solve import is_local, local_path, resolve_channel
 
 
@@ -40,7 +41,7 @@ def channel_data(channels: Sequence[str], platform_list: Sequence[str]) -> list[
         for sd in [*platform_list, "noarch"]:
             rd = root / sd / "repodata.json"
             if rd.is_file():
-                data = rd.read_bytes()
+                data = read_bytes(rd, "channel repodata", MAX_REPODATA_BYTES)
                 parts.append(f"{sd}/repodata.json sha256:{hashlib.sha256(data).hexdigest()}")
                 info = _repodata_info(data[:65536])
                 if isinstance(info.get("envcheck_snapshot_of"), str):

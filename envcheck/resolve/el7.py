@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from envcheck.inputs import MAX_REPODATA_BYTES, read_bytes
 from envcheck.lockfile.names import PLATFORM_ARCH
 
 _GLIBC_DEP = re.compile(r"^__glibc\s*>=\s*([\d.]+)")
@@ -110,7 +111,7 @@ def repodata_catalogue(channel_dirs: Iterable[Path], subdirs: Sequence[str]) -> 
             path = Path(root) / sd / "repodata.json"
             if not path.is_file():
                 continue
-            data = json.loads(path.read_text())
+            data = json.loads(read_bytes(path, "channel repodata", MAX_REPODATA_BYTES))
             for key in ("packages", "packages.conda"):
                 for rec in data.get(key, {}).values():
                     cat.setdefault(rec["name"], []).append(

@@ -11,6 +11,7 @@ from typing import Any
 from envcheck.atomic import check_writable, write_files_atomically
 from envcheck.destinations import check_destination
 from envcheck.errors import BadInput, EnvcheckError, Unsolvable
+from envcheck.inputs import MAX_LOCK_BYTES, read_bytes
 from envcheck.lockfile.condalock import preload_conda_lock, read_lockfile_model
 from envcheck.lockfile.model import Lock
 from envcheck.lockfile.pip_package import PipPackage
@@ -130,7 +131,7 @@ def build_one(
     to_write = {}
     for path, text in texts.items():
         data_bytes = text.encode()
-        if not path.exists() or path.read_bytes() != data_bytes:
+        if not path.exists() or read_bytes(path, "lock", MAX_LOCK_BYTES) != data_bytes:
             to_write[path] = data_bytes
     results = []
     for platform in platforms:

@@ -27,6 +27,7 @@ from envcheck.report import Report, Result, Status, Table
 from envcheck.resolve.recipe import Recipe
 from envcheck.resolve.solve import SolvedPackage, SolveFailed, solve_specs
 from envcheck.resolve.spec import conda_spec
+from envcheck.text import shown
 
 MAX_CANDIDATES = 200
 # a comma that begins a new candidate is followed by a package name, not a version bound
@@ -63,7 +64,9 @@ def pip_name(requirement: str) -> str:
     try:
         return canonicalize_name(Requirement(requirement).name)
     except InvalidRequirement as e:
-        raise ValueError(f"not a pip requirement: {requirement!r} ({e})") from None
+        # packaging's text draws a caret under the requirement on two more lines: its first
+        why = (str(e).strip().splitlines() or ["invalid"])[0]
+        raise ValueError(f"not a pip requirement: {shown(requirement)} ({why})") from None
 
 
 def _check_names(recipe: Recipe, candidates: Sequence[str]) -> None:

@@ -10,13 +10,12 @@ unknown keys and wrong types are BadInput naming the key and the file.
 from __future__ import annotations
 
 import math
-import os
 import re
-import stat
 import sys
 from pathlib import Path
 
 from envcheck.errors import BadInput
+from envcheck.inputs import read_bytes
 from envcheck.text import shown
 from envcheck.verify.expectations import ExpectOptions, parse_size_mib
 
@@ -135,7 +134,7 @@ KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 def read_expect_file(path: Path) -> ExpectOptions:
     """The file's expectations; a relative `lock` is relative to the file's directory."""
     path = Path(path)
-    data = _parse(path, _read_capped(path))
+    data = _parse(path, read_bytes(path, "--expect", MAX_BYTES))
     values: dict[str, Any] = {}
     for key, value in data.items():
         name = str(key).replace("_", "-")
@@ -157,38 +156,6 @@ def _typed(value: Any) -> str:
     """"str 'eight'", "float 12.1", "a list of 3 items": the type and a bounded view."""
     view = shown(value)
     return view if view.startswith(("a ", "an ")) else f"{type(value).__name__} {view}"
-
-
-def _read_capped(path: Path) -> bytes:
-    """At most MAX_BYTES of a regular file; never blocks on a FIFO or reads a device."""
-    try:
-        # O_NONBLOCK: opening a FIFO without a writer returns at once (fstat then refuses it)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise BadInput(f"--expect {path}: file not found") from None
-    except OSError as e:
-        raise BadInput(f"--expect {path}: {e.strerror or e}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise BadInput(f"--expect {path}: not a regular file")
-        if st.st_size > MAX_BYTES:
-            raise BadInput(f"--expect {path}: {st.st_size} bytes, more than the "
-                           f"{MAX_BYTES} an expectations file may have")
-        chunks, size = [], 0
-        while size <= MAX_BYTES:  # it may grow while read: the cap holds anyway
-            chunk = os.read(fd, MAX_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > MAX_BYTES:
-            raise BadInput(f"--expect {path}: more than {MAX_BYTES} bytes")
-        return b"".join(chunks)
-    except OSError as e:
-        raise BadInput(f"--expect {path}: {e.strerror or e}") from None
-    finally:
-        os.close(fd)
 
 
 def _parse(path: Path, raw: bytes) -> dict[Any, Any]:

@@ -1,7 +1,7 @@
 """envcheck install with file:// sources that are not what a package is: a FIFO nobody writes,
-/dev/zero, a directory, a device node, a file outside the cache with a wrong hash. Each is one
-line and exit 4 within --fetch-timeout, nothing left in the cache, and no hash of a local file
-the lock names is printed."""
+/dev/zero, a directory, a device node, a link to /proc/kmsg, a file outside the cache with a
+wrong hash. Each is one line and exit 4 within --fetch-timeout, nothing left in the cache, and
+no hash of a local file the lock names is printed."""
 
 from __future__ import annotations
 
@@ -48,19 +48,22 @@ def _named(tmp_path: Path) -> Path:
     return folder / DASK.rsplit("/", 1)[1]
 
 
-@pytest.mark.parametrize("what", ["fifo", "dev-zero", "directory", "device node"])
+@pytest.mark.parametrize("what", ["fifo", "dev-zero", "directory", "device node", "proc-kmsg"])
 def test_a_source_that_is_not_a_regular_file_is_refused_in_one_line(
     py39_world: World, tmp_path: Path, what: str
 ) -> None:
     source = _named(tmp_path)
-    says = {"fifo": "a FIFO", "dev-zero": "a character device", "directory": "a directory",
-            "device node": "a character device"}[what]
+    says = {"fifo": "is a FIFO, not", "dev-zero": "resolves to /dev/zero, under /dev",
+            "directory": "is a directory, not", "device node": "is a character device, not",
+            "proc-kmsg": "resolves to /proc/kmsg, under /proc"}[what]
     if what == "fifo":
         os.mkfifo(source)  # nobody ever writes it: opening it for reading would block
     elif what == "dev-zero":
         source.symlink_to("/dev/zero")  # endless: it would fill the cache's disk
     elif what == "directory":
         source.mkdir()
+    elif what == "proc-kmsg":  # "regular", and as root a read of it waits for the kernel
+        source.symlink_to("/proc/kmsg")
     else:
         if os.geteuid() != 0:
             pytest.skip("mknod of a character device needs root")
@@ -68,7 +71,7 @@ def test_a_source_that_is_not_a_regular_file_is_refused_in_one_line(
     code, stderr, took = _install(py39_world, tmp_path, source)
     line = _one_line(stderr)
     assert code == 4, stderr
-    assert f"cannot fetch {source.as_uri()}: it is {says}, not a regular file" in line
+    assert f"cannot fetch {source.as_uri()}: it {says}" in line
     assert took < 60
     assert not (tmp_path / "env").exists()
     assert not list((tmp_path / "cache").glob("archives/*/.part-*"))

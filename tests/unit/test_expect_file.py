@@ -184,11 +184,11 @@ def test_a_file_over_the_cap_is_refused_unread(tmp_path):
     path = tmp_path / "big.yaml"
     with path.open("wb") as f:
         f.write(b"# " + b"x" * MAX_BYTES + b"\n")
-    _refused_quickly(path, "more than the 1048576")
+    _refused_quickly(path, "larger than the 1 MiB limit")
 
 
 def test_missing_and_binary_files(tmp_path):
-    with pytest.raises(BadInput, match="file not found"):
+    with pytest.raises(BadInput, match="does not exist"):
         read_expect_file(tmp_path / "nope.yaml")
     path = tmp_path / "bin.yaml"
     path.write_bytes(b"\xff\xfe\x00")

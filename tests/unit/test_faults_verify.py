@@ -295,7 +295,23 @@ def test_ctrl_c_to_the_whole_process_group_is_one_line_and_exit_130(
         "interrupted (SIGINT, Ctrl-C) before it finished"]
 
 
-def test_a_full_disk_message_names_the_file(capsys) -> None:
-    assert main(["verify", "node", "--quiet", "--save-facts", "/dev/full"]) == ExitCode.BAD_INPUT
-    line = one_line(capsys.readouterr().err)
-    assert "--save-facts /dev/full" in line and "No space left on device" in line
+def test_a_full_disk_message_names_the_file(tmp_path, capsys) -> None:
+    """A real full file system (a 64 KiB tmpfs, filled): the message names the file, and no
+    partial file is left behind. (/dev/full is refused before the run: a device.)"""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+                             capture_output=True)
+    if mounted.returncode:
+        pytest.skip("no tmpfs mount here (needs root)")
+    try:
+        with contextlib.suppress(OSError), open(disk / "filler", "wb") as f:
+            f.write(b"x" * (1 << 20))  # fills it: ENOSPC
+        target = disk / "facts.json"
+        assert main(["verify", "node", "--quiet", "--save-facts", str(target)]) == \
+            ExitCode.BAD_INPUT
+        line = one_line(capsys.readouterr().err)
+        assert f"--save-facts {target}" in line and "No space left on device" in line
+        assert sorted(p.name for p in disk.iterdir()) == ["filler"]
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

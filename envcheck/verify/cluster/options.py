@@ -38,6 +38,11 @@ def smoke_selection(text: str) -> frozenset[str] | None:
     return frozenset(names)
 
 
+def _typed(value: object) -> str:
+    view = shown(value)
+    return view if view.startswith(("a ", "an ")) else f"{type(value).__name__} {view}"
+
+
 @dataclass(frozen=True)
 class ClusterOptions:
     address: str | None = None  # None: --scheduler-file, --jobqueue or the embedded default
@@ -63,7 +68,12 @@ class ClusterOptions:
         if isinstance(self.smoke, str):
             object.__setattr__(self, "smoke", smoke_selection(self.smoke))
         elif self.smoke is not None:
-            object.__setattr__(self, "smoke", frozenset(self.smoke))
+            if isinstance(self.smoke, bytes) or not hasattr(self.smoke, "__iter__"):
+                raise BadInput(f"smoke must be a string ('all', 'none', 'submit,array') or a "
+                               f"collection of smoke test ids, not {_typed(self.smoke)}")
+            names = values.words(self.smoke, "smoke")
+            object.__setattr__(self, "smoke", smoke_selection(",".join(names)) if names
+                               else frozenset())
         self._validate()
 
     def _validate(self) -> None:

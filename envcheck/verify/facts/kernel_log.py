@@ -30,6 +30,18 @@ _KMSG_STATE: dict[str, list[Any]] = {}
 MAX_LOG_BYTES = 256 << 20
 MAX_LINE_BYTES = 64 << 10
 MAX_KMSG_SECONDS = 5.0
+# a saved log outside these, as envcheck.inputs.open_input requires of every file it reads
+_KERNEL_TREES = ("/proc", "/sys", "/dev")
+
+
+def _kernel_devices() -> set[int]:
+    devices = set()
+    for tree in _KERNEL_TREES:
+        try:
+            devices.add(os.stat(tree).st_dev)
+        except OSError:
+            continue
+    return devices
 
 
 def parse_xid_line(line: str) -> XidEvent | None:
@@ -96,9 +108,12 @@ def read_kernel_log(
 def is_kmsg(path: str) -> bool:
     """`path` is the kernel's log device (char 1:11, /dev/kmsg under any name)."""
     try:
-        st = os.stat(path)
+        return is_kmsg_device(os.stat(path))
     except OSError:
         return False
+
+
+def is_kmsg_device(st: os.stat_result) -> bool:
     return stat.S_ISCHR(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == (1, 11)
 
 
@@ -112,6 +127,10 @@ def _read_log_path(path: str) -> tuple[tuple[XidEvent, ...], str, str, int]:
     if not stat.S_ISREG(st.st_mode):
         # /dev/zero or a FIFO would be read forever: only kmsg and saved logs are logs
         return (), path, f"{path}: {_kind(st.st_mode)}, not /dev/kmsg or a saved log file", 0
+    real = os.path.realpath(path)
+    if any(real == t or real.startswith(t + "/") for t in _KERNEL_TREES):
+        # /proc/kmsg is "regular": a read of it waits for the kernel and consumes its log
+        return (), path, f"{path}: under /{real.split('/')[1]}, not /dev/kmsg or a saved log", 0
     return _read_saved(path)
 
 
@@ -129,7 +148,13 @@ def _read_saved(path: str) -> tuple[tuple[XidEvent, ...], str, str, int]:
     bounded line at a time (a file without newlines is not one huge line in memory)."""
     found, lines, size = [], 0, 0
     try:
-        with open(path, "rb") as f:
+        # O_NONBLOCK, kept: what became a FIFO or a kernel file since the stat cannot block
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_dev in _kernel_devices():
+            os.close(fd)
+            return (), path, f"{path}: not a saved log file", 0
+        with os.fdopen(fd, "rb") as f:
             for raw in iter(lambda: f.readline(MAX_LINE_BYTES), b""):
                 size += len(raw)
                 if size > MAX_LOG_BYTES:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from envcheck.destinations import check_destination
 from envcheck.errors import BadInput
 from envcheck.inputs import check_regular, load_json_file
 from envcheck.record import replace
@@ -19,7 +20,7 @@ from envcheck.verify.facts import (
     facts_to_dict,
 )
 from envcheck.verify.facts.kernel_log import MAX_LOG_BYTES as KERNEL_LOG_MAX_BYTES
-from envcheck.verify.facts.kernel_log import is_kmsg
+from envcheck.verify.facts.kernel_log import is_kmsg_device
 from envcheck.verify.node.checks import run_node_checks
 from envcheck.verify.node.options import NodeOptions
 
@@ -28,9 +29,12 @@ def verify_node(options: NodeOptions) -> Report:
     """Facts of this machine (or of --prefix's env, or saved --facts), judged -> one Report."""
     exp = expectations_from_options(options.expect)
     kernel_log = str(options.kernel_log) if options.kernel_log else ""
-    if kernel_log and not is_kmsg(kernel_log):
-        # a saved log: a regular file of bounded size (the collector bounds its read again)
-        check_regular(kernel_log, "kernel log", KERNEL_LOG_MAX_BYTES)
+    if options.save_facts:
+        check_destination(options.save_facts, f"--save-facts {options.save_facts}")
+    if kernel_log:
+        # /dev/kmsg, or a saved log: a regular file of bounded size outside /proc, /sys and
+        # /dev (the collector bounds its read again)
+        check_regular(kernel_log, "kernel log", KERNEL_LOG_MAX_BYTES, device=is_kmsg_device)
     facts = _facts(options, exp, kernel_log)
     measurements: list[Measurement] = []
     if facts.collect_seconds:
@@ -131,10 +135,10 @@ def _levels(
 def _save(path: Path, facts: NodeFacts) -> None:
     import json
 
-    try:
-        path.write_text(json.dumps(facts_to_dict(facts), indent=2) + "\n")
-    except OSError as e:  # a write error carries no file name of its own: name it
-        raise BadInput(f"--save-facts {path}: {e.strerror or e}") from None
+    from envcheck.destinations import write_file
+
+    write_file(path, (json.dumps(facts_to_dict(facts), indent=2) + "\n").encode(),
+               f"--save-facts {path}")
 
 
 def check_lock_platform(exp: Expectations, platform: str) -> None:
