@@ -52,6 +52,10 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "envcheck.resolve.record.new_command",
         "write a recipe pinned from the RAPIDS release record",
     ),
+    ("recipe", "import"): (
+        "envcheck.resolve.import_command",
+        "write a recipe from a conda environment.yml (build takes either)",
+    ),
     ("verify", "node"): ("envcheck.verify.node.command", "check this machine before a GPU job"),
     ("verify", "cluster"): (
         "envcheck.verify.cluster.command",
