@@ -157,6 +157,8 @@ def _add_report_arguments(p: argparse.ArgumentParser) -> None:
                    help="write the report as JSON (- for stdout: then all else goes to stderr)")
     p.add_argument("--junit", type=Path, metavar="FILE",
                    help="write the report as JUnit XML (- for stdout, as --json)")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="write the report as a web page (- for stdout, as --json)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
     p.add_argument(
         "-v", "--verbose", action="store_true",
@@ -216,7 +218,7 @@ def _named(words: tuple[str, ...] | None) -> dict[tuple[str, ...], tuple[str, st
     return COMMANDS
 
 
-REPORT_FLAGS = ("json", "junit")
+REPORT_FLAGS = ("json", "junit", "html")
 
 
 def _report_destinations(args: argparse.Namespace) -> list[tuple[str, Path | None]]:
@@ -226,11 +228,21 @@ def _report_destinations(args: argparse.Namespace) -> list[tuple[str, Path | Non
     ]
 
 
-def write_reports(report: Report, args: argparse.Namespace) -> None:
-    """--json and --junit; a failure names the file (checked before the run, failed after)."""
-    from envcheck.report import write_json, write_junit
+def _stamped(report: Report, args: argparse.Namespace) -> Report:
+    """``report`` with when and what ran (taken as the command line was parsed)."""
+    from envcheck.record import replace
 
-    for flag, write in (("json", write_json), ("junit", write_junit)):
+    run = getattr(args, "_run", None)
+    return report if report.run is not None or run is None else replace(report, run=run)
+
+
+def write_reports(report: Report, args: argparse.Namespace) -> None:
+    """--json, --junit and --html; a failure names the file (checked before the run, failed
+    after)."""
+    from envcheck.report import write_html, write_json, write_junit
+
+    report = _stamped(report, args)
+    for flag, write in (("json", write_json), ("junit", write_junit), ("html", write_html)):
         path = getattr(args, flag, None)
         if path:
             try:
@@ -245,6 +257,7 @@ def render(report: Report, args: argparse.Namespace) -> None:
     """Write the report files, then print the verb's product or the table."""
     if not report.shown:
         return
+    report = _stamped(report, args)
     write_reports(report, args)
     try:
         _print(report, args)
@@ -329,7 +342,9 @@ def _main(argv: list[str]) -> int:
                             ExitCode.BAD_INPUT)
         raise
     from envcheck import destinations
+    from envcheck.run_info import RunInfo
 
+    args._run = RunInfo.now(["envcheck", *argv])
     try:  # nothing is written anywhere when a destination is bad
         destinations.check_destinations(_report_destinations(args))
         destinations.check_stdout()

@@ -173,6 +173,10 @@ def render(report: Any, console: Any = None, verbose: bool = False,
         n = len(report.measurements)
         say(f"  {n} measurement{'s' if n > 1 else ''}: shown with --verbose (or --bench), "
             "kept in --json", "dim")
+    if verbose:
+        from envcheck.run_info import run_of
+
+        say(run_of(report).line(), "dim")
 
 
 def _print_table(console: Any, title: str, columns: tuple[str, ...],
