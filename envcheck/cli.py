@@ -38,7 +38,7 @@ EPILOG = (
     "  2 a check or smoke test fail  7 verify cluster: no scheduler answered in time\n"
     "  3 a check could not run       8 image: no podman/docker/buildah (command printed)\n"
     "  4 bad input (flags, files)    130 Ctrl-C, 143 SIGTERM: nothing was replaced\n"
-    "each verb's cases: docs/exit-codes.md"
+    "each verb's cases: envcheck docs exit-codes"
 )
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
@@ -70,6 +70,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "audit a Ray cluster: nodes, skew, GPUs Ray advertises vs the driver's (default: local)",
     ),
     ("completion",): ("envcheck.completion", "print a bash or zsh completion script"),
+    ("docs",): ("envcheck.docs_command", "print a page of the documentation (none: the topics)"),
     ("slurm", "script"): (
         "envcheck.slurm.command",
         "sbatch script: a Dask cluster that verifies itself before the work (--submit runs it)",

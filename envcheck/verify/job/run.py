@@ -291,7 +291,7 @@ class JobRun:
         rv = self.rv
         assert rv is not None
         results = [_err("job.ranks", why, node=f"rank {r}", fix="only the launch's own "
-                        "processes may join: see docs/security.md")
+                        "processes may join: see envcheck docs security")
                    for r, why in sorted(rv.refused.items())]
         results += [_err("job.ranks", f"{grp.describe(rv, r)} did not arrive within "
                          f"{self.timeout:g} s", node=f"rank {r}",

@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--nagios",
         action="store_true",
         help="prolog / health-check mode: print one line, exit 0 OK, 1 WARNING, 2 CRITICAL, "
-        "3 UNKNOWN (docs/slurm.md)",
+        "3 UNKNOWN (envcheck docs slurm)",
     )
     parser.add_argument(
         "--level",
