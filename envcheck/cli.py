@@ -30,15 +30,18 @@ EPILOG = (
     "start here:\n"
     "  envcheck verify node            check this machine (driver, GPUs, libraries, health)\n"
     "  envcheck verify cluster [ADDR]  audit a Dask cluster (none given: start a local one)\n"
-    "  envcheck build RECIPE           lint and solve a recipe into conda-lock lockfiles\n"
+    "  envcheck build RECIPE           lint and solve a recipe (or an environment.yml) into\n"
+    "                                  conda-lock lockfiles\n"
+    "  --html FILE (and --json, --junit) on any verb writes the report there\n"
     "shell completion: eval \"$(envcheck completion bash)\" (or zsh)\n"
     "exit codes:\n"
     "  0 pass (skips allowed)        5 build: the recipe cannot be solved\n"
     "  1 warnings, no failures       6 build --check: a lock is missing or stale\n"
-    "  2 a check or smoke test fail  7 verify cluster: no scheduler answered in time\n"
-    "  3 a check could not run       8 image: no podman/docker/buildah (command printed)\n"
+    "  2 a check or smoke test fail  7 a scheduler, channel or registry unreachable\n"
+    "  3 a check could not run, or   8 image: no podman/docker/buildah (command printed)\n"
+    "    (slurm --submit) no Slurm\n"
     "  4 bad input (flags, files)    130 Ctrl-C, 143 SIGTERM: nothing was replaced\n"
-    "each verb's cases: envcheck docs exit-codes"
+    "each verb's cases: envcheck docs exit-codes; every page: envcheck docs"
 )
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
