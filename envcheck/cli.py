@@ -302,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv == ["--version"]:  # what argparse would print, without building the parser
         print(f"envcheck {__version__}")
         return 0
+    if not argv:  # bare `envcheck`: the help `envcheck --help` prints, not an error
+        build_parser().print_help()
+        return 0
     from envcheck import interrupts
 
     debug = "--debug" in argv

@@ -118,7 +118,7 @@ def cancel(job: str) -> None:
 def report_from_json(data: dict) -> Report:
     """The Report a verify run wrote with --json (schema envcheck.report/1)."""
     return Report(
-        title=data.get("title", "verify cluster"),
+        title=data.get("title", "envcheck verify cluster"),
         results=tuple(
             Result(r["check"], Status(r["status"]), r.get("message", ""), r.get("node", ""),
                    r.get("fix", ""), r.get("group", ""))

@@ -146,7 +146,7 @@ def test_verify_node_at_the_terminal_width_leads_with_the_verdict(columns: int) 
         capture_output=True, text=True, env=env, timeout=120,
     )
     lines = out.stdout.splitlines()
-    assert re.match(r"(PASS|WARN|FAIL|ERROR) +verify node: \d+ ", lines[0]), out.stdout
+    assert re.match(r"(PASS|WARN|FAIL|ERROR) +envcheck verify node: \d+ ", lines[0]), out.stdout
     assert max(map(len, lines)) <= columns, out.stdout
     assert not any(ln.strip().startswith("skip ") for ln in lines), out.stdout
     assert "measurement" in out.stdout and "collect_node_facts" not in out.stdout

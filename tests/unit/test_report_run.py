@@ -60,7 +60,7 @@ def test_one_run_stamps_json_junit_html_and_the_verbose_text_alike(
     assert props["envcheck.version"] == __version__ and props["envcheck.time"] == run["time"]
     assert props["envcheck.argv"] == " ".join(["envcheck", *argv])
     page = files["html"].read_text()
-    assert page.startswith("<!doctype html>") and "<title>verify node" in page
+    assert page.startswith("<!doctype html>") and "<title>envcheck verify node" in page
     parsed = _Text()
     parsed.feed(page)
     text = "".join(parsed.text)
@@ -102,3 +102,33 @@ def test_the_api_s_report_is_stamped_as_it_is_written(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     write_json(Report("t", (Result("c", Status.PASS, "ok"),)), path)
     assert json.loads(path.read_text())["run"]["envcheck"] == __version__
+
+
+def test_bare_envcheck_prints_the_help_and_exits_0() -> None:
+    proc = subprocess.run([sys.executable, "-m", "envcheck"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: envcheck") and "start here:" in proc.stdout
+    assert proc.stderr == ""
+
+
+TITLED = {
+    ("verify", "node"): [],
+    ("slurm", "script"): [],
+    ("docs",): ["exit-codes"],
+    ("recipe", "import"): [str(Path(__file__).parent.parent / "data" / "environment-yml"
+                               / "pytorch-environment.yml")],
+    ("build",): ["--check", str(Path(__file__).parent.parent / "data" / "environment-yml"
+                                / "pytorch-environment.yml"), "--out", "{tmp}/locks"],
+    ("verify", "node", "--list-checks"): [],
+}
+
+
+@pytest.mark.parametrize("path", list(TITLED), ids=" ".join)
+def test_every_report_is_titled_envcheck_and_its_verb(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], path: tuple[str, ...]
+) -> None:
+    out = tmp_path / "r.json"
+    args = [a.replace("{tmp}", str(tmp_path)) for a in TITLED[path]]
+    main([*path, *args, "--json", str(out)])
+    assert json.loads(out.read_text())["title"] == "envcheck " + " ".join(path)

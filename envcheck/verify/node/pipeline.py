@@ -46,7 +46,7 @@ def verify_node(options: NodeOptions) -> Report:
     )
     results += [replace(r, node=facts.host, group="node") for r in level_results]
     return Report(
-        title="verify node",
+        title="envcheck verify node",
         results=tuple(results),
         measurements=tuple(measurements),
         environment={
