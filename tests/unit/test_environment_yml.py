@@ -151,3 +151,15 @@ def test_build_refuses_a_git_url_in_one_line(
     assert rc == ExitCode.BAD_INPUT
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert not (tmp_path / "locks").exists()
+
+
+def test_the_api_imports_as_the_command_does(tmp_path: Path) -> None:
+    import envcheck
+
+    report = envcheck.recipe_import(PYTORCH, platform="linux-64")
+    assert report.exit_code == ExitCode.OK and report.output.startswith("# Imported from")
+    out = tmp_path / "r.yaml"
+    envcheck.recipe_import(str(PYTORCH), platform="linux-64", out=out)
+    assert out.read_text() == report.output
+    with pytest.raises(BadInput, match="git URL"):
+        envcheck.recipe_import(GIT)
