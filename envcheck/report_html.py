@@ -66,20 +66,36 @@ def _verdict(report: Any) -> str:
 
 
 def _results(caption: str, results: Sequence[Any]) -> str:
+    """Results as a table; the fix column only where a row has a fix."""
+    fixes = any(r.fix for r in results)
     rows = (
-        (_status(r.status.value), _e(r.check), _e(r.node), _e(r.message), _e(r.fix))
+        (_status(r.status.value), _e(r.check), _e(r.node), _e(r.message),
+         *((_e(r.fix),) if fixes else ()))
         for r in results
     )
-    return _table(caption, ("status", "check", "node", "message", "fix"), rows)
+    columns = ("status", "check", "node", "message", *(("fix",) if fixes else ()))
+    return _table(caption, columns, rows)
+
+
+def _where(results: Sequence[Any]) -> str:
+    """'skew.distributed on 4 nodes, gpus[n1]': the rows one fix is for, each check once."""
+    nodes: dict[str, list[str]] = {}
+    for r in results:
+        nodes.setdefault(r.check, []).append(r.node)
+    return ", ".join(
+        f"{check}[{ns[0]}]" if len(ns) == 1 and ns[0] else
+        check if len(ns) == 1 else f"{check} on {len(ns)} nodes"
+        for check, ns in nodes.items()
+    )
 
 
 def _issues(caption: str, results: Sequence[Any]) -> str:
     """What is wrong, then each distinct fix once with the checks it fixes (a fix shared by
     many rows, one skewed package on every worker, is said once)."""
-    fixes: dict[str, list[str]] = {}
+    fixes: dict[str, list[Any]] = {}
     for r in results:
         if r.fix:
-            fixes.setdefault(r.fix, []).append(f"{r.check}[{r.node}]" if r.node else r.check)
+            fixes.setdefault(r.fix, []).append(r)
     number = {fix: n for n, fix in enumerate(fixes, 1)}
     rows = (
         (_status(r.status.value), _e(r.check), _e(r.node), _e(r.message),
@@ -90,8 +106,8 @@ def _issues(caption: str, results: Sequence[Any]) -> str:
     if not fixes:
         return table
     items = "".join(
-        f"<li><strong>{_e(fix)}</strong> ({_e(', '.join(dict.fromkeys(names)))})</li>"
-        for fix, names in fixes.items()
+        f"<li><strong>{_e(fix)}</strong> ({_e(_where(rows))})</li>"
+        for fix, rows in fixes.items()
     )
     return f'{table}<ol class="envcheck-fixes" style="margin:4px 0 8px">{items}</ol>'
 

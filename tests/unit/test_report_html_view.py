@@ -209,3 +209,4 @@ def test_the_failing_page_says_each_distinct_fix_once(tmp_path: Path) -> None:
     assert dom.count("install distributed==2026.1.0") == 1
     assert dom.count("drain the node") == 1
     assert dom.count("fix 1") == 4 and dom.count("fix 2") == 1
+    assert "skew.distributed on 4 nodes" in dom and f"gpus[{workers[0]}]" in dom
