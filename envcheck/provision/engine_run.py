@@ -44,14 +44,14 @@ def run_engine(cmd: Sequence[str]) -> tuple[int, list[str]]:
 
 
 def unreachable_registry(lines: Iterable[str]) -> str | None:
-    """The registry a failed pull could not reach ('' when the engine named none), or None
-    when what the engine said is no network failure."""
-    failed = [line for line in lines if _NETWORK.search(line)]
-    if not failed:
-        return None
-    for line in reversed(failed):
+    """The registry a pull could not reach, or None when what the engine said is no pull
+    that failed for the network (a line must say both: a failure of the network and a
+    registry's address, so a build step's own network trouble stays a build failure)."""
+    for line in reversed(list(lines)):
+        if not _NETWORK.search(line):
+            continue
         for pattern in _REGISTRY:
             m = pattern.search(line)
             if m:
                 return m.group(1)
-    return ""
+    return None

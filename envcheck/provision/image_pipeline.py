@@ -51,11 +51,10 @@ def build_image(opts: ImageOptions) -> Report:
     if code != 0:
         registry = unreachable_registry(said)
         if registry is not None:
-            where = f"the registry {registry}" if registry else "an image registry"
             raise Unreachable(
-                f"{engine} build of {build.tag} could not reach {where} to pull its base "
-                "images: build where it is reachable, or name a mirror's images with "
-                "--builder-image and --base-image"
+                f"{engine} build of {build.tag} could not reach the registry {registry} to "
+                "pull its base images: build where it is reachable, or name a mirror's images "
+                "with --builder-image and --base-image"
             )
         raise ImageBuildFailed(
             f"{engine} build of {build.tag} from {opts.lock} failed (exit {code}); "
