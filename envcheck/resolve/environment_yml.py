@@ -105,7 +105,8 @@ def from_environment(root: yaml.Node, path: Path, platform: str | None = None) -
             raise err.at(root, key, f"missing; the recipe key `{key}:` is required "
                          "(envcheck docs recipes)")
     name_node = top["name"][1]
-    name = _scalar(err, name_node, "name")
+    # conda takes any case (`name: MyProject`); a lock's name is lower-case
+    name = _scalar(err, name_node, "name").lower()
     from envcheck.lockfile.names import NAME
 
     if not NAME.match(name):

@@ -85,7 +85,7 @@ def test_git_url_is_refused_in_one_line_naming_the_pip_key() -> None:
         (("    - opencv-python\n", "    - -e .\n"), "`pip:`", "editable"),
         (("    - opencv-python\n", "    - ./vendor/lib\n"), "`pip:`", "not a released"),
         (("name: research\n", ""), "`name:`", "missing"),
-        (("name: research\n", "name: Research\n"), "`name:`", "lower-case"),
+        (("name: research\n", "name: My Research\n"), "`name:`", "lower-case"),
         (("channels:\n  - conda-forge\n", ""), "`channels:`", "missing"),
         (("name: research\n", "name: research\nvariables: {A: b}\n"), "variables",
          "envcheck slurm script"),
@@ -105,6 +105,12 @@ def test_every_refusal_names_the_recipe_key_to_use(
     msg = e.value.message
     assert key in msg and says in msg, msg
     assert msg.startswith(f"{path}:") and "\n" not in msg
+
+
+def test_a_name_in_capitals_locks_under_its_lower_case(tmp_path: Path) -> None:
+    path = tmp_path / "environment.yml"
+    path.write_text(PYTORCH.read_text().replace("name: pytorch-cuda", "name: PyTorch-CUDA"))
+    assert load_recipe_or_environment(path, "linux-64").name == "pytorch-cuda"
 
 
 def test_a_recipe_file_still_reads_as_a_recipe(tmp_path: Path) -> None:
