@@ -38,6 +38,9 @@ from envcheck.resolve.recipe import (
 
 # the keys conda and conda-lock read from an environment.yml
 ENV_KEYS = ("name", "channels", "dependencies", "platforms", "prefix", "variables")
+# keys only a recipe has: a recipe named environment.yml is still a recipe
+RECIPE_ONLY = frozenset({"system", "pip", "pip_extra_index", "exclude", "targets", "notes",
+                         "description"})
 # conda's configured set of channels: a lock needs them named
 _DEFAULTS = "defaults"
 _NODEFAULTS = "nodefaults"  # conda-lock's and pixi's "not the defaults": a recipe never has them
@@ -58,20 +61,17 @@ def this_platform() -> str:
 
 
 def is_environment_file(path: Path, root: yaml.Node) -> bool:
-    """Whether ``root`` (the composed file) is an environment.yml rather than a recipe: named
-    so, or holding what only an environment.yml holds (a ``- pip:`` mapping among the
-    dependencies, ``prefix:`` or ``variables:``)."""
-    if _FILE_NAME.search(path.name):
-        return True
+    """Whether ``root`` (the composed file) is an environment.yml rather than a recipe:
+    holding what only an environment.yml holds (a ``- pip:`` mapping among the dependencies,
+    ``prefix:`` or ``variables:``), or named so and holding no key only a recipe has."""
     if not isinstance(root, yaml.MappingNode):
-        return False
+        return bool(_FILE_NAME.search(path.name))
     keys = {k.value: v for k, v in root.value if isinstance(k, yaml.ScalarNode)}
-    if "prefix" in keys or "variables" in keys:
-        return True
     deps = keys.get("dependencies")
-    return isinstance(deps, yaml.SequenceNode) and any(
-        isinstance(item, yaml.MappingNode) for item in deps.value
-    )
+    if "prefix" in keys or "variables" in keys or (isinstance(deps, yaml.SequenceNode) and any(
+            isinstance(item, yaml.MappingNode) for item in deps.value)):
+        return True
+    return bool(_FILE_NAME.search(path.name)) and not set(keys) & RECIPE_ONLY
 
 
 def load_recipe_or_environment(path: Path | str, platform: str | None = None) -> Recipe:

@@ -118,6 +118,10 @@ def test_a_recipe_file_still_reads_as_a_recipe(tmp_path: Path) -> None:
     recipe.write_text("name: x\nchannels: [conda-forge]\ndependencies: [python]\n")
     with pytest.raises(BadInput, match="platforms: missing required key"):
         load_recipe_or_environment(recipe)
+    named = tmp_path / "environment.yml"  # a recipe by its keys, whatever its name
+    named.write_text("name: x\nchannels: [conda-forge]\nplatforms: [osx-64]\n"
+                     "system: {glibc: '2.17'}\ndependencies: [python]\n")
+    assert load_recipe_or_environment(named, "linux-64") == load_recipe(named)
 
 
 @pytest.mark.parametrize("source", [RAPIDS, PYTORCH])
