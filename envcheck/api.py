@@ -34,8 +34,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 Words = Union[str, Iterable[str]]  # "a,b" as the flag takes it, or a sequence of strings
 
 __all__ = [
-    "build", "diff", "image", "install", "recipe_new", "slurm_script", "verify_cluster",
-    "verify_job", "verify_node", "verify_ray", "why",
+    "build", "diff", "image", "install", "recipe_import", "recipe_new", "slurm_script",
+    "verify_cluster", "verify_job", "verify_node", "verify_ray", "why",
 ]
 
 # the expectation keywords every verify function takes (the flags of docs/verify-node.md)
@@ -158,6 +158,24 @@ def recipe_new(
     )
     with interrupts.scope():
         return run(options)
+
+
+def recipe_import(
+    environment: PathLike, *, platform: str | None = None, out: PathLike | None = None,
+) -> Report:
+    """``envcheck recipe import``: the recipe a conda environment.yml reads as; its text is
+    ``report.output``, or it is written to ``out``. ``platform``: the one to lock when the
+    file names none (None: this machine's)."""
+    from envcheck.extras import require_build_extra
+
+    require_build_extra("recipe import")
+    from envcheck import values
+    from envcheck.resolve.recipe_import import recipe_import as run
+
+    path = values.path(environment, "ENVIRONMENT_YML")
+    values.optional_text(platform, "--platform")
+    with interrupts.scope():
+        return run(path, platform, None if out is None else values.path(out, "--out"))
 
 
 def why(

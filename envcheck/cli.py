@@ -30,15 +30,18 @@ EPILOG = (
     "start here:\n"
     "  envcheck verify node            check this machine (driver, GPUs, libraries, health)\n"
     "  envcheck verify cluster [ADDR]  audit a Dask cluster (none given: start a local one)\n"
-    "  envcheck build RECIPE           lint and solve a recipe into conda-lock lockfiles\n"
+    "  envcheck build RECIPE           lint and solve a recipe (or an environment.yml) into\n"
+    "                                  conda-lock lockfiles\n"
+    "  --html FILE (and --json, --junit) on any verb writes the report there\n"
     "shell completion: eval \"$(envcheck completion bash)\" (or zsh)\n"
     "exit codes:\n"
     "  0 pass (skips allowed)        5 build: the recipe cannot be solved\n"
     "  1 warnings, no failures       6 build --check: a lock is missing or stale\n"
-    "  2 a check or smoke test fail  7 verify cluster: no scheduler answered in time\n"
-    "  3 a check could not run       8 image: no podman/docker/buildah (command printed)\n"
+    "  2 a check or smoke test fail  7 a scheduler, channel or registry unreachable\n"
+    "  3 a check could not run, or   8 image: no podman/docker/buildah (command printed)\n"
+    "    (slurm --submit) no Slurm\n"
     "  4 bad input (flags, files)    130 Ctrl-C, 143 SIGTERM: nothing was replaced\n"
-    "each verb's cases: docs/exit-codes.md"
+    "each verb's cases: envcheck docs exit-codes; every page: envcheck docs"
 )
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
@@ -51,6 +54,10 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("recipe", "new"): (
         "envcheck.resolve.record.new_command",
         "write a recipe pinned from the RAPIDS release record",
+    ),
+    ("recipe", "import"): (
+        "envcheck.resolve.import_command",
+        "write a recipe from a conda environment.yml (build takes either)",
     ),
     ("verify", "node"): ("envcheck.verify.node.command", "check this machine before a GPU job"),
     ("verify", "cluster"): (
@@ -66,6 +73,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "audit a Ray cluster: nodes, skew, GPUs Ray advertises vs the driver's (default: local)",
     ),
     ("completion",): ("envcheck.completion", "print a bash or zsh completion script"),
+    ("docs",): ("envcheck.docs_command", "print a page of the documentation (none: the topics)"),
     ("slurm", "script"): (
         "envcheck.slurm.command",
         "sbatch script: a Dask cluster that verifies itself before the work (--submit runs it)",
@@ -170,6 +178,8 @@ def _add_report_arguments(p: argparse.ArgumentParser) -> None:
                    help="write the report as JSON (- for stdout: then all else goes to stderr)")
     p.add_argument("--junit", type=Path, metavar="FILE",
                    help="write the report as JUnit XML (- for stdout, as --json)")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="write the report as a web page (- for stdout, as --json)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
     p.add_argument(
         "-v", "--verbose", action="store_true",
@@ -229,7 +239,7 @@ def _named(words: tuple[str, ...] | None) -> dict[tuple[str, ...], tuple[str, st
     return COMMANDS
 
 
-REPORT_FLAGS = ("json", "junit")
+REPORT_FLAGS = ("json", "junit", "html")
 
 
 def _report_destinations(args: argparse.Namespace) -> list[tuple[str, Path | None]]:
@@ -239,11 +249,21 @@ def _report_destinations(args: argparse.Namespace) -> list[tuple[str, Path | Non
     ]
 
 
-def write_reports(report: Report, args: argparse.Namespace) -> None:
-    """--json and --junit; a failure names the file (checked before the run, failed after)."""
-    from envcheck.report import write_json, write_junit
+def _stamped(report: Report, args: argparse.Namespace) -> Report:
+    """``report`` with when and what ran (taken as the command line was parsed)."""
+    from envcheck.record import replace
 
-    for flag, write in (("json", write_json), ("junit", write_junit)):
+    run = getattr(args, "_run", None)
+    return report if report.run is not None or run is None else replace(report, run=run)
+
+
+def write_reports(report: Report, args: argparse.Namespace) -> None:
+    """--json, --junit and --html; a failure names the file (checked before the run, failed
+    after)."""
+    from envcheck.report import write_html, write_json, write_junit
+
+    report = _stamped(report, args)
+    for flag, write in (("json", write_json), ("junit", write_junit), ("html", write_html)):
         path = getattr(args, flag, None)
         if path:
             try:
@@ -258,6 +278,7 @@ def render(report: Report, args: argparse.Namespace) -> None:
     """Write the report files, then print the verb's product or the table."""
     if not report.shown:
         return
+    report = _stamped(report, args)
     write_reports(report, args)
     try:
         _print(report, args)
@@ -299,6 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--version"]:  # what argparse would print, without building the parser
         print(f"envcheck {__version__}")
+        return 0
+    if not argv:  # bare `envcheck`: the help `envcheck --help` prints, not an error
+        build_parser().print_help()
         return 0
     from envcheck import interrupts
 
@@ -350,7 +374,9 @@ def _main(argv: list[str]) -> int:
                             ExitCode.BAD_INPUT)
         raise
     from envcheck import destinations
+    from envcheck.run_info import RunInfo
 
+    args._run = RunInfo.now(["envcheck", *argv])
     try:  # nothing is written anywhere when a destination is bad
         destinations.check_destinations(_report_destinations(args))
         destinations.check_stdout()

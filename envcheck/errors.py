@@ -11,11 +11,11 @@ class ExitCode(IntEnum):
     OK = 0  # every result passed (skips allowed)
     WARN = 1  # warnings, no failures
     FAIL = 2  # at least one check or smoke test failed
-    ERROR = 3  # a check could not run (it raised, a worker died or hung)
+    ERROR = 3  # a check could not run (it raised, a worker died or hung; no Slurm here)
     BAD_INPUT = 4  # bad recipe, lockfile, flags, missing file, unwritable output
     UNSOLVABLE = 5  # envcheck build: the recipe cannot be solved
     STALE = 6  # envcheck build --check: a lock is missing or stale
-    UNREACHABLE = 7  # envcheck verify cluster: no scheduler answered in time
+    UNREACHABLE = 7  # a scheduler, channel, package server or image registry cannot be reached
     NO_ENGINE = 8  # envcheck image: no podman/docker/buildah here; the build command is printed
     INTERRUPTED = 130  # Ctrl-C (SIGINT): nothing was replaced
     TERMINATED = 143  # SIGTERM, handled as Ctrl-C is: nothing was replaced

@@ -15,6 +15,8 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any
 
+    from envcheck.run_info import RunInfo
+
 SCHEMA = "envcheck.report/1"
 
 
@@ -105,6 +107,9 @@ class Report:
     # False: the command line prints and writes nothing for it, only exits with its code (a
     # verify job rank other than 0: rank 0 prints the job's report)
     shown: bool = True
+    # when and what ran (envcheck.run_info); the command line stamps it, a report written
+    # without one is stamped as it is written
+    run: RunInfo | None = None
 
     def __post_init__(self) -> None:
         _clean(self, "title")
@@ -143,9 +148,12 @@ class Report:
         return f"<Report {self.title!r} {self.status.value}: {listed}, exit {int(self.exit_code)}>"
 
     def to_json(self) -> dict[str, Any]:
+        from envcheck.run_info import run_of
+
         return {
             "schema": SCHEMA,
             "title": self.title,
+            "run": run_of(self).to_json(),
             "status": self.status.value,
             "exit_code": int(self.exit_code),
             "counts": self.counts,
@@ -201,7 +209,10 @@ def to_junit(report: Report) -> Any:
     (an ElementTree element: xml.etree is imported here, not on every start)."""
     import xml.etree.ElementTree as ET
 
+    from envcheck.run_info import run_of
+
     counts = report.counts
+    run = run_of(report)
     suite = ET.Element(
         "testsuite",
         name=printable(report.title),
@@ -209,7 +220,13 @@ def to_junit(report: Report) -> Any:
         failures=str(counts["fail"]),
         errors=str(counts["error"]),
         skipped=str(counts["skip"]),
+        timestamp=run.time,
+        hostname=printable(run.host),
     )
+    props = ET.SubElement(suite, "properties")
+    for key, value in (("envcheck.version", run.envcheck), ("envcheck.host", run.host),
+                       ("envcheck.time", run.time), ("envcheck.argv", run.command)):
+        ET.SubElement(props, "property", name=key, value=printable(value))
     for r in report.results:
         case = ET.SubElement(
             suite,
@@ -228,7 +245,7 @@ def to_junit(report: Report) -> Any:
             ET.SubElement(case, "system-out").text = text
     for m in report.measurements:
         ET.SubElement(
-            suite,
+            props,
             "property",
             name=printable(f"{m.name}[{m.node}]"),
             value=printable(f"{m.value:.6g} {m.unit}"),
@@ -236,7 +253,7 @@ def to_junit(report: Report) -> Any:
     for t in report.tables:  # one property per row: "title[n]" -> "col: value; ..."
         for n, row in enumerate(t.rows):
             value = "; ".join(f"{c}: {v}" for c, v in zip(t.columns, row, strict=False))
-            ET.SubElement(suite, "property", name=printable(f"{t.title}[{n}]"),
+            ET.SubElement(props, "property", name=printable(f"{t.title}[{n}]"),
                           value=printable(value))  # fmt: skip
     root = ET.Element("testsuites")
     root.append(suite)
@@ -253,6 +270,13 @@ def write_junit(report: Report, path: Path) -> None:
         ET.indent(tree)
     data = ET.tostring(tree.getroot(), encoding="utf-8", xml_declaration=True)
     write_file(path, data + b"\n", f"--junit {path}")
+
+
+def write_html(report: Report, path: Path) -> None:
+    from envcheck.destinations import write_file
+    from envcheck.report_html import page
+
+    write_file(path, page(report).encode(), f"--html {path}")
 
 
 def render_table(report: Report, console: Any = None, verbose: bool = False,

@@ -1,4 +1,5 @@
-"""A Report as HTML, for Jupyter (``Report._repr_html_``): every value escaped, status in colour."""
+"""A Report as HTML, for Jupyter (``Report._repr_html_``) and ``--html FILE`` (``page``): every
+value escaped, status in colour."""
 
 from __future__ import annotations
 
@@ -41,10 +42,11 @@ def _table(caption: str, columns: Sequence[str], rows: Iterable[Sequence[str]]) 
     )
 
 
-def _details(summary: str, body: str) -> str:
-    """A folded section: ``summary`` is escaped here; ``body`` is HTML already."""
+def _details(summary: str, body: str, open_: bool = False) -> str:
+    """A folded section (``open_``: unfolded): ``summary`` is escaped here; ``body`` is HTML
+    already."""
     return (
-        '<details class="envcheck-fold" style="margin:4px 0">'
+        f'<details class="envcheck-fold" style="margin:4px 0"{" open" if open_ else ""}>'
         f'<summary style="cursor:pointer">{_e(summary)}</summary>{body}</details>'
     )
 
@@ -64,11 +66,76 @@ def _verdict(report: Any) -> str:
 
 
 def _results(caption: str, results: Sequence[Any]) -> str:
+    """Results as a table; the fix column only where a row has a fix."""
+    fixes = any(r.fix for r in results)
     rows = (
-        (_status(r.status.value), _e(r.check), _e(r.node), _e(r.message), _e(r.fix))
+        (_status(r.status.value), _e(r.check), _e(r.node), _e(r.message),
+         *((_e(r.fix),) if fixes else ()))
         for r in results
     )
-    return _table(caption, ("status", "check", "node", "message", "fix"), rows)
+    columns = ("status", "check", "node", "message", *(("fix",) if fixes else ()))
+    return _table(caption, columns, rows)
+
+
+def _where(results: Sequence[Any]) -> str:
+    """'skew.distributed on 4 nodes, gpus[n1]': the rows one fix is for, each check once."""
+    nodes: dict[str, list[str]] = {}
+    for r in results:
+        nodes.setdefault(r.check, []).append(r.node)
+    return ", ".join(
+        f"{check}[{ns[0]}]" if len(ns) == 1 and ns[0] else
+        check if len(ns) == 1 else f"{check} on {len(ns)} nodes"
+        for check, ns in nodes.items()
+    )
+
+
+def _issues(caption: str, results: Sequence[Any]) -> str:
+    """What is wrong, then each distinct fix once with the checks it fixes (a fix shared by
+    many rows, one skewed package on every worker, is said once)."""
+    fixes: dict[str, list[Any]] = {}
+    for r in results:
+        if r.fix:
+            fixes.setdefault(r.fix, []).append(r)
+    number = {fix: n for n, fix in enumerate(fixes, 1)}
+    rows = (
+        (_status(r.status.value), _e(r.check), _e(r.node), _e(r.message),
+         f"fix {number[r.fix]}" if r.fix else "")
+        for r in results
+    )
+    table = _table(caption, ("status", "check", "node", "message", "fix"), rows)
+    if not fixes:
+        return table
+    items = "".join(
+        f"<li><strong>{_e(fix)}</strong> ({_e(_where(rows))})</li>"
+        for fix, rows in fixes.items()
+    )
+    return f'{table}<ol class="envcheck-fixes" style="margin:4px 0 8px">{items}</ol>'
+
+
+def _passes(report: Any, passes: Sequence[Any], open_: bool) -> str:
+    """What passed, one section per group ('node', 'cluster', 'smoke'): shown open on a page
+    with nothing wrong (what passed is then the news), folded below the issues otherwise."""
+    groups: dict[str, list[Any]] = {}
+    for r in passes:
+        groups.setdefault(r.group or "checks", []).append(r)
+    sections = "".join(
+        _details(f"{len(rs)} passed ({group})", _results(f"{report.title}: {group}", rs),
+                 open_=open_)
+        for group, rs in groups.items()
+    )
+    return f'<div class="envcheck-passes">{sections}</div>'
+
+
+def _run(report: Any) -> str:
+    """The header line: which envcheck ran, where, when, with which command line."""
+    from envcheck.run_info import run_of
+
+    run = run_of(report)
+    return (
+        '<div class="envcheck-run" style="color:#57606a;font-size:0.9em;padding:4px 12px">'
+        f"envcheck {_e(run.envcheck)} on <strong>{_e(run.host)}</strong> at {_e(run.time)}: "
+        f"<code>{_e(run.command)}</code></div>"
+    )
 
 
 def _skips(skips: Sequence[Any]) -> str:
@@ -105,21 +172,22 @@ def _extra(t: Any) -> str:
 
 
 def to_html(report: Any) -> str:
-    """A report.Report as HTML, the verdict first: a coloured band with the counts, then every
-    error, failure and warning with its fix, the tables (a version skew that fails open and
-    highlighted, the rest folded), then passes, skips (one line per reason) and measurements,
-    each folded in ``<details>``.
+    """A report.Report as HTML, the verdict first: a coloured band with the counts, a line
+    saying which envcheck ran where, when and how; then every error, failure and warning, each
+    distinct fix once; the tables (a version skew that fails open and highlighted, the rest
+    folded); then passes by group (open when nothing is wrong), skips (one line per reason)
+    and measurements, folded in ``<details>``.
 
     Duck-typed, so this module sits below report.py and imports nothing of it.
     """
-    parts = [_verdict(report)]
+    parts = [_verdict(report), _run(report)]
     issues = [r for s in ("error", "fail", "warn") for r in report.results if r.status.value == s]
     if issues:
-        parts.append(_results(f"{report.title}: what is wrong", issues))
+        parts.append(_issues(f"{report.title}: what is wrong", issues))
     parts += [_extra(t) for t in report.tables]
     passes = [r for r in report.results if r.status.value == "pass"]
     if passes:
-        parts.append(_details(f"{len(passes)} passed", _results(report.title, passes)))
+        parts.append(_passes(report, passes, open_=not issues))
     skips = [r for r in report.results if r.status.value == "skip"]
     if skips:
         parts.append(_skips(skips))
@@ -140,3 +208,14 @@ def to_html(report: Any) -> str:
     if report.output:
         parts.append(f"<pre>{_e(report.output)}</pre>")
     return '<div class="envcheck-report-view">' + "".join(parts) + "</div>"
+
+
+def page(report: Any) -> str:
+    """A whole web page of the report (``--html FILE``)."""
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(report.title)}: {_e(report.status.value)}</title></head>"
+        '<body style="font-family:system-ui,sans-serif;margin:0 0 24px">'
+        f"{to_html(report)}</body></html>\n"
+    )

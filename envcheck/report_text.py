@@ -49,13 +49,19 @@ def wrap(text: str, width: int, first: str = "", rest: str = _INDENT) -> list[st
     ) or [first.rstrip()]
 
 
-def issue_lines(result: Any, width: int) -> list[str]:
-    """One result that is not a pass or skip: status, check and node; message; its fix."""
+def issue_lines(result: Any, width: int, fixed: dict[str, str] | None = None) -> list[str]:
+    """One result that is not a pass or skip: status, check and node; message; its fix.
+    ``fixed``: fix -> the first check that printed it; a fix said before is named, not
+    repeated (one skewed package on every worker has one fix)."""
     where = f" [{result.node}]" if result.node else ""
     lines = wrap(f"{result.check or result.group}{where}", width, f"{result.status.value:<5} ")
     lines += wrap(result.message, width, _INDENT)
-    if result.fix:
+    if result.fix and fixed is not None and result.fix in fixed:
+        lines += wrap(f"fix: as for {fixed[result.fix]} above", width, _INDENT)
+    elif result.fix:
         lines += wrap(f"fix: {result.fix}", width, _INDENT, _INDENT + "     ")
+        if fixed is not None:
+            fixed[result.fix] = f"{result.check or result.group}{where}"
     return lines
 
 
@@ -154,8 +160,9 @@ def render(report: Any, console: Any = None, verbose: bool = False,
         (r for r in report.results if r.status.value in ISSUES),
         key=lambda r: ISSUES.index(r.status.value),
     )
+    fixed: dict[str, str] = {}
     for r in issues:
-        for i, line in enumerate(issue_lines(r, width)):
+        for i, line in enumerate(issue_lines(r, width, fixed)):
             say(line, _STYLE[r.status.value] if i == 0 else "")
     for t in report.tables:
         _print_table(console, t.title, t.columns, [tuple(map(str, r)) for r in t.rows], width)
@@ -180,6 +187,10 @@ def render(report: Any, console: Any = None, verbose: bool = False,
         n = len(report.measurements)
         say(f"  {n} measurement{'s' if n > 1 else ''}: shown with --verbose (or --bench), "
             "kept in --json", "dim")
+    if verbose:
+        from envcheck.run_info import run_of
+
+        say(run_of(report).line(), "dim")
 
 
 def _print_table(console: Any, title: str, columns: tuple[str, ...],

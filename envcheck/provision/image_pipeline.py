@@ -3,11 +3,11 @@ buildah -> Report. The flags are image_command.py; the Dockerfiles and build arg
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 from pathlib import Path
 
-from envcheck.errors import EnvcheckError, ExitCode
+from envcheck.errors import EnvcheckError, ExitCode, Unreachable
+from envcheck.provision.engine_run import run_engine, unreachable_registry
 from envcheck.provision.image_options import ImageOptions
 from envcheck.report import Report, Result, Status
 from envcheck.text import say
@@ -47,10 +47,17 @@ def build_image(opts: ImageOptions) -> Report:
         cmd = build.command(engine, context)
         if opts.show_command:
             say(shell_line(cmd), prefix="")
-        done = subprocess.run(cmd, check=False)
-    if done.returncode != 0:
+        code, said = run_engine(cmd)
+    if code != 0:
+        registry = unreachable_registry(said)
+        if registry is not None:
+            raise Unreachable(
+                f"{engine} build of {build.tag} could not reach the registry {registry} to "
+                "pull its base images: build where it is reachable, or name a mirror's images "
+                "with --builder-image and --base-image"
+            )
         raise ImageBuildFailed(
-            f"{engine} build of {build.tag} from {opts.lock} failed (exit {done.returncode}); "
+            f"{engine} build of {build.tag} from {opts.lock} failed (exit {code}); "
             "the build output above names the step (a damaged package is named with both hashes)"
         )
     message = (

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("recipes", nargs="+", type=Path, metavar="RECIPE", help="recipe YAML file(s)")
+    p.add_argument("recipes", nargs="+", type=Path, metavar="RECIPE",
+                   help="recipe YAML file(s), or a conda environment.yml")
     p.add_argument("--out", type=Path, default=Path("locks"), help="lock directory (locks/)")
     p.add_argument(
         "--check",
@@ -25,7 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"solve nothing; exit {int(ExitCode.STALE)} when a lock is missing or stale",
     )
     p.add_argument("--explain", action="store_true", help="print the solver's full message")
-    p.add_argument("--platform", help="build only this platform of the recipe")
+    p.add_argument("--platform", help="build only this platform of the recipe (an "
+                   "environment.yml that names none: the platform to lock; default this "
+                   "machine's)")
     p.add_argument(
         "--fetch-timeout",
         type=seconds,

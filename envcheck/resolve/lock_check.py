@@ -60,7 +60,7 @@ def check_one(recipe: Recipe, out: Path) -> Result:
     if unreachable:
         fix = (
             f"this machine cannot reach {', '.join(unreachable)}: build the lock on a machine "
-            f"that reaches them ({fix}) and commit {out}/ (see docs/build.md)"
+            f"that reaches them ({fix}) and commit {out}/ (see envcheck docs build)"
         )
     return Result(check, Status.FAIL, problem, fix=fix, group="build")
 

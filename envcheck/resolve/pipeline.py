@@ -20,11 +20,12 @@ from envcheck.lockfile.write import lock_paths, render_lock_texts
 from envcheck.report import Report, Result, Status, Table
 from envcheck.resolve.changes import Change, changes_table, compare, version_build
 from envcheck.resolve.channel_data import channel_data
+from envcheck.resolve.environment_yml import load_recipe_or_environment
 from envcheck.resolve.lock_check import check_all
 from envcheck.resolve.lockdoc import build_lockfile
 from envcheck.resolve.options import BuildOptions
 from envcheck.resolve.pip_platform import wheels_note
-from envcheck.resolve.recipe import Recipe, load_recipe
+from envcheck.resolve.recipe import Recipe
 from envcheck.resolve.solve import (
     DEFAULT_FETCH_TIMEOUT_S,
     SolvedPackage,
@@ -186,7 +187,8 @@ def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
 def build(opts: BuildOptions) -> Report:
     """Solve and write every recipe's locks (all of them or none), or with ``check`` say
     whether they are current (StaleLock when not). Bad input is refused before any solve."""
-    recipes = [load_recipe(p) for p in opts.recipes]  # every recipe validated before any work
+    # every recipe (or environment.yml) validated before any work
+    recipes = [load_recipe_or_environment(p, opts.platform) for p in opts.recipes]
     if not opts.check:
         start_solver()  # its start-up overlaps the lint and the checks below
     names = [r.name for r in recipes]

@@ -423,7 +423,7 @@ def _failure(reply: dict[str, Any], remote: list[str]) -> Exception:
             return Unreachable(
                 f"channel data cannot be fetched from here ({root_cause(reply['message'])}); "
                 "build this lock on a machine that reaches " + ", ".join(remote) + ", or "
-                "through a proxy or mirror (see docs/build.md: Proxies and mirrors)",
+                "through a proxy or mirror (see envcheck docs build: Proxies and mirrors)",
                 detail=reply["message"],
             )
         return BadInput(f"bad channel: {first}", detail=reply["message"])

@@ -161,7 +161,7 @@ def _render_job(o: Options, slurm: Slurm) -> str:
             "# runs `envcheck verify job` before anything else runs. Exit code: verify's.")
     return _preamble(o, slurm, what) + f"""
 # the rendezvous's secret: every task gets it from srun's environment, no other uid can read
-# it, and no process without it can join or sign a verdict (envcheck's docs/security.md)
+# it, and no process without it can join or sign a verdict (envcheck docs security)
 ENVCHECK_JOB_SECRET="$(od -An -N32 -tx1 /dev/urandom | tr -d ' \\n')"
 export ENVCHECK_JOB_SECRET
 

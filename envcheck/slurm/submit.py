@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from envcheck.errors import BadInput, EnvcheckError
+from envcheck.errors import BadInput, EnvcheckError, Unreachable
 from envcheck.inputs import load_json_file
 from envcheck.report import Measurement, Report, Result, Status, Table
 
@@ -27,22 +27,40 @@ NEVER_STARTS = (
 )
 
 
-class SlurmMissing(BadInput):
-    """sbatch/scontrol are not on PATH."""
+class SlurmMissing(EnvcheckError):
+    """No Slurm here: sbatch is not on PATH, or finds no configuration (exit 3: nothing the
+    user typed is wrong; the system it needs is not there)."""
+
+
+# sbatch's words for "no slurm.conf and no configless controller" and "no controller answers"
+_NO_CONFIG = ("Could not establish a configuration source", "s_p_parse_file: cannot stat file",
+              "fetch_config")
+_NO_CONTROLLER = ("Unable to contact slurm controller", "Socket timed out",
+                  "Connection refused", "Zero Bytes were transmitted")
+SBATCH_TIMEOUT_S = 60.0
 
 
 def sbatch(script: str, output: str, cwd: Path) -> str:
-    """Submit `script` (text, on stdin); the job id. Slurm's refusal is one BadInput line."""
+    """Submit `script` (text, on stdin); the job id. Slurm's refusal of the job is one
+    BadInput line (exit 4); no Slurm here exits 3, a controller that does not answer 7."""
     try:
         p = subprocess.run(
             ["sbatch", "--parsable", f"--output={output}"],
-            input=script, capture_output=True, text=True, cwd=cwd, timeout=60,
+            input=script, capture_output=True, text=True, cwd=cwd, timeout=SBATCH_TIMEOUT_S,
         )
     except FileNotFoundError:
         raise SlurmMissing("sbatch not found: run --submit on a Slurm login node") from None
+    except subprocess.TimeoutExpired:
+        raise Unreachable(f"sbatch did not answer within {SBATCH_TIMEOUT_S:g} s (the Slurm "
+                          "controller or its configuration source is unreachable)") from None
     if p.returncode != 0:
         lines = [ln.strip() for ln in p.stderr.splitlines() if ln.strip()]
         said = lines[-1] if lines else f"exit {p.returncode}"
+        if any(word in p.stderr for word in _NO_CONFIG):
+            raise SlurmMissing(f"no Slurm configuration here ({said}): run --submit on a "
+                               "Slurm login node")
+        if any(word in p.stderr for word in _NO_CONTROLLER):
+            raise Unreachable(f"sbatch cannot reach the Slurm controller: {said}")
         raise BadInput(f"sbatch refused the job: {said}")
     return p.stdout.strip().split(";")[0]
 
@@ -100,7 +118,7 @@ def cancel(job: str) -> None:
 def report_from_json(data: dict) -> Report:
     """The Report a verify run wrote with --json (schema envcheck.report/1)."""
     return Report(
-        title=data.get("title", "verify cluster"),
+        title=data.get("title", "envcheck verify cluster"),
         results=tuple(
             Result(r["check"], Status(r["status"]), r.get("message", ""), r.get("node", ""),
                    r.get("fix", ""), r.get("group", ""))

@@ -232,4 +232,5 @@ def list_report(verb: str) -> Report:
 
     table = Table("checks", ("ID", "KIND", "DESCRIPTION"),
                   tuple((c.id, c.kind, c.summary) for c in checks_of(verb)))
-    return Report(f"verify {verb} --list-checks", tables=(table,), output=columns_text(table))
+    return Report(f"envcheck verify {verb} --list-checks", tables=(table,),
+                  output=columns_text(table))

@@ -65,7 +65,7 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="expectations for this node type from a YAML or TOML file, one key per flag "
-        "below (docs/expect/); flags given as well override it, repeatable ones add to it",
+        "below (envcheck docs expect); flags given as well override it, repeatable ones add to it",
     )
     g.add_argument("--lock", type=Path, metavar="FILE", help="lock the env must match: a "
                    "conda-lock file, a pixi.lock (its default environment) or a conda explicit "

@@ -21,7 +21,7 @@ def test_verify_cluster_on_a_live_client_uses_it_and_leaves_it_open(local_cluste
     report = verify_cluster(
         client, smoke="submit,array", skip={"smoke.array", "pinning", "glibc"}, timeout=30
     )
-    assert report.title == "verify cluster"
+    assert report.title == "envcheck verify cluster"
     (members,) = _by(report, "workers")
     assert members.status is Status.PASS and f"{len(facts)} of {len(facts)}" in members.message
     submits = _by(report, "smoke.submit")

@@ -45,7 +45,7 @@ def test_torchrun_four_ranks_pass(tmp_path):
     assert got["job.allreduce.gloo"]["status"] == "pass"
     assert "known answer 10" in got["job.allreduce.gloo"]["message"]
     # one report: rank 0's (its verdict line first); the other ranks print nothing
-    assert len(re.findall(r"^PASS +verify job: ", p.stdout, re.M)) == 1, p.stdout
+    assert len(re.findall(r"^PASS +envcheck verify job: ", p.stdout, re.M)) == 1, p.stdout
 
 
 def test_mpirun_four_ranks_pass(tmp_path):
@@ -64,7 +64,7 @@ def test_mpirun_four_ranks_pass(tmp_path):
     assert got["job.allreduce.gloo"]["status"] == "pass"
     # mpirun gives each rank a pseudo-terminal even when its own output is a pipe or a log:
     # the report that lands there is plain text
-    assert re.search(r"^(PASS|WARN) +verify job: ", p.stdout, re.M), p.stdout[:500]
+    assert re.search(r"^(PASS|WARN) +envcheck verify job: ", p.stdout, re.M), p.stdout[:500]
     assert "\x1b[" not in p.stdout, p.stdout[:500]
 
 
@@ -211,5 +211,5 @@ def test_a_warning_under_torchrun_does_not_fail_the_job_unless_strict(tmp_path, 
     out = p.stdout + p.stderr
     assert "Traceback" not in out and "ChildFailedError" not in out
     # one compact report, rank 0's; the other ranks print nothing
-    assert len(re.findall(r"^WARN +verify job: ", p.stdout, re.M)) == 1, p.stdout
+    assert len(re.findall(r"^WARN +envcheck verify job: ", p.stdout, re.M)) == 1, p.stdout
     assert len(out.splitlines()) < 120, out

@@ -40,7 +40,7 @@ def test_conda_lock_in_a_plain_venv_fails_with_how_to_create_it():
     lock = lock_for(healthy_a100x8())
     [r] = check_packages(no_driver_node(), expect(lock_packages=lock, lock_path="env.lock"))
     assert r.status is Status.FAIL and "not in a conda environment" in r.message
-    assert "micromamba create -n ENV -f env.lock" in r.fix
+    assert "envcheck install env.lock --prefix PREFIX" in r.fix
 
 
 def test_pip_entries_compare_with_python_distributions():

@@ -76,7 +76,8 @@ def test_q_and_v_on_every_verb(path):
     required = {("build",): ["r.yaml"], ("install",): ["l.yml", "--prefix", "p"],
                 ("image",): ["l.yml", "--os", "rhel7"], ("diff",): ["a", "b"],
                 ("why",): ["pkg", "l.yml"], ("completion",): ["bash"],
-                ("recipe", "new"): ["--rapids", "22.08", "--cuda", "11.5", "--os", "el7"]}
+                ("recipe", "new"): ["--rapids", "22.08", "--cuda", "11.5", "--os", "el7"],
+                ("recipe", "import"): ["environment.yml"]}
     argv = [*path, *required.get(path, []), "-q", "-v"]
     args = build_parser(argv).parse_args(argv)
     assert args.quiet and args.verbose

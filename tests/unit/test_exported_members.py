@@ -15,8 +15,8 @@ from envcheck import api
 
 EXPORTED = [
     "__version__", "BadInput", "build", "diff", "EnvcheckError", "ExitCode", "image", "install",
-    "recipe_new", "Report", "Result", "slurm_script", "StaleLock", "Status", "Unreachable",
-    "Unsolvable", "verify_cluster", "verify_job", "verify_node", "verify_ray", "why",
+    "recipe_import", "recipe_new", "Report", "Result", "slurm_script", "StaleLock", "Status",
+    "Unreachable", "Unsolvable", "verify_cluster", "verify_job", "verify_node", "verify_ray", "why",
 ]
 
 EXPECT = (
@@ -33,6 +33,7 @@ PARAMETERS = {
                                      "fetch_timeout", "allow_shared_parent")),
     "image": (("lock", "os"), ("tag", "builder_image", "base_image", "platform", "engine",
                                "print_only", "show_command")),
+    "recipe_import": (("environment",), ("platform", "out")),
     "recipe_new": (("rapids", "cuda", "os"), ("out", "python", "toolkit", "libs", "with_",
                                               "exclude", "exclude_reason", "pip", "name",
                                               "description", "targets", "channels")),

@@ -152,3 +152,61 @@ def test_the_dom_puts_the_verdict_first_and_folds_passes_skips_and_measurements(
     assert first["envcheck-highlight"] < first["glibc 2.36"] < first["UCX not installed"]
     assert set(order.in_details) == {"glibc 2.36", "UCX not installed", "facts round"}
     assert "FAIL" in dom.split("envcheck-verdict", 1)[1].split("</div>", 1)[0]
+
+
+def _passing() -> Report:
+    return Report(
+        "envcheck verify cluster",
+        (
+            Result("glibc", Status.PASS, "glibc 2.36", group="node"),
+            Result("driver", Status.PASS, "driver 580.95", group="node"),
+            Result("versions", Status.PASS, "4 workers agree on 212 packages", group="cluster"),
+            Result("smoke.cudf", Status.PASS, "cudf merge on 4 GPUs", group="smoke"),
+            Result("ucx", Status.SKIP, "UCX not installed and not expected", group="node"),
+        ),
+    )
+
+
+def _dom(tmp_path: Path, page: Path) -> str:
+    """The page as Chromium serializes it after loading."""
+    return _chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
+
+
+def test_the_passing_page_shows_what_passed_by_group_under_a_green_band(tmp_path: Path) -> None:
+    from envcheck.report_html import page
+
+    html = tmp_path / "pass.html"
+    html.write_text(page(_passing()), encoding="utf-8")
+    shot = tmp_path / "pass.png"
+    _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,900", html.as_uri())
+    _, _, rows = _pixels(shot.read_bytes(), 40)
+    pass_ = _rgb(COLOURS["pass"])
+    top = [tuple(rows[y][x * 3:x * 3 + 3]) for y in range(0, 40) for x in (100, 600, 1000)]
+    assert len([p for p in top if all(abs(a - b) <= 8 for a, b in zip(p, pass_, strict=True))
+                ]) >= 20, top
+    dom = _dom(tmp_path, html)
+    for summary in ("2 passed (node)", "1 passed (cluster)", "1 passed (smoke)"):
+        assert summary in dom
+    # each group's section is open: its checks are on the page, not behind a click
+    sections = [p for p in dom.split("<details")[1:] if "passed (" in p.split("</summary>")[0]]
+    assert len(sections) == 3 and all('open=""' in p.split(">", 1)[0] for p in sections)
+    assert "envcheck-run" in dom and "envcheck verify cluster" in dom
+
+
+def test_the_failing_page_says_each_distinct_fix_once(tmp_path: Path) -> None:
+    from envcheck.report_html import page
+
+    fix = "install distributed==2026.1.0 on the workers (envcheck install LOCK --prefix P)"
+    workers = [f"tcp://10.0.0.{i}:40123" for i in range(1, 5)]
+    report = Report("envcheck verify cluster", tuple(
+        Result("skew.distributed", Status.FAIL, "distributed 2025.1.0, client 2026.1.0",
+               node=w, fix=fix, group="cluster") for w in workers
+    ) + (Result("gpus", Status.FAIL, "1 of 8 GPUs missing", node=workers[0],
+                fix="drain the node", group="node"),))
+    html = tmp_path / "fail.html"
+    html.write_text(page(report), encoding="utf-8")
+    dom = _dom(tmp_path, html)
+    assert dom.count("install distributed==2026.1.0") == 1
+    assert dom.count("drain the node") == 1
+    assert dom.count("fix 1") == 4 and dom.count("fix 2") == 1
+    assert "skew.distributed on 4 nodes" in dom and f"gpus[{workers[0]}]" in dom

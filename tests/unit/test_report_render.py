@@ -146,7 +146,17 @@ def test_verify_node_at_the_terminal_width_leads_with_the_verdict(columns: int) 
         capture_output=True, text=True, env=env, timeout=120,
     )
     lines = out.stdout.splitlines()
-    assert re.match(r"(PASS|WARN|FAIL|ERROR) +verify node: \d+ ", lines[0]), out.stdout
+    assert re.match(r"(PASS|WARN|FAIL|ERROR) +envcheck verify node: \d+ ", lines[0]), out.stdout
     assert max(map(len, lines)) <= columns, out.stdout
     assert not any(ln.strip().startswith("skip ") for ln in lines), out.stdout
     assert "measurement" in out.stdout and "collect_node_facts" not in out.stdout
+
+
+def test_a_fix_shared_by_many_rows_is_said_once() -> None:
+    workers = [f"tcp://10.0.0.{i}:40123" for i in range(1, 5)]
+    report = Report("envcheck verify cluster", tuple(
+        Result("skew.distributed", Status.FAIL, "distributed 2025.1.0", node=w, fix=FIX,
+               group="cluster") for w in workers))
+    text = _render(report)
+    assert text.count(FIX) == 1
+    assert text.count(f"fix: as for skew.distributed [{workers[0]}] above") == 3

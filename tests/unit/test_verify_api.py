@@ -15,7 +15,7 @@ def _by(report: Report, check: str):
 
 def test_verify_node_returns_the_report_of_this_machine_with_skips():
     report = verify_node(skip=("glibc", "ucx"), min_glibc="2.17", plugins=False)
-    assert isinstance(report, Report) and report.title == "verify node"
+    assert isinstance(report, Report) and report.title == "envcheck verify node"
     (glibc,) = _by(report, "glibc")
     assert glibc.status is Status.SKIP and glibc.message == "skipped by --skip"
     assert _by(report, "host-limits")  # the rest ran

@@ -182,7 +182,7 @@ def verify(
         measurements += got
         results += problems
     return Report(
-        title="verify cluster",
+        title="envcheck verify cluster",
         results=tuple(results),
         measurements=tuple(measurements),
         tables=tuple(tables),
@@ -298,7 +298,7 @@ def handshake_skew_report(peer: PeerVersions, reason: str) -> Report:
         group="skew",
     )
     return Report(
-        title="verify cluster",
+        title="envcheck verify cluster",
         results=(handshake, *results),
         tables=(table,),
         environment={

@@ -34,5 +34,5 @@ def node_caused_start_failure(options: ClusterOptions, error: Unreachable) -> Re
         group="cluster",
     )
     results = (lead, *(dataclasses.replace(r, group=r.group or "node") for r in node.results))
-    return Report(title="verify cluster", results=results, measurements=node.measurements,
+    return Report(title="envcheck verify cluster", results=results, measurements=node.measurements,
                   environment={**node.environment, "cluster": "embedded: did not start"})

@@ -37,7 +37,7 @@ def refused(rv: grp.Rendezvous, rank: int, bad: wire.Bad) -> Result:
                   f"{grp.describe(rv, rank)} sent facts that cannot be used: {bad.why}",
                   node=f"rank {rank}", group="job",
                   fix="run the same envcheck version on every rank; only the launch's own "
-                  "processes may join (docs/security.md)")
+                  "processes may join (envcheck docs security)")
 
 
 def horovod_rank(got: Any) -> HorovodRank:

@@ -285,13 +285,14 @@ class JobRun:
                   ExitCode.FAIL: Status.FAIL}.get(ExitCode(code), Status.ERROR)
         result = Result("job.ranks.verdict", status, line or f"rank 0 ended with exit {code}",
                         node=f"rank {self.launch.rank}", group="job")
-        return Report(title="verify job", code=ExitCode(code), results=(result,), shown=False)
+        return Report(title="envcheck verify job", code=ExitCode(code), results=(result,),
+                      shown=False)
 
     def _missing(self, missing: list[int]) -> Report:
         rv = self.rv
         assert rv is not None
         results = [_err("job.ranks", why, node=f"rank {r}", fix="only the launch's own "
-                        "processes may join: see docs/security.md")
+                        "processes may join: see envcheck docs security")
                    for r, why in sorted(rv.refused.items())]
         results += [_err("job.ranks", f"{grp.describe(rv, r)} did not arrive within "
                          f"{self.timeout:g} s", node=f"rank {r}",
@@ -341,7 +342,7 @@ class JobRun:
             with contextlib.suppress(Exception):
                 grp.publish_verdict(self.rv, int(ExitCode.ERROR), line[:2000])
         report = self._final or Report(
-            title="verify job", code=ExitCode.ERROR, environment=self._environment(None),
+            title="envcheck verify job", code=ExitCode.ERROR, environment=self._environment(None),
             results=(_err("job.ranks.watchdog", line, fix="look at the stuck rank's host (a driver "
                           "call, a stopped process, a dead link); run again with --debug"),))
         grp.debug_line(self.launch, f"error: {line}")
@@ -372,7 +373,7 @@ class JobRun:
                 measurements: list[Measurement] = ()) -> Report:  # type: ignore[assignment]
         tables = (skew_table(job)[0],) if job is not None and job.ranks else ()
         report = Report(
-            title="verify job",
+            title="envcheck verify job",
             results=tuple(results),
             measurements=tuple(measurements),
             tables=tables,

@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--nagios",
         action="store_true",
         help="prolog / health-check mode: print one line, exit 0 OK, 1 WARNING, 2 CRITICAL, "
-        "3 UNKNOWN (docs/slurm.md)",
+        "3 UNKNOWN (envcheck docs slurm)",
     )
     parser.add_argument(
         "--level",
@@ -105,6 +105,7 @@ def _run_nagios(args: argparse.Namespace) -> Report:
     try:
         return nagios_report(verify_node(options_from_args(args)), node)
     except EnvcheckError as e:
-        return nagios_unknown("verify node", node, e.message)
+        return nagios_unknown("envcheck verify node", node, e.message)
     except OSError as e:
-        return nagios_unknown("verify node", node, f"{e.strerror or e}: {e.filename or ''}")
+        return nagios_unknown("envcheck verify node", node,
+                              f"{e.strerror or e}: {e.filename or ''}")

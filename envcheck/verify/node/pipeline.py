@@ -50,7 +50,7 @@ def verify_node(options: NodeOptions) -> Report:
     )
     results += [replace(r, node=facts.host, group="node") for r in level_results]
     return Report(
-        title="verify node",
+        title="envcheck verify node",
         results=tuple(results),
         measurements=tuple(measurements),
         environment={
@@ -126,7 +126,7 @@ def _levels(
                 "level 3 not run here: it is the cluster's bandwidth measurements (TCP vs UCX "
                 "transfers, NCCL all-reduce busbw against topology references): run "
                 "`envcheck verify cluster --bench` on the nodes",
-                fix="envcheck verify cluster --bench (docs/verify-cluster.md)",
+                fix="envcheck verify cluster --bench (envcheck docs verify-cluster)",
             )
         )
     return facts, results, measurements

@@ -45,8 +45,8 @@ def check_packages(facts: NodeFacts, exp: Expectations) -> list[Result]:
                 Status.FAIL,
                 f"the lock lists {len(conda)} conda packages but {facts.python_executable} is "
                 "not in a conda environment (no conda-meta)",
-                fix=f"create the environment from the lock (micromamba create -n ENV -f "
-                f"{exp.lock_path or 'LOCK'}) and run from it",
+                fix=f"create the environment from the lock (envcheck install "
+                f"{exp.lock_path or 'LOCK'} --prefix PREFIX) and run from it",
             )
         ]
     missing: list[str] = []
@@ -74,8 +74,9 @@ def check_packages(facts: NodeFacts, exp: Expectations) -> list[Result]:
             CHECK,
             Status.FAIL,
             f"environment drifted from {exp.lock_path or 'the lock'}: " + "; ".join(parts),
-            fix="recreate the environment from the lock (conda-lock install / micromamba "
-            "create -f LOCK), or rebuild the lock if the change was intended",
+            fix=f"recreate the environment from the lock (envcheck install "
+            f"{exp.lock_path or 'LOCK'} --prefix PREFIX), or rebuild the lock if the change "
+            "was intended",
         )
     ]
 
