@@ -74,8 +74,10 @@ def judge_gemm(run: GemmRun) -> Result:
 
 
 def check_gemm(facts: NodeFacts, exp: Expectations) -> list[Result]:
-    """Every matrix multiply of the level 2 load; a skip when none ran; one that ran out of
-    memory on a GPU another process held is an ERROR (held.py), not the GPU's failure."""
+    """Every matrix multiply of the level 2 load; a skip when none ran.
+
+    One that ran out of memory on a GPU another process held is an ERROR (held.py), not the
+    GPU's failure."""
     if not facts.gemm:
         return [Result(CHECK, Status.SKIP, "no matrix multiply ran (verify node --level 2 runs "
                        "them on every visible GPU)")]
