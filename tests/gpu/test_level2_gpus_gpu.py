@@ -118,7 +118,8 @@ def test_gpu_0_held_by_another_uid_is_an_error_naming_its_pid_and_the_rest_judge
     print(text)
     errors = [r for r in report["results"] if r["status"] == "error"]
     assert errors and all(r["check"] in ("gpu-load", "gemm") for r in errors), errors
-    assert all(r["message"].startswith("GPU 0: the load could not start") and
+    assert all(r["message"].startswith(("GPU 0: the load could not run: out of memory",
+                                     "GPU 0: the multiplies could not run: out of memory")) and
                f"pid {holder.pid} " in r["message"] and "MiB left" in r["message"]
                for r in errors), errors
     judged = _by_check(report, "gpu-load") + _by_check(report, "gemm")

@@ -79,7 +79,7 @@ def test_out_of_memory_on_a_gpu_another_process_held_is_an_error_naming_it():
     results, _ = judge_load(out, "", 0, [0, 1], "torch", facts)
     assert [r.status for r in results] == [Status.ERROR, Status.PASS]
     left = H200_TOTAL - 141_000 - 4
-    assert "GPU 0: the load could not start" in results[0].message
+    assert results[0].message.startswith("GPU 0: the load could not run: out of memory")
     assert "pid 31337 (python3 hold.py), user nobody, 141000 MiB" in results[0].message
     assert f"{left} MiB of {H200_TOTAL} MiB left" in results[0].message
     assert "CUDA_VISIBLE_DEVICES" in results[0].fix

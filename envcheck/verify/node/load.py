@@ -14,12 +14,14 @@ of memory on a GPU another process held is an ERROR naming that process (checks/
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import subprocess
 import sys
 import threading
 import time
+from typing import IO
 
 from envcheck.report import Measurement, Result, Status
 from envcheck.verify.facts import (
@@ -190,14 +192,15 @@ def run_load(
         text=True,
     )
     lines: list[str] = []  # the child's stdout, as it comes (a thread appends)
-    pump = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")),
-                            daemon=True)  # type: ignore[union-attr]
-    pump.start()
+    errs: collections.deque[str] = collections.deque(maxlen=200)  # its stderr's last lines
+    pumps = [_pump(proc.stdout, lines), _pump(proc.stderr, errs)]
     samples, during = _watch(proc, lines, order, indices, seconds)
     if proc.poll() is None:
         proc.kill()
-    stderr = proc.communicate()[1]
-    pump.join(timeout=5)
+    proc.wait()
+    for pump in pumps:
+        pump.join(timeout=5)
+    stderr = "".join(errs)
     final = collect_gpu_health(indices)
     after = merge_under_load(samples, final)
     stdout = "".join(lines)
@@ -206,6 +209,14 @@ def run_load(
     names = {g.index: g.name for g in facts.gpus}
     gemm = gemm_runs(lines, order, names, during, framework)
     return dataclasses.replace(facts, gpu_health_after=after, gemm=gemm), results, measurements
+
+
+def _pump(stream: IO[str] | None, sink: list[str] | collections.deque[str]) -> threading.Thread:
+    """A started thread that appends each line of `stream` to `sink` until its end."""
+    thread = threading.Thread(target=lambda: sink.extend(iter(stream.readline, "")) if stream
+                              else None, daemon=True)
+    thread.start()
+    return thread
 
 
 def _watch(
@@ -302,7 +313,7 @@ def judge_load(
         seen.add(d)
         index = order[d] if d < len(order) else None
         name = f"GPU {index}" if index is not None else f"CUDA device {d}"
-        held = held_result(CHECK, facts, index) if msg.get("oom") and facts and \
+        held = held_result(CHECK, facts, index, "the load") if msg.get("oom") and facts and \
             index is not None else None
         if held:
             results.append(held)

@@ -83,6 +83,6 @@ def check_gemm(facts: NodeFacts, exp: Expectations) -> list[Result]:
                        "them on every visible GPU)")]
     results = []
     for run in facts.gemm:
-        held = held_result(CHECK, facts, run.index) if run.out_of_memory else None
+        held = held_result(CHECK, facts, run.index, "the multiplies") if run.out_of_memory else None
         results.append(held or judge_gemm(run))
     return results

@@ -38,13 +38,14 @@ def memory_held(facts: NodeFacts, index: int) -> str:
     return ""
 
 
-def held_result(check: str, facts: NodeFacts, index: int) -> Result | None:
-    """The ERROR for an out-of-memory error of the load on GPU `index` where other processes
-    held its memory before the load; None where none did (the GPU's own failure)."""
+def held_result(check: str, facts: NodeFacts, index: int, what: str) -> Result | None:
+    """The ERROR for an out-of-memory error of `what` ("the load", "the multiplies") on GPU
+    `index` where other processes held its memory before the load; None where none did (the
+    GPU's own failure)."""
     held = memory_held(facts, index)
     if not held:
         return None
-    return Result(check, Status.ERROR, f"GPU {index}: the load could not start: out of memory, "
+    return Result(check, Status.ERROR, f"GPU {index}: {what} could not run: out of memory, "
                   f"with its memory held by another process before the load: {held}",
                   fix=f"free GPU {index} (end or wait for the process named), or leave it out "
                   "with CUDA_VISIBLE_DEVICES")
