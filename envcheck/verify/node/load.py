@@ -262,11 +262,12 @@ def reads_due(
     """What NVML reads now, as NVML indices: (GPUs to read in full, GPUs to read only the
     clocks of). While any GPU multiplies, only the clocks of those that do (a full read, about
     80 calls, would compete with the multiplies it watches); else every loaded GPU in full."""
-    gemm = sorted({order[d] for d, p in phases.items()
-                   if p == "gemm" and 0 <= d < len(order) and order[d] is not None})
-    if gemm:
-        return [], gemm  # type: ignore[return-value]
-    return list(indices), []
+    gemm: set[int] = set()
+    for d, phase in phases.items():
+        index = order[d] if phase == "gemm" and 0 <= d < len(order) else None
+        if index is not None:
+            gemm.add(index)
+    return ([], sorted(gemm)) if gemm else (list(indices), [])
 
 
 def merge_under_load(
