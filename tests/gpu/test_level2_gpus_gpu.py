@@ -124,6 +124,8 @@ def test_gpu_0_held_by_another_uid_is_an_error_naming_its_pid_and_the_rest_judge
                for r in errors), errors
     judged = _by_check(report, "gpu-load") + _by_check(report, "gemm")
     assert not [r for r in judged if r["status"] == "fail"], judged
+    # GPU 0's link is judged idle (the load never ran there): never a fail under load
+    assert "fail" not in [r["status"] for r in _by_check(report, "pcie")], report["results"]
     for index in range(1, len(gpus)):  # the others: loaded and multiplied, each judged
         mine = [r for r in judged if r["message"].startswith((f"GPU {index}:",
                                                               f"GPU {index} ("))]

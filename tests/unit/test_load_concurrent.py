@@ -9,11 +9,12 @@ import json
 from envcheck.cli import main
 from envcheck.report import Status
 from envcheck.verify.expectations import Expectations
-from envcheck.verify.facts import GemmRun, GpuProcess, facts_to_dict
+from envcheck.verify.facts import GemmRun, GpuHealth, GpuProcess, facts_to_dict
 from envcheck.verify.node.checks.gpu.gemm import check_gemm
 from envcheck.verify.node.checks.gpu.held import memory_held
+from envcheck.verify.node.checks.gpu.pcie import check_pcie
 from envcheck.verify.node.gemm import TOLERANCE, gemm_runs
-from envcheck.verify.node.load import device_phases, judge_load, reads_due
+from envcheck.verify.node.load import device_phases, held_unloaded, judge_load, reads_due
 from tests.support.factories import H200, make_gpu, node
 
 H200_TOTAL = make_gpu(0, H200).memory_total_mib
@@ -157,3 +158,19 @@ def test_saved_facts_with_a_held_gpu_exit_3_with_allow_busy_gpus(tmp_path):
     assert [r["status"] for r in gemm] == ["error", "pass"]
     assert [r["status"] for r in report["results"] if r["status"] == "fail"] == []
     assert rc == 3 and report["exit_code"] == 3
+
+
+def test_a_held_gpu_the_load_never_ran_on_is_not_judged_under_load():
+    facts = _held_h200x2()
+    out = "".join(_lines(
+        {"devices": 2},
+        {"device": 0, "error": "AcceleratorError: CUDA error: out of memory", "oom": True},
+        {"device": 1, "mem_ok": True, "h2d": 50.0, "d2h": 51.0}))
+    assert held_unloaded(out, [0, 1], facts) == {0}
+    assert held_unloaded(out, [0, 1], node(2, H200)) == set()  # nobody held it: the GPU's own
+    idle = tuple(GpuHealth(i, pcie_gen=1, pcie_width=16, pcie_gen_max=5, pcie_width_max=16)
+                 for i in (0, 1))
+    loaded = (GpuHealth(1, pcie_gen=5, pcie_width=16, pcie_gen_max=5, pcie_width_max=16),)
+    facts = dataclasses.replace(facts, gpu_health=idle, gpu_health_after=loaded)
+    statuses = {r.status: r.message for r in check_pcie(facts, Expectations())}
+    assert Status.FAIL not in statuses and "GPU 0" in statuses[Status.WARN]

@@ -32,7 +32,7 @@ from envcheck.verify.facts import (
     collect_gpu_health,
 )
 from envcheck.verify.facts.orphans import dies_with_parent
-from envcheck.verify.node.checks.gpu.held import held_result
+from envcheck.verify.node.checks.gpu.held import held_result, memory_held
 from envcheck.verify.node.checks.gpu.nvml_gap import gap_results, no_nvml_fix
 from envcheck.verify.node.gemm import GEMM_CHILD, gemm_runs
 
@@ -202,8 +202,9 @@ def run_load(
         pump.join(timeout=5)
     stderr = "".join(errs)
     final = collect_gpu_health(indices)
-    after = merge_under_load(samples, final)
     stdout = "".join(lines)
+    unloaded = held_unloaded(stdout, order, facts)  # judged idle, as the load never ran there
+    after = tuple(h for h in merge_under_load(samples, final) if h.index not in unloaded)
     results, measurements = judge_load(stdout, stderr, proc.returncode, order, framework,
                                        facts)
     names = {g.index: g.name for g in facts.gpus}
@@ -268,6 +269,22 @@ def reads_due(
         if index is not None:
             gemm.add(index)
     return ([], sorted(gemm)) if gemm else (list(indices), [])
+
+
+def held_unloaded(stdout: str, order: list[int | None], facts: NodeFacts) -> set[int]:
+    """NVML indices whose load ran out of memory where other processes held the GPU's memory
+    before it (checks/gpu/held.py): no read of theirs is one under load."""
+    held = set()
+    for line in stdout.splitlines():
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        d = msg.get("device") if isinstance(msg, dict) and msg.get("oom") else None
+        index = order[d] if isinstance(d, int) and 0 <= d < len(order) else None
+        if index is not None and memory_held(facts, index):
+            held.add(index)
+    return held
 
 
 def merge_under_load(
