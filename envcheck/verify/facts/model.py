@@ -248,6 +248,7 @@ class GemmRun:
     tf32: bool = False  # float32 through TF32 tensor cores (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE)
     framework: str = ""
     error: str = ""  # why it did not run
+    out_of_memory: bool = False  # it did not run for want of device memory (an OOM error)
     sm_clock_min_mhz: int | None = None
     temperature_max_c: int | None = None
     clocks_event_reasons: int = 0  # OR of every sample's bitmask

@@ -23,7 +23,8 @@ ROWS = 64  # rows checked against float64
 # types (their output rounding alone is 2^-8 / 2^-11 of an element)
 TOLERANCE = {"float32": 1e-4, "tf32": 5e-3, "bfloat16": 2e-2, "float16": 2e-2}
 
-# Appended to load.LOAD_CHILD: `framework`, `count`, `out` and `seconds` are defined there.
+# Appended to load.LOAD_CHILD (`framework`, `out`, `fault` and `seconds` are defined there),
+# followed by load.RUN_CHILD, which calls gemm(d) in device d's thread.
 GEMM_CHILD = r"""
 import math, os
 N, ROWS = N_VALUE, ROWS_VALUE
@@ -83,13 +84,11 @@ def gemm_cupy(d):
             del a, b, c, ref
             cupy.get_default_memory_pool().free_all_blocks()
 
-for d in range(count):
-    out(phase="gemm", device=d)
+def gemm(d):
     try:
         (gemm_torch if framework == "torch" else gemm_cupy)(d)
     except Exception as e:
-        out(gemm=d, error=(type(e).__name__ + ": " + str(e)).splitlines()[0][:300])
-out(phase="done")
+        out(gemm=d, **fault(e))
 """.replace("N_VALUE", str(N)).replace("ROWS_VALUE", str(ROWS))
 
 
@@ -132,6 +131,7 @@ def gemm_runs(
             tf32=tf32,
             framework=framework,
             error=str(msg.get("error", "")),
+            out_of_memory=bool(msg.get("oom", False)),
             sm_clock_min_mhz=min(clocks) if clocks else None,
             temperature_max_c=max(temps) if temps else None,
             clocks_event_reasons=reasons,

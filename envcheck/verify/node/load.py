@@ -1,23 +1,27 @@
-"""verify node --level 2: a short load on every visible GPU, and the health reads under it.
+"""verify node --level 2: a short load on every visible GPU at once, and the health reads under it.
 
-A child interpreter (this one) runs, through torch or else CuPy, per visible GPU: a write/read
-pass over a device buffer (a pattern written on the GPU, read back and compared), then
-host->device and device->host copies of pinned memory for about `seconds` (the PCIe link
-under load); then the matrix multiplies of gemm.py (NodeFacts.gemm, judged by the gemm
-check). Meanwhile this process reads the GPUs' health through NVML (during a multiply only
-that GPU's clock and temperature); the link as trained under the load and the error counters
-after it become NodeFacts.gpu_health_after, which the pcie and nvlink checks compare with the
-idle reads over the load's window (each read carries its time).
+A child interpreter (this one) runs, through torch or else CuPy, a thread per visible GPU, all
+at once, each with its GPU current (its own context and stream): a write/read pass over a
+device buffer (a pattern written on the GPU, read back and compared), then host->device and
+device->host copies of pinned memory for about `seconds` (the PCIe link under load); then the
+matrix multiplies of gemm.py (NodeFacts.gemm, judged by the gemm check). Meanwhile this
+process reads the GPUs' health through NVML (while any GPU multiplies, only the clock and
+temperature of those that do: reads_due); the link as trained under the load and the error
+counters after it become NodeFacts.gpu_health_after, which the pcie and nvlink checks compare
+with the idle reads over the load's window (each read carries its time). A load that ran out
+of memory on a GPU another process held is an ERROR naming that process (checks/gpu/held.py).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import subprocess
 import sys
 import threading
 import time
+from typing import IO
 
 from envcheck.report import Measurement, Result, Status
 from envcheck.verify.facts import (
@@ -28,21 +32,35 @@ from envcheck.verify.facts import (
     collect_gpu_health,
 )
 from envcheck.verify.facts.orphans import dies_with_parent
+from envcheck.verify.node.checks.gpu.held import held_result, memory_held
 from envcheck.verify.node.checks.gpu.nvml_gap import gap_results, no_nvml_fix
 from envcheck.verify.node.gemm import GEMM_CHILD, gemm_runs
 
 CHECK = "gpu-load"
 BUFFER_MIB = 256
 
-# Run as `python -c LOAD_CHILD framework seconds`: one JSON line per device, flushed.
+# Run as `python -c LOAD_CHILD+GEMM_CHILD+RUN_CHILD framework seconds`: one JSON line per
+# message, whole (a lock: the devices' threads print at once), flushed.
 LOAD_CHILD = r"""
-import json, sys, time
+import json, sys, threading, time
 framework, seconds = sys.argv[1], float(sys.argv[2])
 MIB = 256
 n = MIB * 2**20 // 4
+_lock = threading.Lock()
 
 def out(**kw):
-    print(json.dumps(kw), flush=True)
+    line = json.dumps(kw) + "\n"
+    with _lock:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+def fault(e):
+    # the error line's fields; oom: the framework's out-of-memory type, or a CUDA call that
+    # failed with cudaErrorMemoryAllocation (a context that cannot be created on a full GPU)
+    text = (type(e).__name__ + ": " + str(e)).splitlines()[0][:300]
+    oom = type(e).__name__ == "OutOfMemoryError" or "out of memory" in str(e).lower() or \
+        "cudaErrorMemoryAllocation" in str(e)
+    return {"error": text, "oom": oom}
 
 if framework == "torch":
     import torch
@@ -54,43 +72,77 @@ else:
     except Exception:
         count = 0
 out(devices=count)
-for d in range(count):
+
+def load(d):
+    if framework == "torch":
+        dev = torch.device("cuda", d)
+        buf = torch.arange(n, dtype=torch.int32, device=dev) * 7 + d
+        back = buf.cpu()
+        ok = bool(torch.equal(back, torch.arange(n, dtype=torch.int32) * 7 + d))
+        host = torch.empty(n, dtype=torch.int32).pin_memory()
+        sync = torch.cuda.synchronize
+        h2d = lambda: buf.copy_(host, non_blocking=True)
+        d2h = lambda: host.copy_(buf, non_blocking=True)
+        def run(copy):
+            sync(d); t = time.perf_counter(); k = 0
+            while time.perf_counter() - t < seconds / 2:
+                copy(); k += 1
+                if k % 8 == 0:
+                    sync(d)
+            sync(d)
+            return k * MIB / 1024 / (time.perf_counter() - t)
+    else:
+        import numpy
+        cupy.cuda.Device(d).use()
+        buf = cupy.arange(n, dtype=cupy.int32) * 7 + d
+        ok = bool((cupy.asnumpy(buf) == numpy.arange(n, dtype=numpy.int32) * 7 + d).all())
+        mem = cupy.cuda.alloc_pinned_memory(n * 4)
+        host = numpy.frombuffer(mem, numpy.int32, n)
+        def run(copy):
+            cupy.cuda.Device(d).synchronize(); t = time.perf_counter(); k = 0
+            while time.perf_counter() - t < seconds / 2:
+                copy(); k += 1
+            cupy.cuda.Device(d).synchronize()
+            return k * MIB / 1024 / (time.perf_counter() - t)
+        h2d = lambda: buf.set(host)
+        d2h = lambda: buf.get(out=host)
+    out(device=d, mem_ok=ok, h2d=run(h2d), d2h=run(d2h))
+"""
+
+# Appended after GEMM_CHILD: a thread per device, each with that device current (its own
+# context and default stream; CUDA's current device is per thread), all started at once:
+# the load, then its multiplies; a load that ran out of memory leaves its multiplies unrun.
+RUN_CHILD = r"""
+def one(d):
+    out(phase="load", device=d)
+    loaded = False
     try:
-        if framework == "torch":
-            dev = torch.device("cuda", d)
-            buf = torch.arange(n, dtype=torch.int32, device=dev) * 7 + d
-            back = buf.cpu()
-            ok = bool(torch.equal(back, torch.arange(n, dtype=torch.int32) * 7 + d))
-            host = torch.empty(n, dtype=torch.int32).pin_memory()
-            sync = torch.cuda.synchronize
-            h2d = lambda: buf.copy_(host, non_blocking=True)
-            d2h = lambda: host.copy_(buf, non_blocking=True)
-            def run(copy):
-                sync(d); t = time.perf_counter(); k = 0
-                while time.perf_counter() - t < seconds / 2:
-                    copy(); k += 1
-                    if k % 8 == 0:
-                        sync(d)
-                sync(d)
-                return k * MIB / 1024 / (time.perf_counter() - t)
-        else:
-            import numpy
-            cupy.cuda.Device(d).use()
-            buf = cupy.arange(n, dtype=cupy.int32) * 7 + d
-            ok = bool((cupy.asnumpy(buf) == numpy.arange(n, dtype=numpy.int32) * 7 + d).all())
-            mem = cupy.cuda.alloc_pinned_memory(n * 4)
-            host = numpy.frombuffer(mem, numpy.int32, n)
-            def run(copy):
-                cupy.cuda.Device(d).synchronize(); t = time.perf_counter(); k = 0
-                while time.perf_counter() - t < seconds / 2:
-                    copy(); k += 1
-                cupy.cuda.Device(d).synchronize()
-                return k * MIB / 1024 / (time.perf_counter() - t)
-            h2d = lambda: buf.set(host)
-            d2h = lambda: buf.get(out=host)
-        out(device=d, mem_ok=ok, h2d=run(h2d), d2h=run(d2h))
-    except Exception as e:
-        out(device=d, error=(type(e).__name__ + ": " + str(e)).splitlines()[0][:300])
+        with (torch.cuda.device(d) if framework == "torch" else cupy.cuda.Device(d)):
+            try:
+                load(d)
+            except Exception as e:
+                err = fault(e)
+                out(device=d, **err)
+                if err["oom"]:
+                    out(gemm=d, error="not run: the load before it ran out of memory", oom=True)
+                    return
+            loaded = True
+            out(phase="gemm", device=d)
+            gemm(d)
+    except Exception as e:  # the device could not be made current (its context not created)
+        err = fault(e)
+        if not loaded:
+            out(device=d, **err)
+        out(gemm=d, **err)
+    finally:
+        out(phase="end", device=d)
+
+threads = [threading.Thread(target=one, args=(d,)) for d in range(count)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+out(phase="done")
 """
 
 
@@ -133,53 +185,106 @@ def run_load(
     order = [by_uuid.get(u) for u in facts.visible_gpu_uuids]  # CUDA device d -> NVML index
     indices = [i for i in order if i is not None]
     proc = subprocess.Popen(
-        [python or sys.executable, "-c", dies_with_parent(LOAD_CHILD + GEMM_CHILD), framework,
-         str(seconds)],
+        [python or sys.executable, "-c", dies_with_parent(LOAD_CHILD + GEMM_CHILD + RUN_CHILD),
+         framework, str(seconds)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     lines: list[str] = []  # the child's stdout, as it comes (a thread appends)
-    pump = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")),
-                            daemon=True)  # type: ignore[union-attr]
-    pump.start()
-    samples: list[tuple[GpuHealth, ...]] = []
-    during: dict[int, list[GpuHealth]] = {}  # NVML index -> reads while its GEMM ran
-    deadline = time.monotonic() + seconds * 3 + 120 + 10 * len(indices)
-    while proc.poll() is None and time.monotonic() < deadline:
-        gemm_on = _gemm_device(lines, order)
-        if gemm_on is None:  # the copies: the PCIe link as trained under them, every GPU
-            samples.append(collect_gpu_health(indices))
-        else:  # a multiply: its GPU's clock and temperature only (gemm.py)
-            read = collect_gpu_clocks(gemm_on)
-            if read is not None:
-                during.setdefault(gemm_on, []).append(read)
-        time.sleep(0.25)
+    errs: collections.deque[str] = collections.deque(maxlen=200)  # its stderr's last lines
+    pumps = [_pump(proc.stdout, lines), _pump(proc.stderr, errs)]
+    samples, during = _watch(proc, lines, order, indices, seconds)
     if proc.poll() is None:
         proc.kill()
-    stderr = proc.communicate()[1]
-    pump.join(timeout=5)
+    proc.wait()
+    for pump in pumps:
+        pump.join(timeout=5)
+    stderr = "".join(errs)
     final = collect_gpu_health(indices)
-    after = merge_under_load(samples, final)
     stdout = "".join(lines)
-    results, measurements = judge_load(stdout, stderr, proc.returncode, order, framework)
+    unloaded = held_unloaded(stdout, order, facts)  # judged idle, as the load never ran there
+    after = tuple(h for h in merge_under_load(samples, final) if h.index not in unloaded)
+    results, measurements = judge_load(stdout, stderr, proc.returncode, order, framework,
+                                       facts)
     names = {g.index: g.name for g in facts.gpus}
     gemm = gemm_runs(lines, order, names, during, framework)
     return dataclasses.replace(facts, gpu_health_after=after, gemm=gemm), results, measurements
 
 
-def _gemm_device(lines: list[str], order: list[int | None]) -> int | None:
-    """The NVML index whose GEMM the child runs now (its last phase line), or None."""
-    for line in reversed(lines[-8:]):
-        if '"phase"' in line:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                return None
-            d = msg.get("device")
-            return order[d] if msg.get("phase") == "gemm" and d is not None and \
-                d < len(order) else None
-    return None
+def _pump(stream: IO[str] | None, sink: list[str] | collections.deque[str]) -> threading.Thread:
+    """A started thread that appends each line of `stream` to `sink` until its end."""
+    thread = threading.Thread(target=lambda: sink.extend(iter(stream.readline, "")) if stream
+                              else None, daemon=True)
+    thread.start()
+    return thread
+
+
+def _watch(
+    proc: subprocess.Popen[str], lines: list[str], order: list[int | None], indices: list[int],
+    seconds: float,
+) -> tuple[list[tuple[GpuHealth, ...]], dict[int, list[GpuHealth]]]:
+    """NVML reads every 0.25 s until the child ends or its deadline passes: (full health reads,
+    NVML index -> clock reads while its GEMM ran)."""
+    samples: list[tuple[GpuHealth, ...]] = []
+    during: dict[int, list[GpuHealth]] = {}
+    deadline = time.monotonic() + seconds * 3 + 120 + 10 * len(indices)
+    while proc.poll() is None and time.monotonic() < deadline:
+        health, clocks = reads_due(device_phases(list(lines)), order, indices)
+        if health:  # the copies: the PCIe link as trained under them
+            samples.append(collect_gpu_health(health))
+        for index in clocks:  # multiplies: their GPUs' clock and temperature only (gemm.py)
+            read = collect_gpu_clocks(index)
+            if read is not None:
+                during.setdefault(index, []).append(read)
+        time.sleep(0.25)
+    return samples, during
+
+
+def device_phases(lines: list[str]) -> dict[int, str]:
+    """CUDA device -> the phase its thread in the child last announced ("load", "gemm",
+    "end"); devices not yet announced are absent."""
+    phases: dict[int, str] = {}
+    for line in lines:
+        if '"phase"' not in line:
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and isinstance(msg.get("device"), int):
+            phases[msg["device"]] = str(msg.get("phase"))
+    return phases
+
+
+def reads_due(
+    phases: dict[int, str], order: list[int | None], indices: list[int]
+) -> tuple[list[int], list[int]]:
+    """What NVML reads now, as NVML indices: (GPUs to read in full, GPUs to read only the
+    clocks of). While any GPU multiplies, only the clocks of those that do (a full read, about
+    80 calls, would compete with the multiplies it watches); else every loaded GPU in full."""
+    gemm: set[int] = set()
+    for d, phase in phases.items():
+        index = order[d] if phase == "gemm" and 0 <= d < len(order) else None
+        if index is not None:
+            gemm.add(index)
+    return ([], sorted(gemm)) if gemm else (list(indices), [])
+
+
+def held_unloaded(stdout: str, order: list[int | None], facts: NodeFacts) -> set[int]:
+    """NVML indices whose load ran out of memory where other processes held the GPU's memory
+    before it (checks/gpu/held.py): no read of theirs is one under load."""
+    held = set()
+    for line in stdout.splitlines():
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        d = msg.get("device") if isinstance(msg, dict) and msg.get("oom") else None
+        index = order[d] if isinstance(d, int) and 0 <= d < len(order) else None
+        if index is not None and memory_held(facts, index):
+            held.add(index)
+    return held
 
 
 def merge_under_load(
@@ -202,9 +307,12 @@ def merge_under_load(
 
 
 def judge_load(
-    stdout: str, stderr: str, returncode: int, order: list[int | None], framework: str
+    stdout: str, stderr: str, returncode: int, order: list[int | None], framework: str,
+    facts: NodeFacts | None = None,
 ) -> tuple[list[Result], list[Measurement]]:
-    """Results and measurements from the child's JSON lines (pure: tested without a GPU)."""
+    """Results and measurements from the child's JSON lines and the facts read before the
+    load (pure: tested without a GPU). An out-of-memory error on a GPU another process held
+    is an ERROR naming it (checks/gpu/held.py), not the GPU's failure."""
     results: list[Result] = []
     measurements: list[Measurement] = []
     devices = -1
@@ -223,6 +331,11 @@ def judge_load(
         seen.add(d)
         index = order[d] if d < len(order) else None
         name = f"GPU {index}" if index is not None else f"CUDA device {d}"
+        held = held_result(CHECK, facts, index, "the load") if msg.get("oom") and facts and \
+            index is not None else None
+        if held:
+            results.append(held)
+            continue
         if msg.get("error"):
             results.append(Result(CHECK, Status.FAIL, f"{name}: load failed: {msg['error']}",
                                   fix="run nvidia-smi -q on that GPU and dcgmi diag -r 2; a GPU "

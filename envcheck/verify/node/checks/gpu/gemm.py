@@ -16,6 +16,7 @@ from envcheck.verify.facts import GemmRun, NodeFacts
 from envcheck.verify.node.datasheet import FAIL_FRACTION, WARN_FRACTION, peak_for
 
 from .clocks import reason_names
+from .held import held_result
 
 CHECK = "gemm"
 
@@ -73,8 +74,15 @@ def judge_gemm(run: GemmRun) -> Result:
 
 
 def check_gemm(facts: NodeFacts, exp: Expectations) -> list[Result]:
-    """Every matrix multiply of the level 2 load; a skip when none ran."""
+    """Every matrix multiply of the level 2 load; a skip when none ran.
+
+    One that ran out of memory on a GPU another process held is an ERROR (held.py), not the
+    GPU's failure."""
     if not facts.gemm:
         return [Result(CHECK, Status.SKIP, "no matrix multiply ran (verify node --level 2 runs "
                        "them on every visible GPU)")]
-    return [judge_gemm(run) for run in facts.gemm]
+    results = []
+    for run in facts.gemm:
+        held = held_result(CHECK, facts, run.index, "the multiplies") if run.out_of_memory else None
+        results.append(held or judge_gemm(run))
+    return results
