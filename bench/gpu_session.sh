@@ -27,11 +27,11 @@ print("dask", dask.__version__, "dask_cuda", dask_cuda.__version__, "ucxx", ucxx
 for part in $parts; do
   case $part in
     pytest)
-      step pytest 420 python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider --timeout 240 ;;
+      step pytest 330 python3 -m pytest -m gpu tests/gpu -q -rA -p no:cacheprovider --timeout 240 ;;
     tree)
       step tree 300 python3 -m pytest -m gpu tests/gpu/test_cluster_tree_gpu.py -q -rA -s \
         -p no:cacheprovider --timeout 240 ;;
     level2)
-      step level2 300 python3 bench/level2_gpus.py ;;
+      step level2 250 python3 bench/level2_gpus.py ;;
   esac
 done
