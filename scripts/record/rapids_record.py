@@ -392,7 +392,7 @@ def _sources(data: Path) -> dict[str, str]:
 
 def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[str, Any]:
     releases = tuple(releases)
-    from rapids_axes import cuda_floor, libraries
+    from rapids_axes import cuda_floor, driver_mins, libraries
     from rapids_wheels import pypi_releases, pypi_sources  # it imports this module
 
     sources = {**_sources(data), **pypi_sources(data)}
@@ -416,6 +416,8 @@ def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[
         "libraries": libraries(data),
         # minimums that hold from a release on, whether the data covers the release or not
         "floors": {"cuda": cuda_floor(data)},
+        # per CUDA major (12 on): the driver its toolkits need (CUDA 13: 580, CUDA 13.0's)
+        "drivers": driver_mins(data),
         "sources": sources,
     }
 

@@ -299,6 +299,9 @@ def pypi_release_entry(data: Path, rel: str) -> dict[str, Any]:
     pip_majors = _cuda_majors(ws, rel)
     entry: dict[str, Any] = {"python_pip": _python(ws, rel), "cuda_majors_pip": pip_majors}
     entry.update(conda_axis(data, rel, pip_majors))
+    from rapids_axes import platform_cuda
+
+    entry.update(platform_cuda(data, rel))
     entry["python"] = _python_both(entry["python_pip"], entry["python_conda"])
     entry.update(_dask(ws, rel))
     entry.update(_cudf_ranges(ws, rel))

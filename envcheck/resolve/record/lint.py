@@ -6,8 +6,10 @@ Rules (ids as printed):
   rapids.range         a range from the release's `rapids` meta-package (numpy, cupy, ucx, ...),
                        or a run requirement ("run:OWNER:NAME") of a package the recipe installs
   rapids.python        a Python the release was not built for
-  rapids.cuda          a CUDA major the release does not ship, a toolkit below its oldest CUDA
-                       (cuda_min), or below a floor from a release on (CUDA 12.2 from 25.12)
+  rapids.cuda          a CUDA major the release does not ship, a toolkit below its minimum
+                       (25.06: 11.4) or a floor from a release on (CUDA 12.2 from 25.12), a
+                       toolkit or release the target driver (system.cuda, conda's __cuda) does
+                       not run (a 12.8 driver runs no CUDA 13; cuda.py)
   rapids.glibc         a target glibc older than the release needs (RAPIDS 24.06+ on glibc 2.17)
   rapids.ended         a library asked for in a release after its last (cuspatial after 25.04)
   rapids.ucxx          a UCXX (ucxx, distributed-ucxx) of another series than the release's
@@ -123,8 +125,10 @@ def _one_release(
         return floor + _uncovered(rel, anchor, system, record)
     patches = _patches(release, entries)
     if not patches:
-        return floor + release_rules(release, anchor, entries, system)
-    per_patch = [release_rules(release.at(p), anchor, entries, system) for p in patches]
+        return floor + release_rules(release, anchor, entries, system, record.drivers)
+    per_patch = [
+        release_rules(release.at(p), anchor, entries, system, record.drivers) for p in patches
+    ]
     also = f"every patch release the recipe admits: {', '.join(patches)}"
     return floor + _shared(per_patch, also)
 
@@ -151,6 +155,9 @@ def _cuda_floor(
         return []
     need = floor.value["cuda"]
     major = need.split(".")[0]
+    release = record.release(rel)
+    if release is not None and release.get(f"cuda:{major}").known:
+        return []  # the release's own platform support says it (cuda.py)
     why = f"RAPIDS {floor.value['since']} and later require CUDA >= {need} ({floor.value['by']})"
     out = []
     for e in entries:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from envcheck.resolve.record.cuda import cuda_rules
 from envcheck.resolve.record.entries import (
     ADVICE_RANGES,
-    CUDA_WHEEL,
     EXACT,
     META_RANGES,
     TOOLKITS,
@@ -21,7 +21,11 @@ from envcheck.resolve.record.table import Release, Value
 
 
 def release_rules(
-    release: Release, anchor: str, entries: Sequence[Entry], system: Mapping[str, str]
+    release: Release,
+    anchor: str,
+    entries: Sequence[Entry],
+    system: Mapping[str, str],
+    drivers: Mapping[str, Value] | None = None,
 ) -> list[Finding]:
     rel = release.label
     out: list[Finding] = []
@@ -81,7 +85,7 @@ def release_rules(
     for e in (e for e in entries if e.name == "python"):
         if e.version and py.known and not minors(e.version, py.value):
             clash("rapids.python", ERROR, e, py, f"it was built for Python {', '.join(py.value)}")
-    out += _cuda_rules(release, anchor, by_name, system, clash)
+    out += cuda_rules(release, anchor, by_name, system, drivers or {}, clash)
     out += _build_rules(release, entries, by_name)
     glibc, floor = system.get("glibc"), release.get("glibc")
     if glibc and floor.known and matches(f"<{floor.value}", glibc):
@@ -120,68 +124,6 @@ def run_pins(release: Release) -> list[tuple[str, str, Value]]:
         owner, _, name = rest.partition(":")
         if kind == "run" and name:
             out.append((owner, name, fact))
-    return out
-
-
-def _cuda_rules(release, anchor, by_name, system, clash) -> list[Finding]:  # type: ignore[no-untyped-def]
-    out: list[Finding] = []
-    majors, builds = release.get("cuda_majors"), release.get("cuda_builds")
-    if not majors.known:
-        return out
-    wheels = release.get("cuda_majors_pip")
-    for e in by_name.values():
-        if (
-            e.name == CUDA_WHEEL
-            and e.version
-            and wheels.known
-            and not minors(e.version, [f"{m}.0" for m in wheels.value])
-        ):
-            have = ", ".join(wheels.value) or "no"
-            clash("rapids.cuda", ERROR, e, wheels,
-                      f"pypi.org has its wheels for CUDA {have}.x only (the conda packages: "
-                      f"CUDA {', '.join(majors.value)}.x)")  # fmt: skip
-    for name in TOOLKITS:
-        e = by_name.get(name)
-        if not (e and e.version):
-            continue
-        got = [m for m in majors.value if minors(e.version, [f"{m}.{n}" for n in range(10)])]
-        if not got:
-            clash("rapids.cuda", ERROR, e, majors, f"it ships CUDA {', '.join(majors.value)}.x")
-            continue
-        low = release.get("cuda_min")
-        if low.known and not overlaps(e.version, f">={low.value}"):
-            clash("rapids.cuda", ERROR, e, low, f"it requires CUDA {low.value}+ ({low.note})")
-            continue
-        same_major = [b for b in builds.value if b.split(".")[0] in got]
-        older = [
-            b for b in same_major if not minors(e.version, [b]) and overlaps(e.version, f"<{b}")
-        ]
-        if older and len(older) == len(same_major):
-            rule = release.get("cuda_rule")
-            out.append(
-                Finding(
-                    "rapids.cuda-build",
-                    WARN,
-                    f"{e.text!r}: RAPIDS {release.version}'s rule is {rule.value} "
-                    f"({rule.cite()}), which this meets, but the release was built with CUDA "
-                    f"{', '.join(same_major)} ({builds.cite()}) and pins cuda-python "
-                    f"{_cuda_python(release)}: an older toolkit is not what it was built for",
-                    (anchor, e.text),
-                    (*rule.sources, *builds.sources),
-                )
-            )
-    drv = system.get("cuda")
-    if drv and not any(matches(f">={m}", drv) for m in majors.value):
-        out.append(
-            Finding(
-                "rapids.cuda",
-                ERROR,
-                f"RAPIDS {release.version} ships CUDA {', '.join(majors.value)}.x; the recipe's "
-                f"target driver supports CUDA {drv}",
-                (anchor,),
-                majors.sources,
-            )
-        )
     return out
 
 
@@ -242,11 +184,3 @@ def _build_clash(
         (e.text, *((other.text,) if other else ())),
         sources,
     )
-
-
-def _cuda_python(release: Release) -> str:
-    v = release.get("cuda-python")
-    if not v.known:
-        return "(unknown)"
-    val = v.value if isinstance(v.value, str) else v.value.get("11", "")
-    return f"{val} ({v.cite()})"
