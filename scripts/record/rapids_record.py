@@ -281,6 +281,9 @@ def release_entry(data: Path, rel: str, integ: str = "") -> dict[str, Any]:
     entry["members"] = _members(meta)
     entry["cuda_min"] = _cuda_min(data, rel)
     entry.update(_run_requirements(data, rel))
+    from rapids_edges import conda_requires, requires
+
+    entry["requires"] = requires(conda_requires(data, rel))
     return entry
 
 

@@ -130,8 +130,10 @@ def _dask(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
     cuda, rdd = ws.metadata("dask-cuda", rel), ws.metadata("rapids-dask-dependency", rel)
     out: dict[str, dict[str, Any]] = {}
     via = _requires(cuda[1], "rapids-dask-dependency") if cuda else None
-    for field in ("dask", "distributed"):
+    for field in ("dask", "distributed", "dask-expr"):
         hit = _requires(rdd[1], field) if rdd else None
+        if field == "dask-expr" and not (hit and hit[0]):
+            continue  # rapids-dask-dependency pins dask-expr 24.10-25.02 only
         if hit and via and rdd:
             note = (
                 f"dask-cuda requires rapids-dask-dependency{via[0]}, whose {rdd[0].version} pins it"
@@ -307,6 +309,9 @@ def pypi_release_entry(data: Path, rel: str) -> dict[str, Any]:
     entry.update(_cudf_ranges(ws, rel))
     entry.update(_run_requirements(ws, rel))
     entry["members_pip"] = _members_pip(ws, rel)
+    from rapids_edges import requires, wheel_requires
+
+    entry["requires"] = requires(wheel_requires(ws, rel))
     entry.update(_ucx(ws, rel))
     entry.update(_glibc(ws, rel))
     from rapids_axes import conda_glibc

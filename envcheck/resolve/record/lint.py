@@ -124,10 +124,12 @@ def _one_release(
     if release is None:
         return floor + _uncovered(rel, anchor, system, record)
     patches = _patches(release, entries)
+    names = record.release_versioned_names()
     if not patches:
-        return floor + release_rules(release, anchor, entries, system, record.drivers)
+        return floor + release_rules(release, anchor, entries, system, record.drivers, names)
     per_patch = [
-        release_rules(release.at(p), anchor, entries, system, record.drivers) for p in patches
+        release_rules(release.at(p), anchor, entries, system, record.drivers, names)
+        for p in patches
     ]
     also = f"every patch release the recipe admits: {', '.join(patches)}"
     return floor + _shared(per_patch, also)

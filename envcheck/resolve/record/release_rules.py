@@ -4,9 +4,10 @@ Python, CUDA, build strings and glibc."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from envcheck.resolve.record.cuda import cuda_rules
+from envcheck.resolve.record.edges import binding, graph
 from envcheck.resolve.record.entries import (
     ADVICE_RANGES,
     EXACT,
@@ -26,7 +27,9 @@ def release_rules(
     entries: Sequence[Entry],
     system: Mapping[str, str],
     drivers: Mapping[str, Value] | None = None,
+    rapids: Collection[str] = (),
 ) -> list[Finding]:
+    """``rapids``: the names that carry a RAPIDS release (the recipe's RAPIDS packages)."""
     rel = release.label
     out: list[Finding] = []
     by_name = {e.name: e for e in entries}
@@ -43,9 +46,9 @@ def release_rules(
         )
 
     for name in EXACT:
-        fact, e = release.get(name), by_name.get(name)
-        if e and e.version and fact.known and not admits_pin(e.version, str(fact.value)):
-            clash("rapids.pin", ERROR, e, fact, f"the release pins {name} {fact.value}")
+        e = by_name.get(name)
+        if e and e.version:
+            out += _pin(release, anchor, e, entries, rapids, clash)
     xgb, e = release.get("xgboost"), by_name.get("xgboost")
     if e and e.version and xgb.known:
         want = str(xgb.value).split(" ")[0]
@@ -100,6 +103,24 @@ def release_rules(
             )
         )
     return out
+
+
+def _pin(release, anchor, e, entries, rapids, clash) -> list[Finding]:  # type: ignore[no-untyped-def]
+    """The release's pin of ``e.name`` where a package of the recipe requires it: each chain's
+    own spec (cuml 25.08 -> rapids-dask-dependency 25.8.0 -> dask ==2025.7.0), and the
+    release's pin where a package's requirements are not in the data."""
+    how = binding(release, entries, e.name, rapids)
+    g = graph(release) or {}
+    for c in how.chains:
+        if c.spec and not admits_pin(e.version, c.spec):
+            why = Value(c.spec, c.sources)
+            clash("rapids.pin", ERROR, e, why, c.text(release, g))
+            return []
+    fact = release.get(e.name)
+    if how.unknown and fact.known and not admits_pin(e.version, str(fact.value)):
+        who = ", ".join(how.unknown)
+        clash("rapids.pin", ERROR, e, fact, f"the release pins {e.name} {fact.value} (for {who})")
+    return []
 
 
 # what a package requires at install that the recipe may not name: cuml and cugraph require

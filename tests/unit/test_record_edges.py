@@ -1,0 +1,95 @@
+"""A release's pins bind a recipe only through a package of it that requires them (the
+record's per-package requirements, read from the METADATA and conda recipes in tests/data):
+cudf alone takes any dask; dask-cudf, dask-cuda, cuml or `rapids` beside it hold it to the
+release's pin, and the message names the chain with its lines."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from envcheck.resolve.record.lint import ERROR, lint
+from envcheck.resolve.record.new import compose
+from envcheck.resolve.record.new_options import Options
+from envcheck.resolve.record.table import load_record, parse_record
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "scripts" / "record"))
+gen = importlib.import_module("rapids_record")
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "rapids-record"
+RECORD = load_record()
+EL8 = {"glibc": "2.28", "cuda": "12.8"}
+
+
+def _errors(deps, pip=(), record=RECORD):
+    return [f for f in lint(deps, EL8, record, pip=pip) if f.severity == ERROR]
+
+
+def _line(pointer: str) -> str:
+    path, line = pointer.rsplit(":", 1)
+    return (DATA / path).read_text().splitlines()[int(line) - 1].strip()
+
+
+@pytest.mark.parametrize(
+    ("deps", "pip"),
+    [(["cudf=25.08", "dask=2024.1.1"], ()), ([], ("cudf-cu12==25.8.*", "dask==2024.1.1"))],
+)
+def test_cudf_alone_takes_a_dask_it_does_not_require(deps, pip):
+    assert _errors(deps, pip) == []
+
+
+@pytest.mark.parametrize(
+    ("deps", "pip"),
+    [
+        (["cudf=25.08", "dask-cudf=25.08", "dask=2024.1.1"], ()),
+        (["cudf=25.08", "dask-cuda=25.08", "dask=2024.1.1"], ()),
+        (["cudf=25.08", "cuml=25.08", "dask=2024.1.1"], ()),
+        (["rapids=25.08", "dask=2024.1.1"], ()),
+        ([], ("cudf-cu12==25.8.*", "dask-cudf-cu12==25.8.*", "dask==2024.1.1")),
+    ],
+)
+def test_a_package_that_requires_dask_holds_the_recipe_to_the_pin(deps, pip):
+    (f,) = _errors(deps, pip)
+    assert f.rule == "rapids.pin" and "==2025.7.0" in f.message
+
+
+def test_the_message_names_the_chain_and_its_lines():
+    (f,) = _errors([], ("dask-cudf-cu12==25.8.*", "dask==2024.1.1"))
+    assert "dask-cudf 25.08 -> rapids-dask-dependency 25.8.0 -> dask ==2025.7.0" in f.message
+    assert [_line(s) for s in f.sources] == [
+        "Requires-Dist: rapids-dask-dependency==25.8.*",
+        "Requires-Dist: dask==2025.7.0",
+    ]
+    (f,) = _errors(["cuml=25.10", "dask=2024.1.1"])
+    assert "cuml 25.10 -> rapids-dask-dependency 25.10.0 -> dask ==2025.9.1" in f.message
+
+
+@pytest.mark.parametrize(("rel", "pin"), [("24.10", "1.1.14"), ("24.12", "1.1.19"),
+                                          ("25.02", "1.1.21")])  # fmt: skip
+def test_dask_expr_pins_are_in_the_record_and_held(rel, pin):
+    fact = RECORD.release(rel).get("dask-expr")
+    assert fact.value == f"=={pin}"
+    assert _line(fact.sources[-1]) == f"Requires-Dist: dask-expr=={pin}"
+    (f,) = _errors([f"dask-cuda={rel}", "dask-expr=1.0.0"])
+    assert f.rule == "rapids.pin" and f"dask-expr =={pin}" in f.message
+    assert f"  - dask-expr=={pin} " in compose(Options(rapids=rel, cuda="12.8", os="el8"))
+
+
+def test_editing_one_metadata_changes_the_verdict(tmp_path):
+    data = tmp_path / "rapids-record"
+    shutil.copytree(DATA, data)
+    (meta,) = (data / "pypi").glob("cudf_cu12-25.8.0-*.METADATA")
+    lines = meta.read_text().splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("Requires-Dist: "))
+    lines.insert(at, "Requires-Dist: rapids-dask-dependency==25.8.*\n")
+    meta.write_text("".join(lines))
+    edited = parse_record(gen.build_record(data))
+    deps = ["cudf=25.08", "dask=2024.1.1"]
+    assert _errors(deps) == []
+    (f,) = _errors(deps, record=edited)
+    assert "cudf 25.08 -> rapids-dask-dependency 25.8.0 -> dask ==2025.7.0" in f.message
+    assert f.sources[0] == f"pypi/{meta.name}:{at + 1}"
