@@ -399,12 +399,13 @@ def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[
     from rapids_wheels import pypi_releases, pypi_sources  # it imports this module
 
     sources = {**_sources(data), **pypi_sources(data)}
+    conda = {rel: release_entry(data, rel) for rel in releases}
     return {
         "schema": SCHEMA,
         "generated_by": "python scripts/record/rapids_record.py",
         "data": "tests/data/rapids-record (SOURCES.tsv: repository, branch, commit per file)",
         "releases": {
-            **{rel: release_entry(data, rel) for rel in releases},
+            **conda,
             **pypi_releases(data),
         },
         # releases the data does not cover: what is known about them comes from these notices
@@ -416,13 +417,41 @@ def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[
             if rel in releases
         },
         # each library's releases on pypi.org and its last (cuspatial ends with 25.04)
-        "libraries": libraries(data),
+        "libraries": {**ended_members(conda), **libraries(data)},
         # minimums that hold from a release on, whether the data covers the release or not
         "floors": {"cuda": cuda_floor(data)},
         # per CUDA major (12 on): the driver its toolkits need (CUDA 13: 580, CUDA 13.0's)
         "drivers": driver_mins(data),
         "sources": sources,
     }
+
+
+def ended_members(conda: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Members of the `rapids` meta-package that it stops listing before the newest release
+    whose meta-package the data has (cusignal: through 23.08): ended, with the last line. A
+    package named for a member that goes on (cudf-kafka: cudf) is built with it, not ended."""
+    order = sorted(conda, key=lambda r: tuple(map(int, r.split("."))))
+    newest = order[-1]
+    seen: dict[str, list[tuple[str, str]]] = {}
+    for rel in order:
+        members = conda[rel]["members"]
+        if members["value"] == UNKNOWN:
+            continue
+        for name, ptr in zip(members["value"], members["from"], strict=True):
+            seen.setdefault(name, []).append((rel, ptr))
+    out = {}
+    for name, where in sorted(seen.items()):
+        last, ptr = where[-1]
+        if last == newest or any(
+            name.startswith(f"{other}-") and seen[other][-1][0] == newest for other in seen
+        ):
+            continue
+        after = order[order.index(last) + 1]
+        note = (f"the rapids meta-package lists {name} through {last}, not from {after} on "
+                f"(integration/{after}/conda/recipes/rapids/meta.yaml)")  # fmt: skip
+        value = {"releases": [r for r, _ in where], "last": last, "ended": True}
+        out[name] = known(value, ptr, note=note)
+    return out
 
 
 def render(record: dict[str, Any]) -> str:

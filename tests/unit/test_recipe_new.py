@@ -60,7 +60,11 @@ def test_shipped_rapids_recipes_are_what_their_own_command_generates():
         (["--rapids", "26.12", "--cuda", "12.2", "--os", "el8"], ExitCode.BAD_INPUT,
          "RAPIDS 26.12 is not in the release record", "try --rapids 26."),
         (["--rapids", "24.04", "--cuda", "12.2", "--os", "el8", "--libs", "cudf,cusignal"],
-         ExitCode.BAD_INPUT, "cusignal: not part of RAPIDS 24.04", ""),
+         ExitCode.UNSOLVABLE, "cusignal has no RAPIDS 24.04: its last release is 23.08", ""),
+        (["--rapids", "24.06", "--cuda", "12.2", "--os", "el8", "--libs", "cudf,cusignal"],
+         ExitCode.UNSOLVABLE, "cusignal has no RAPIDS 24.06: its last release is 23.08", ""),
+        (["--rapids", "24.04", "--cuda", "12.2", "--os", "el8", "--libs", "cudf,cuspatial",
+          "--exclude", "cuspatial"], ExitCode.BAD_INPUT, "both in --libs and --exclude", ""),
         # a value that is no version is bad input, not a contradiction of the record
         (["--rapids", "24.08", "--cuda", "eleven", "--os", "el8"], ExitCode.BAD_INPUT,
          "--cuda 'eleven' is not a version (e.g. 12.4)", ""),

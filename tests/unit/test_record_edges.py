@@ -93,3 +93,13 @@ def test_editing_one_metadata_changes_the_verdict(tmp_path):
     (f,) = _errors(deps, record=edited)
     assert "cudf 25.08 -> rapids-dask-dependency 25.8.0 -> dask ==2025.7.0" in f.message
     assert f.sources[0] == f"pypi/{meta.name}:{at + 1}"
+
+
+def test_a_library_the_meta_package_stops_listing_is_ended_when_named():
+    lib = RECORD.libraries["cusignal"]
+    assert lib.value["last"] == "23.08" and lib.value["ended"]
+    assert _line(lib.sources[0]) == "- cusignal ={{ major_minor_version }}.*"
+    assert "cudf-kafka" not in RECORD.libraries  # built with cudf, which goes on
+    (f,) = [f for f in lint(["cudf=24.06", "cusignal=24.06"], EL8, RECORD) if f.severity == ERROR]
+    assert f.rule == "rapids.ended" and "its last release is 23.08" in f.message
+    assert _errors(["cudf=23.08", "cusignal=23.08"]) == []

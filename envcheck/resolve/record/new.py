@@ -260,7 +260,8 @@ def _refuse_ended(record: Record, release: Release, names: Sequence[str], flag: 
         if lib is not None:
             raise Unsolvable(
                 f"recipe new: {flag} {name}: {name} has no RAPIDS {release.version}: its last "
-                f"release is {lib.value['last']} ({lib.note}; {cite(lib)})"
+                f"release is {lib.value['last']} (rule rapids.ended; --debug names its sources)",
+                detail=f"rapids.ended: {lib.note} [{', '.join(lib.sources)}]",
             )
 
 
