@@ -45,15 +45,7 @@ def release_rules(
             )
         )
 
-    for name in EXACT:
-        e = by_name.get(name)
-        if e and e.version:
-            out += _pin(release, anchor, e, entries, rapids, clash)
-    xgb, e = release.get("xgboost"), by_name.get("xgboost")
-    if e and e.version and xgb.known:
-        want = str(xgb.value).split(" ")[0]
-        if not matches(e.version, want):
-            clash("rapids.pin", ERROR, e, xgb, f"rapids-xgboost {rel} pins xgboost {xgb.value}")
+    _pins(release, by_name, entries, rapids, clash)
     required = set()  # names a package the recipe installs requires: advice on them is moot
     for owner, name, fact in run_pins(release):
         if not installs(owner, by_name):
@@ -105,7 +97,21 @@ def release_rules(
     return out
 
 
-def _pin(release, anchor, e, entries, rapids, clash) -> list[Finding]:  # type: ignore[no-untyped-def]
+def _pins(release, by_name, entries, rapids, clash) -> None:  # type: ignore[no-untyped-def]
+    """dask, distributed, dask-expr through the packages that require them; xgboost."""
+    for name in EXACT:
+        e = by_name.get(name)
+        if e and e.version:
+            _pin(release, e, entries, rapids, clash)
+    xgb, e = release.get("xgboost"), by_name.get("xgboost")
+    if e and e.version and xgb.known:
+        want = str(xgb.value).split(" ")[0]
+        if not matches(e.version, want):
+            what = f"rapids-xgboost {release.label} pins xgboost {xgb.value}"
+            clash("rapids.pin", ERROR, e, xgb, what)
+
+
+def _pin(release, e, entries, rapids, clash) -> None:  # type: ignore[no-untyped-def]
     """The release's pin of ``e.name`` where a package of the recipe requires it: each chain's
     own spec (cuml 25.08 -> rapids-dask-dependency 25.8.0 -> dask ==2025.7.0), and the
     release's pin where a package's requirements are not in the data."""
@@ -115,12 +121,11 @@ def _pin(release, anchor, e, entries, rapids, clash) -> list[Finding]:  # type: 
         if c.spec and not admits_pin(e.version, c.spec):
             why = Value(c.spec, c.sources)
             clash("rapids.pin", ERROR, e, why, c.text(release, g))
-            return []
+            return
     fact = release.get(e.name)
     if how.unknown and fact.known and not admits_pin(e.version, str(fact.value)):
         who = ", ".join(how.unknown)
         clash("rapids.pin", ERROR, e, fact, f"the release pins {e.name} {fact.value} (for {who})")
-    return []
 
 
 # what a package requires at install that the recipe may not name: cuml and cugraph require
