@@ -103,3 +103,16 @@ def test_a_library_the_meta_package_stops_listing_is_ended_when_named():
     (f,) = [f for f in lint(["cudf=24.06", "cusignal=24.06"], EL8, RECORD) if f.severity == ERROR]
     assert f.rule == "rapids.ended" and "its last release is 23.08" in f.message
     assert _errors(["cudf=23.08", "cusignal=23.08"]) == []
+
+
+def test_a_bound_binds_through_the_package_that_requires_it():
+    # dask-cuda 25.08 requires numba itself, cited by its own line; it does not require cupy
+    (f,) = _errors([], ("dask-cuda==25.8.*", "numba<0.50"))
+    assert "dask-cuda 25.08 requires numba <0.62.0a0,>=0.59.1" in f.message
+    assert _line(f.sources[0]) == "Requires-Dist: numba<0.62.0a0,>=0.59.1"
+    assert _errors([], ("dask-cuda==25.8.*", "cupy-cuda12x<10")) == []
+    (f,) = _errors([], ("cudf-cu12==25.8.*", "cupy-cuda12x<10"))
+    assert "cudf 25.08 requires cupy >=12.0.0" in f.message
+    # before the wheels: cudf's conda recipe run section (numpy<1.23 in 22.08)
+    (f,) = _errors(["cudf=22.08", "numpy>=1.24"])
+    assert _line(f.sources[0]) == "- numpy<1.23"

@@ -35,7 +35,11 @@ class Chain:
         return tuple(p for _, _, p in self.hops)
 
     def text(self, release: Release, graph: dict[str, Any]) -> str:
-        """'cuml 25.08 -> rapids-dask-dependency 25.8.0 -> dask ==2025.7.0'."""
+        """'cuml 25.08 -> rapids-dask-dependency 25.8.0 -> dask ==2025.7.0'; one hop reads
+        'cudf 25.08 requires pandas <2.4.0dev0,>=2.0'."""
+        if len(self.hops) == 1:
+            name, spec, _ = self.hops[0]
+            return f"{self.start} {release.version} requires {name} {spec}".rstrip()
         parts = [f"{self.start} {release.version}"]
         for name, _spec, _ in self.hops[:-1]:
             parts.append(f"{name} {graph[name]['version']}" if name in graph else name)

@@ -2,9 +2,12 @@
 
 Rules (ids as printed):
   rapids.one-release   two RAPIDS releases in one environment (dask-cuda=22.08 + dask-cudf=22.10)
-  rapids.pin           a pin the release fixes exactly (dask, distributed, dask-expr, xgboost)
-  rapids.range         a range from the release's `rapids` meta-package (numpy, cupy, ucx, ...),
-                       or a run requirement ("run:OWNER:NAME") of a package the recipe installs
+  rapids.pin           a pin the release fixes exactly (dask, distributed, dask-expr, xgboost),
+                       where a package of the recipe requires it (edges.py: the chain is named)
+  rapids.range         a bound a package of the recipe requires, directly or through another
+                       (the record's `requires`); where a package's requirements are not in the
+                       data, the `rapids` meta-package's ranges (numpy, cupy, ucx, ...) and the
+                       run requirements ("run:OWNER:NAME") of the packages the recipe installs
   rapids.python        a Python the release was not built for
   rapids.cuda          a CUDA major the release does not ship, a toolkit below its minimum
                        (25.06: 11.4) or a floor from a release on (CUDA 12.2 from 25.12), a

@@ -7,7 +7,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 
 from envcheck.resolve.record.cuda import cuda_rules
-from envcheck.resolve.record.edges import binding, graph
+from envcheck.resolve.record.edges import binding, chain, graph
 from envcheck.resolve.record.entries import (
     ADVICE_RANGES,
     EXACT,
@@ -46,36 +46,7 @@ def release_rules(
         )
 
     _pins(release, by_name, entries, rapids, clash)
-    required = set()  # names a package the recipe installs requires: advice on them is moot
-    for owner, name, fact in run_pins(release):
-        if not installs(owner, by_name):
-            continue  # the recipe does not install the package that requires it
-        for e in entries:
-            if (
-                e.name == name
-                and e.version
-                and fact.known
-                and not overlaps(e.version, str(fact.value))
-            ):
-                what = f"{owner} {rel} requires {name} {fact.value} ({fact.note})"
-                clash("rapids.range", ERROR, e, fact, what)
-                required.add(name)
-    series = release.get("ucxx_series")
-    for e in entries:
-        if e.name in UCXX and e.version and series.known:
-            if not overlaps(e.version, str(series.value)):
-                what = f"its UCXX is {series.value} ({series.note})"
-                clash("rapids.ucxx", ERROR, e, series, what)
-            required.add(e.name)
-    for names, sev in ((META_RANGES, ERROR), (ADVICE_RANGES, WARN)):
-        for name in names:
-            fact = release.get(name)
-            if name in required:  # a run requirement already said it, with its owner
-                continue
-            for e in (e for e in entries if e.name == name):
-                if e.version and fact.known and not overlaps(e.version, str(fact.value)):
-                    where = "requires" if sev == ERROR else "was built and tested with"
-                    clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
+    _ranges(release, entries, by_name, rapids, clash)
     py = release.get("python")
     for e in (e for e in entries if e.name == "python"):
         if e.version and py.known and not minors(e.version, py.value):
@@ -95,6 +66,50 @@ def release_rules(
             )
         )
     return out
+
+
+def _ranges(release, entries, by_name, rapids, clash) -> None:  # type: ignore[no-untyped-def]
+    """Bounds on the recipe's other entries: those a package of the recipe requires, through
+    its chain of requirements; where some package's requirements are not in the data, the
+    release's run requirements and meta-package ranges as well; versions.yaml advice (warn)
+    on names nothing of the recipe requires."""
+    rel = release.label
+    g = graph(release) or {}
+    mine = sorted({e.name for e in entries if e.name in rapids})
+    unknown = [n for n in mine if n not in g]
+    required = set()  # names a package the recipe installs requires: advice on them is moot
+    for e in entries:
+        if not e.version or e.name in rapids or e.name in EXACT:
+            continue
+        for c in (c for n in mine if n in g and (c := chain(g, n, e.name)) is not None):
+            required.add(e.name)
+            if c.spec and not overlaps(e.version, c.spec):
+                clash("rapids.range", ERROR, e, Value(c.spec, c.sources), c.text(release, g))
+                break
+    for owner, name, fact in run_pins(release) if unknown else ():
+        if (owner in g and owner in mine) or not installs(owner, by_name):
+            continue  # the edges said it, or the recipe does not install its owner
+        for e in (e for e in entries if e.name == name and e.version and fact.known):
+            if not overlaps(e.version, str(fact.value)):
+                what = f"{owner} {rel} requires {name} {fact.value} ({fact.note})"
+                clash("rapids.range", ERROR, e, fact, what)
+                required.add(name)
+    series = release.get("ucxx_series")
+    for e in entries:
+        if e.name in UCXX and e.version and series.known:
+            if not overlaps(e.version, str(series.value)):
+                what = f"its UCXX is {series.value} ({series.note})"
+                clash("rapids.ucxx", ERROR, e, series, what)
+            required.add(e.name)
+    for names, sev in ((META_RANGES if unknown else (), ERROR), (ADVICE_RANGES, WARN)):
+        for name in names:
+            fact = release.get(name)
+            if name in required:  # a requirement already said it, with its owner
+                continue
+            for e in (e for e in entries if e.name == name):
+                if e.version and fact.known and not overlaps(e.version, str(fact.value)):
+                    where = "requires" if sev == ERROR else "was built and tested with"
+                    clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
 
 
 def _pins(release, by_name, entries, rapids, clash) -> None:  # type: ignore[no-untyped-def]
