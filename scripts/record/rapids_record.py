@@ -396,7 +396,7 @@ def _sources(data: Path) -> dict[str, str]:
 def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[str, Any]:
     releases = tuple(releases)
     from rapids_axes import cuda_floor, driver_mins, libraries
-    from rapids_wheels import pypi_releases, pypi_sources  # it imports this module
+    from rapids_wheels import pypi_patches, pypi_releases, pypi_sources  # it imports this
 
     sources = {**_sources(data), **pypi_sources(data)}
     conda = {rel: release_entry(data, rel) for rel in releases}
@@ -412,9 +412,12 @@ def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[
         "after": dict(zip(("first_release", "glibc"), glibc_after(data), strict=True)),
         # patch releases that differ: release -> patch -> the facts that differ
         "patches": {
-            rel: patch_entries(data, rel, release_entry(data, rel))
-            for rel in PATCHES
-            if rel in releases
+            **{
+                rel: patch_entries(data, rel, release_entry(data, rel))
+                for rel in PATCHES
+                if rel in releases
+            },
+            **pypi_patches(data),
         },
         # each library's releases on pypi.org and its last (cuspatial ends with 25.04)
         "libraries": {**ended_members(conda), **libraries(data)},

@@ -36,9 +36,10 @@ CUDF_RANGES = {
 class Wheels:
     """The kept indexes and METADATA of one data folder."""
 
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, pinned: dict[str, Wheel] | None = None) -> None:
         self.data = data
         self.index: dict[str, list[Wheel]] = {}
+        self.pinned = pinned or {}  # project -> the patch release's wheel to read instead
 
     def wheels(self, project: str) -> list[Wheel]:
         if project not in self.index:
@@ -54,6 +55,9 @@ class Wheels:
 
     def metadata(self, project: str, series: str) -> tuple[Wheel, Source] | None:
         w = chosen(self.wheels(project), series)
+        pin = self.pinned.get(project)
+        if w is not None and pin is not None and release_of(pin.version) == series:
+            w = pin
         if w is None:
             return None
         src = Source(self.data, f"pypi/{w.metadata_name}")
@@ -293,8 +297,12 @@ def _glibc(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
     }
 
 
-def pypi_release_entry(data: Path, rel: str) -> dict[str, Any]:
-    ws = Wheels(data)
+def pypi_release_entry(
+    data: Path, rel: str, pinned: dict[str, Wheel] | None = None
+) -> dict[str, Any]:
+    """The release's facts; ``pinned`` reads a patch release's wheel of a project instead of
+    the newest (rapids-dask-dependency 25.12.0 rather than 25.12.1)."""
+    ws = Wheels(data, pinned)
     note = "from PyPI wheel METADATA: the conda packages of this release are not in the data"
     from rapids_axes import conda_axis
 
@@ -347,6 +355,36 @@ def pypi_releases(data: Path) -> dict[str, dict[str, Any]]:
         for rel in RELEASES
         if chosen(ws.wheels("dask-cuda"), rel) is not None
     }
+
+
+def pypi_patches(data: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Release -> patch (a PATCH_PROJECTS wheel version with kept METADATA) -> its version,
+    cited, and every fact in which the patches differ (25.12.0 pins dask 2025.9.1, the
+    25.12.1 hotfix 2025.9.2)."""
+    from rapids_pypi import PATCH_PROJECTS
+
+    ws = Wheels(data)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for project in PATCH_PROJECTS:
+        for rel in RELEASES:
+            kept = [w for w in ws.wheels(project) if release_of(w.version) == rel
+                    and Source(data, f"pypi/{w.metadata_name}").exists()]  # fmt: skip
+            if len(kept) < 2:
+                continue
+            kept.sort(key=lambda w: _minor_key(w.version))
+            entries = {w.version: pypi_release_entry(data, rel, {project: w}) for w in kept}
+            fields = sorted(
+                f for f in entries[kept[0].version]
+                if len({repr(e.get(f, {}).get("value")) for e in entries.values()}) > 1
+            )  # fmt: skip
+            out[rel] = {
+                w.version: {
+                    "version": known(w.version, ws.line_of(project, w)),
+                    **{f: entries[w.version][f] for f in fields},
+                }
+                for w in kept
+            }
+    return out
 
 
 def pypi_sources(data: Path) -> dict[str, str]:

@@ -116,3 +116,29 @@ def test_a_bound_binds_through_the_package_that_requires_it():
     # before the wheels: cudf's conda recipe run section (numpy<1.23 in 22.08)
     (f,) = _errors(["cudf=22.08", "numpy>=1.24"])
     assert _line(f.sources[0]) == "- numpy<1.23"
+
+
+@pytest.mark.parametrize(
+    ("pip", "bad"),
+    [
+        # 25.12 names no patch: the 25.12.0 tag's pin (2025.9.1) and the hotfix's both pass
+        (("dask-cudf-cu12==25.12.*", "dask==2025.9.1"), None),
+        (("dask-cudf-cu12==25.12.*", "dask==2025.9.2"), None),
+        (("dask-cudf-cu12==25.12.*", "dask==2025.9.0"), "==2025.9.1"),
+        # naming a patch takes that patch's pin
+        (("rapids-dask-dependency==25.12.0", "dask==2025.9.1"), None),
+        (("rapids-dask-dependency==25.12.0", "dask==2025.9.2"), "==2025.9.1"),
+        (("rapids-dask-dependency==25.12.1", "dask==2025.9.1"), "==2025.9.2"),
+    ],
+)
+def test_each_patch_release_keeps_its_own_pins(pip, bad):
+    found = _errors([], pip)
+    if bad is None:
+        assert found == []
+    else:
+        (f,) = found
+        assert f.rule == "rapids.pin" and f"dask {bad}" in f.message
+        assert any(_line(s) == f"Requires-Dist: dask{bad}" for s in f.sources)
+    patches = RECORD.release("25.12").patches
+    assert sorted(patches) == ["25.12.0", "25.12.1"]
+    assert patches["25.12.0"]["dask"].value == "==2025.9.1"

@@ -138,13 +138,14 @@ def _one_release(
     return floor + _shared(per_patch, also)
 
 
-# the packages whose version is the patch release the integration files describe
-PATCH_NAMED = ("rapids", "rapids-xgboost")
+# the packages whose version is the patch release the record describes: the integration
+# files' (23.04.00 / 23.04.01), rapids-dask-dependency's wheels' (25.12.0 / 25.12.1)
+PATCH_NAMED = ("rapids", "rapids-xgboost", "rapids-dask-dependency")
 
 
 def _patches(release: Release, entries: Sequence[Entry]) -> list[str]:
-    """The patch releases (of those whose facts differ) the recipe's rapids / rapids-xgboost
-    entries admit: all of them when it names none, or none of those recorded."""
+    """The patch releases (of those whose facts differ) the recipe's PATCH_NAMED entries
+    admit: all of them when it names none (X.Y takes any patch's pins), or none recorded."""
     named = [e for e in entries if e.name in PATCH_NAMED and e.version]
     every = sorted(release.patches)
     return [p for p in every if all(matches(e.version, p) for e in named)] or every
