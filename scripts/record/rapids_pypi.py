@@ -58,7 +58,7 @@ LIB_PROJECTS = (
 FILE_PROJECTS = (
     "cudf-cu12", "dask-cudf-cu12", "cuml-cu12", "cugraph-cu12", "cuspatial-cu12",
     "cuxfilter-cu12", "cucim-cu12", "raft-dask-cu12", "pylibraft-cu12", "rmm-cu12",
-    "cuvs-cu12", "nx-cugraph-cu12", "dask-cuda",
+    "cuvs-cu12", "nx-cugraph-cu12", "dask-cuda", "cuproj-cu12",
 )  # fmt: skip
 ARCH = "x86_64"
 TIMEOUT = 60

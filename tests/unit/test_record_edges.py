@@ -142,3 +142,19 @@ def test_each_patch_release_keeps_its_own_pins(pip, bad):
     patches = RECORD.release("25.12").patches
     assert sorted(patches) == ["25.12.0", "25.12.1"]
     assert patches["25.12.0"]["dask"].value == "==2025.9.1"
+
+
+def test_cuproj_after_25_04_is_refused_when_named(capsys):
+    from envcheck.cli import main
+    from envcheck.errors import ExitCode
+
+    assert RECORD.libraries["cuproj"].value["last"] == "25.04"
+    (f,) = _errors(["cudf=25.08", "cuproj=25.08"])
+    assert f.rule == "rapids.ended" and f.sources == ("pypi/files/cuproj-cu12.tsv:8",)
+    for extra in (["--libs", "cudf,cuproj"], ["--with", "cuproj"]):
+        argv = ["recipe", "new", "--rapids", "25.08", "--cuda", "12.8", "--os", "el8", *extra]
+        assert main(argv) == ExitCode.UNSOLVABLE
+        (err,) = capsys.readouterr().err.strip().splitlines()
+        assert "cuproj has no RAPIDS 25.08: its last release is 25.04" in err
+        assert "(rule rapids.ended" in err
+    assert "cuproj" in compose(Options(rapids="25.04", cuda="12.8", os="el8", with_=("cuproj",)))
