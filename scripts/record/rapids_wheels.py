@@ -228,14 +228,29 @@ def _ucx(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
         else unknown("dask-cuda of this release names no distributed-ucxx"),
     }
     out.update(_ucxx_series(ws, rel))
-    lib = ws.metadata("libucxx-cu12", ucxx[0].group(1)) if ucxx else None
+    series, via = _series_of(out, ucxx)
+    if series and out["distributed-ucxx"]["value"] == "unknown":
+        note = f"the release's UCXX ({out['ucxx_series']['note']})"
+        out["distributed-ucxx"] = known(f"{series}.*", *via, note=note)
+    lib = ws.metadata("libucxx-cu12", series) if series else None
     hit = _requires(lib[1], "libucx-cu12") if lib else None
-    if ucxx and lib and hit:
+    if lib and hit:
         note = f"libucx-cu12 of libucxx-cu12 {lib[0].version}, the UCXX of the release"
-        out["ucx"] = known(hit[0], ucxx[1], hit[1], note=note)
+        out["ucx"] = known(hit[0], *via, hit[1], note=note)
     else:
         out["ucx"] = unknown("no libucxx-cu12 wheel of this release's UCXX on PyPI")
     return out
+
+
+def _series_of(out: dict[str, dict[str, Any]], ucxx: Any) -> tuple[str, list[str]]:
+    """The release's UCXX series (0.NN) and its pointers: dask-cuda's test extra, else the
+    series whose distributed-ucxx requires the release's rapids-dask-dependency."""
+    if ucxx:
+        return ucxx[0].group(1), [ucxx[1]]
+    got = out.get("ucxx_series", {})
+    if got.get("value", "unknown") == "unknown":
+        return "", []
+    return str(got["value"]).removesuffix(".*"), list(got["from"])
 
 
 def _ucxx_series(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:

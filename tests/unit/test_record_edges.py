@@ -158,3 +158,14 @@ def test_cuproj_after_25_04_is_refused_when_named(capsys):
         assert "cuproj has no RAPIDS 25.08: its last release is 25.04" in err
         assert "(rule rapids.ended" in err
     assert "cuproj" in compose(Options(rapids="25.04", cuda="12.8", os="el8", with_=("cuproj",)))
+
+
+@pytest.mark.parametrize(("rel", "series"), [("25.08", "0.45"), ("25.10", "0.46"),
+                                             ("25.12", "0.47")])  # fmt: skip
+def test_with_ucx_writes_the_releases_ucxx_and_its_libucx(rel, series):
+    release = RECORD.release(rel)
+    assert release.get("distributed-ucxx").value == f"{series}.*"
+    ucx = release.get("ucx")
+    assert ucx.known and _line(ucx.sources[-1]).startswith("Requires-Dist: libucx-cu12")
+    text = compose(Options(rapids=rel, cuda="12.8", os="el8", with_=("ucx",)))
+    assert f"  - distributed-ucxx={series} " in text and f"  - ucx{ucx.value} " in text
