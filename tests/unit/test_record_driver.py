@@ -111,3 +111,16 @@ def test_25_06_holds_cuda_11_to_its_toolkit_and_driver_minimums(capsys):
     (line,) = [ln for ln in text.splitlines() if ln.startswith("  - cuda-version")]
     assert line.startswith("  - cuda-version>=11.4,<=11.8 ")
     assert "docs/main/_data/platform_support.yml:216" in line
+
+
+def test_recipe_new_out_says_which_toolkit_a_newer_driver_takes(tmp_path, capsys):
+    out = tmp_path / "r.yaml"
+    argv = ["recipe", "new", "--rapids", "25.08", "--cuda", "13.0", "--os", "el8"]
+    assert main([*argv, "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == f"wrote {out}"
+    assert lines[1:] == ["The driver (CUDA 13.0) is newer than RAPIDS 25.08's CUDA: the toolkit "
+                         "is its newest the driver runs, CUDA 12 (built with 12.9)."]  # fmt: skip
+    assert main(["recipe", "new", "--rapids", "25.08", "--cuda", "12.8", "--os", "el8",
+                 "--out", str(out)]) == 0  # fmt: skip
+    assert capsys.readouterr().out.strip().splitlines() == [f"wrote {out}"]

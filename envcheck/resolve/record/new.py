@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 LIBS = ("cudf", "dask-cudf", "dask-cuda", "cuml", "cugraph", "cuspatial", "cuxfilter", "cucim")
 LIBS_OLD = (*LIBS, "cusignal")  # cusignal is a member of the meta-package up to 23.08
 RECORD = "envcheck/resolve/record/rapids.json"
+DRIVER_NOTE = "# The driver (CUDA "  # the header line saying which toolkit a newer driver takes
 
 
 @dataclass
@@ -187,7 +188,7 @@ def _pick_toolkit(record: Record, release: Release, opts: Options) -> tuple[str,
     major = fits[-1].split(".")[0]
     builds = [str(b) for b in _values(release.get("cuda_builds")) if str(b).startswith(f"{major}.")]
     chosen = builds[-1] if builds else fits[-1]
-    note = (f"The driver (CUDA {drv}) is newer than RAPIDS {release.version}'s CUDA: the toolkit "
+    note = (f"{DRIVER_NOTE[2:]}{drv}) is newer than RAPIDS {release.version}'s CUDA: the toolkit "
             f"is its newest the driver runs, CUDA {major} (built with {chosen}).")  # fmt: skip
     return chosen, note
 
@@ -477,10 +478,14 @@ def recipe_new(opts: Options) -> Report:
         check_destination(out, f"--out {out}")
     text = compose(opts)
     where = "printed" if out is None else f"written to {out}"
-    result = Result("recipe new", Status.PASS, f"RAPIDS {opts.rapids}, {opts.os}: {where}")
+    said = [ln[2:] for ln in text.splitlines() if ln.startswith(DRIVER_NOTE)]
+    result = Result(
+        "recipe new", Status.PASS, " ".join([f"RAPIDS {opts.rapids}, {opts.os}: {where}.", *said])
+    )
     if out is None:
         return Report("envcheck recipe new", results=(result,), output=text)
     from envcheck.atomic import write_files_atomically
 
     write_files_atomically({out: text.encode()})
-    return Report("envcheck recipe new", results=(result,), output=f"wrote {out}\n")
+    output = "\n".join([f"wrote {out}", *said, ""])
+    return Report("envcheck recipe new", results=(result,), output=output)
