@@ -73,18 +73,23 @@ def wheel_requires(ws: Any, rel: str) -> dict[str, dict[str, Any]]:
 
 def conda_requires(data: Path, rel: str) -> dict[str, dict[str, Any]]:
     """package -> {"version", "requires"} from the run section of its conda recipe; a
-    templated spec ({{ ... }}) is kept as any version."""
+    templated spec ({{ ... }}) is kept as any version, a requirement under ``{% if %}`` (one
+    CUDA major's) is left out."""
     out: dict[str, dict[str, Any]] = {}
     for pkg, path in CONDA_RECIPES.items():
         src = Source(data, path.format(rel=rel))
         run = src.find(r"^  run:\s*$")
         if run is None:
             continue
-        reqs = []
+        reqs, depth = [], 0  # inside {% if %}: one CUDA major's requirement, left out
         for i in range(int(run[1].rsplit(":", 1)[1]), len(src.lines)):
             line = src.lines[i].split("#")[0].rstrip()
             if line and not line.startswith("    "):
                 break
+            depth += len(re.findall(r"\{%-?\s*if\b", line))
+            depth -= len(re.findall(r"\{%-?\s*endif\b", line))
+            if depth or "{%" in line:
+                continue
             m = re.match(r"^\s+-\s+([A-Za-z0-9_.-]+)\s*(.*)$", line)
             if m is None:
                 continue

@@ -169,3 +169,12 @@ def test_with_ucx_writes_the_releases_ucxx_and_its_libucx(rel, series):
     assert ucx.known and _line(ucx.sources[-1]).startswith("Requires-Dist: libucx-cu12")
     text = compose(Options(rapids=rel, cuda="12.8", os="el8", with_=("ucx",)))
     assert f"  - distributed-ucxx={series} " in text and f"  - ucx{ucx.value} " in text
+
+
+def test_a_conda_requirement_of_one_cuda_major_binds_no_recipe():
+    # cudf 24.02's run section: cuda-python >=11.7.1,<12.0a0 under {% if cuda_major == "11" %},
+    # >=12.0,<13.0a0 under {% else %}: which holds depends on the CUDA the solve picks
+    reqs = RECORD.release("24.02").get("requires").value["cudf"]["requires"]
+    assert "cuda-python" not in [name for name, _, _ in reqs]
+    assert _errors(["cudf=24.02", "cuda-python=12.0"]) == []
+    assert [name for name, _, _ in reqs][:1] == ["python"]
