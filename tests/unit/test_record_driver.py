@@ -124,3 +124,13 @@ def test_recipe_new_out_says_which_toolkit_a_newer_driver_takes(tmp_path, capsys
     assert main(["recipe", "new", "--rapids", "25.08", "--cuda", "12.8", "--os", "el8",
                  "--out", str(out)]) == 0  # fmt: skip
     assert capsys.readouterr().out.strip().splitlines() == [f"wrote {out}"]
+
+
+def test_recipe_new_writes_the_toolkit_asked_for_and_holds_it_to_the_minimum(capsys):
+    text = compose(Options(rapids="25.06", cuda="11.8", os="el8", toolkit="11.5"))
+    assert "  - cuda-version=11.5 " in text
+    argv = ["recipe", "new", "--rapids", "25.06", "--cuda", "11.8", "--toolkit", "11.2"]
+    assert main([*argv, "--os", "el8"]) == ExitCode.UNSOLVABLE
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert "RAPIDS 25.06 rules out 'cuda-version=11.2': it requires CUDA 11.4+" in err
+    assert "(rule rapids.cuda" in err and "--cuda" not in err

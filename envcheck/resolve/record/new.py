@@ -218,9 +218,9 @@ def _toolkit(record: Record, release: Release, opts: Options, lines: _Lines) -> 
             if majors.known
             else f"which CUDA majors the release ships is not in the data ({majors.note})"
         )
+        spec = f"cuda-version={opts.toolkit}" if opts.toolkit else f"cuda-version>={low},{top}"
         lines.add(
-            f"cuda-version>={low},{top}",
-            f"CUDA {major}: {ships}{why}; how its conda packages pin CUDA is not in the data",
+            spec, f"CUDA {major}: {ships}{why}; how its conda packages pin CUDA is not in the data"
         )
 
 
@@ -316,8 +316,9 @@ def compose(opts: Options, record: Record | None = None) -> str:
     try:
         return _compose(opts, record)
     except _Refused as e:
-        reason = f"recipe new: {short_reason(e.finding.message)}"
-        line = refusal_line(reason, _choices(opts, record), e.finding.rule)
+        short = re.sub(r"^recipe entry ('.*?') contradicts (RAPIDS [\d.]+):", r"\2 rules out \1:",
+                       short_reason(e.finding.message))  # fmt: skip
+        line = refusal_line(f"recipe new: {short}", _choices(opts, record), e.finding.rule)
         raise Unsolvable(line, detail=e.message) from None
     except BadInput as e:
         if not is_release(opts.rapids) or record.release(opts.rapids) is not None:
