@@ -194,7 +194,8 @@ def _driver_runs(
     if any(t.split(".")[0] in got for t in runnable(release, drv, drivers, spec)):
         return True
     why = _why_not(release, got, drivers)
-    fact = Value(why, _sources(release, got, drivers), why)
+    # a toolkit before 12 on an older driver: CUDA's rule; the record's line is the major's
+    fact = Value(why, _sources(release, got, drivers) or release.get("cuda_majors").sources, why)
     clash("rapids.cuda", ERROR, e, fact,
           f"a driver for CUDA {drv} (the recipe's target) runs none of it: {why}")  # fmt: skip
     return False
