@@ -95,6 +95,53 @@ def conda_axis(data: Path, rel: str, pip_majors: dict[str, Any]) -> dict[str, di
     }
 
 
+def platform_cuda(data: Path, rel: str) -> dict[str, dict[str, Any]]:
+    """'cuda:MAJOR' per CUDA major RAPIDS docs' platform support lists for the release: its
+    toolkit_min, toolkit_max and driver_min (the driver of toolkit_min's CUDA), each cited."""
+    table = Source(data, PLATFORMS)
+    head = table.find(rf'^  - version: "{re.escape(rel)}"')
+    if head is None:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    major, seen, ptrs = "", {}, []
+    for i in range(int(head[1].rsplit(":", 1)[1]), len(table.lines) + 1):
+        line = table.lines[i] if i < len(table.lines) else "  - version:"
+        m = re.match(r"^      - major: (\d+)", line)
+        if (m or line.startswith("  - version:")) and major and len(seen) == 3:
+            note = (f"RAPIDS docs' platform support: CUDA {major} toolkit {seen['toolkit_min']}"
+                    f"-{seen['toolkit_max']}, driver >= {seen['driver_min']} (the driver of "
+                    f"CUDA {seen['toolkit_min']})")  # fmt: skip
+            out[f"cuda:{major}"] = known(dict(seen), *ptrs, note=note)
+        if line.startswith("  - version:"):
+            break
+        if m:
+            major, seen, ptrs = m.group(1), {}, []
+        elif kv := re.match(r'^        (toolkit_min|toolkit_max|driver_min): "([\d.]+)"', line):
+            seen[kv.group(1)] = kv.group(2)
+            ptrs.append(f"{table.rel}:{i + 1}")
+    return out
+
+
+def driver_mins(data: Path) -> dict[str, dict[str, Any]]:
+    """Per CUDA major (12 on), the driver RAPIDS docs' platform support names for it in the
+    oldest release that lists it, with the CUDA of that driver (its toolkit_min): a driver of
+    an older major runs none of that major's toolkits."""
+    table = Source(data, PLATFORMS)
+    out: dict[str, dict[str, Any]] = {}
+    for rel, major, low, ptr in _toolkit_mins(table):
+        drv = table.find(r'^        driver_min: "([\d.]+)"', _line_no(ptr))
+        if int(major) < 12 or drv is None:
+            continue  # the file lists the newest release first: the oldest one stays
+        note = (f"RAPIDS docs' platform support, RAPIDS {rel}: CUDA {major} needs driver >= "
+                f"{drv[0].group(1)}, the driver of CUDA {low}")  # fmt: skip
+        out[major] = known({"driver_min": drv[0].group(1), "cuda": low}, ptr, drv[1], note=note)
+    return out
+
+
+def _line_no(pointer: str) -> int:
+    return int(pointer.rsplit(":", 1)[1])
+
+
 def conda_glibc(data: Path, rel: str, floor: dict[str, Any]) -> dict[str, Any]:
     """cudf's conda c_stdlib_version: the glibc its conda packages are built against. Where it
     is below the release's floor (2.17 through 24.12) the floor wins: RAPIDS support notice 37

@@ -44,6 +44,9 @@ PROJECTS = (
 UCXX_PROJECTS = ("ucxx-cu12", "libucxx-cu12", "distributed-ucxx-cu12")
 UCXX_SERIES = tuple(f"0.{n}" for n in range(38, 53))
 CUDA_PROJECTS = {"11": "cudf-cu11", "12": "cudf-cu12", "13": "cudf-cu13"}
+# METADATA of every patch release of these is kept (25.12.0 and the 25.12.1 hotfix pin
+# different dask versions): the record holds each patch's pins
+PATCH_PROJECTS = ("rapids-dask-dependency",)
 # indexed only, for their wheels' manylinux tags: the C++ wheels the Python wheels require
 # (cudf-cu12 -> pylibcudf-cu12 -> libcudf-cu12), whose glibc floor is the release's
 LIB_PROJECTS = (
@@ -55,7 +58,7 @@ LIB_PROJECTS = (
 FILE_PROJECTS = (
     "cudf-cu12", "dask-cudf-cu12", "cuml-cu12", "cugraph-cu12", "cuspatial-cu12",
     "cuxfilter-cu12", "cucim-cu12", "raft-dask-cu12", "pylibraft-cu12", "rmm-cu12",
-    "cuvs-cu12", "nx-cugraph-cu12", "dask-cuda",
+    "cuvs-cu12", "nx-cugraph-cu12", "dask-cuda", "cuproj-cu12",
 )  # fmt: skip
 ARCH = "x86_64"
 TIMEOUT = 60
@@ -202,6 +205,12 @@ def chosen(wheels: Sequence[Wheel], release: str) -> Wheel | None:
     return max(mine, key=key)
 
 
+def patch_of(wheels: Sequence[Wheel], wheel: Wheel) -> bool:
+    """Whether ``wheel`` is one of several patch releases of its release in ``wheels``."""
+    rel = release_of(wheel.version)
+    return len({w.version for w in wheels if release_of(w.version) == rel}) > 1
+
+
 def _index_text(project: str, wheels: Iterable[Wheel]) -> str:
     head = (
         f"# {SIMPLE}/{project}/ (application/vnd.pypi.simple.v1+json; METADATA sha256 from "
@@ -273,6 +282,8 @@ def refresh(data: Path) -> list[str]:
         (root / "index" / f"{project}.tsv").write_text(_index_text(project, wheels))
     todo = [w for p in PROJECTS for rel in RELEASES if (w := chosen(indexes[p], rel))]
     todo += [w for p in UCXX_PROJECTS for s in UCXX_SERIES if (w := chosen(indexes[p], s))]
+    patches = [w for p in PATCH_PROJECTS for w in indexes[p] if patch_of(indexes[p], w)]
+    todo += [w for w in patches if w not in todo]
     with ThreadPoolExecutor(8) as pool:
         got = list(pool.map(fetch_metadata, todo))
     rows = ["# metadata\twheel-url\twheel-sha256\tmetadata-sha256\thow\n"]

@@ -281,6 +281,9 @@ def release_entry(data: Path, rel: str, integ: str = "") -> dict[str, Any]:
     entry["members"] = _members(meta)
     entry["cuda_min"] = _cuda_min(data, rel)
     entry.update(_run_requirements(data, rel))
+    from rapids_edges import conda_requires, requires
+
+    entry["requires"] = requires(conda_requires(data, rel))
     return entry
 
 
@@ -392,32 +395,66 @@ def _sources(data: Path) -> dict[str, str]:
 
 def build_record(data: Path = DATA, releases: Iterable[str] = RELEASES) -> dict[str, Any]:
     releases = tuple(releases)
-    from rapids_axes import cuda_floor, libraries
-    from rapids_wheels import pypi_releases, pypi_sources  # it imports this module
+    from rapids_axes import cuda_floor, driver_mins, libraries
+    from rapids_wheels import pypi_patches, pypi_releases, pypi_sources  # it imports this
 
     sources = {**_sources(data), **pypi_sources(data)}
+    conda = {rel: release_entry(data, rel) for rel in releases}
     return {
         "schema": SCHEMA,
         "generated_by": "python scripts/record/rapids_record.py",
         "data": "tests/data/rapids-record (SOURCES.tsv: repository, branch, commit per file)",
         "releases": {
-            **{rel: release_entry(data, rel) for rel in releases},
+            **conda,
             **pypi_releases(data),
         },
         # releases the data does not cover: what is known about them comes from these notices
         "after": dict(zip(("first_release", "glibc"), glibc_after(data), strict=True)),
         # patch releases that differ: release -> patch -> the facts that differ
         "patches": {
-            rel: patch_entries(data, rel, release_entry(data, rel))
-            for rel in PATCHES
-            if rel in releases
+            **{
+                rel: patch_entries(data, rel, release_entry(data, rel))
+                for rel in PATCHES
+                if rel in releases
+            },
+            **pypi_patches(data),
         },
         # each library's releases on pypi.org and its last (cuspatial ends with 25.04)
-        "libraries": libraries(data),
+        "libraries": {**ended_members(conda), **libraries(data)},
         # minimums that hold from a release on, whether the data covers the release or not
         "floors": {"cuda": cuda_floor(data)},
+        # per CUDA major (12 on): the driver its toolkits need (CUDA 13: 580, CUDA 13.0's)
+        "drivers": driver_mins(data),
         "sources": sources,
     }
+
+
+def ended_members(conda: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Members of the `rapids` meta-package that it stops listing before the newest release
+    whose meta-package the data has (cusignal: through 23.08): ended, with the last line. A
+    package named for a member that goes on (cudf-kafka: cudf) is built with it, not ended."""
+    order = sorted(conda, key=lambda r: tuple(map(int, r.split("."))))
+    newest = order[-1]
+    seen: dict[str, list[tuple[str, str]]] = {}
+    for rel in order:
+        members = conda[rel]["members"]
+        if members["value"] == UNKNOWN:
+            continue
+        for name, ptr in zip(members["value"], members["from"], strict=True):
+            seen.setdefault(name, []).append((rel, ptr))
+    out = {}
+    for name, where in sorted(seen.items()):
+        last, ptr = where[-1]
+        if last == newest or any(
+            name.startswith(f"{other}-") and seen[other][-1][0] == newest for other in seen
+        ):
+            continue
+        after = order[order.index(last) + 1]
+        note = (f"the rapids meta-package lists {name} through {last}, not from {after} on "
+                f"(integration/{after}/conda/recipes/rapids/meta.yaml)")  # fmt: skip
+        value = {"releases": [r for r, _ in where], "last": last, "ended": True}
+        out[name] = known(value, ptr, note=note)
+    return out
 
 
 def render(record: dict[str, Any]) -> str:

@@ -36,9 +36,10 @@ CUDF_RANGES = {
 class Wheels:
     """The kept indexes and METADATA of one data folder."""
 
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, pinned: dict[str, Wheel] | None = None) -> None:
         self.data = data
         self.index: dict[str, list[Wheel]] = {}
+        self.pinned = pinned or {}  # project -> the patch release's wheel to read instead
 
     def wheels(self, project: str) -> list[Wheel]:
         if project not in self.index:
@@ -54,6 +55,9 @@ class Wheels:
 
     def metadata(self, project: str, series: str) -> tuple[Wheel, Source] | None:
         w = chosen(self.wheels(project), series)
+        pin = self.pinned.get(project)
+        if w is not None and pin is not None and release_of(pin.version) == series:
+            w = pin
         if w is None:
             return None
         src = Source(self.data, f"pypi/{w.metadata_name}")
@@ -130,8 +134,10 @@ def _dask(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
     cuda, rdd = ws.metadata("dask-cuda", rel), ws.metadata("rapids-dask-dependency", rel)
     out: dict[str, dict[str, Any]] = {}
     via = _requires(cuda[1], "rapids-dask-dependency") if cuda else None
-    for field in ("dask", "distributed"):
+    for field in ("dask", "distributed", "dask-expr"):
         hit = _requires(rdd[1], field) if rdd else None
+        if field == "dask-expr" and not (hit and hit[0]):
+            continue  # rapids-dask-dependency pins dask-expr 24.10-25.02 only
         if hit and via and rdd:
             note = (
                 f"dask-cuda requires rapids-dask-dependency{via[0]}, whose {rdd[0].version} pins it"
@@ -222,14 +228,29 @@ def _ucx(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
         else unknown("dask-cuda of this release names no distributed-ucxx"),
     }
     out.update(_ucxx_series(ws, rel))
-    lib = ws.metadata("libucxx-cu12", ucxx[0].group(1)) if ucxx else None
+    series, via = _series_of(out, ucxx)
+    if series and out["distributed-ucxx"]["value"] == "unknown":
+        note = f"the release's UCXX ({out['ucxx_series']['note']})"
+        out["distributed-ucxx"] = known(f"{series}.*", *via, note=note)
+    lib = ws.metadata("libucxx-cu12", series) if series else None
     hit = _requires(lib[1], "libucx-cu12") if lib else None
-    if ucxx and lib and hit:
+    if lib and hit:
         note = f"libucx-cu12 of libucxx-cu12 {lib[0].version}, the UCXX of the release"
-        out["ucx"] = known(hit[0], ucxx[1], hit[1], note=note)
+        out["ucx"] = known(hit[0], *via, hit[1], note=note)
     else:
         out["ucx"] = unknown("no libucxx-cu12 wheel of this release's UCXX on PyPI")
     return out
+
+
+def _series_of(out: dict[str, dict[str, Any]], ucxx: Any) -> tuple[str, list[str]]:
+    """The release's UCXX series (0.NN) and its pointers: dask-cuda's test extra, else the
+    series whose distributed-ucxx requires the release's rapids-dask-dependency."""
+    if ucxx:
+        return ucxx[0].group(1), [ucxx[1]]
+    got = out.get("ucxx_series", {})
+    if got.get("value", "unknown") == "unknown":
+        return "", []
+    return str(got["value"]).removesuffix(".*"), list(got["from"])
 
 
 def _ucxx_series(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
@@ -291,19 +312,29 @@ def _glibc(ws: Wheels, rel: str) -> dict[str, dict[str, Any]]:
     }
 
 
-def pypi_release_entry(data: Path, rel: str) -> dict[str, Any]:
-    ws = Wheels(data)
+def pypi_release_entry(
+    data: Path, rel: str, pinned: dict[str, Wheel] | None = None
+) -> dict[str, Any]:
+    """The release's facts; ``pinned`` reads a patch release's wheel of a project instead of
+    the newest (rapids-dask-dependency 25.12.0 rather than 25.12.1)."""
+    ws = Wheels(data, pinned)
     note = "from PyPI wheel METADATA: the conda packages of this release are not in the data"
     from rapids_axes import conda_axis
 
     pip_majors = _cuda_majors(ws, rel)
     entry: dict[str, Any] = {"python_pip": _python(ws, rel), "cuda_majors_pip": pip_majors}
     entry.update(conda_axis(data, rel, pip_majors))
+    from rapids_axes import platform_cuda
+
+    entry.update(platform_cuda(data, rel))
     entry["python"] = _python_both(entry["python_pip"], entry["python_conda"])
     entry.update(_dask(ws, rel))
     entry.update(_cudf_ranges(ws, rel))
     entry.update(_run_requirements(ws, rel))
     entry["members_pip"] = _members_pip(ws, rel)
+    from rapids_edges import requires, wheel_requires
+
+    entry["requires"] = requires(wheel_requires(ws, rel))
     entry.update(_ucx(ws, rel))
     entry.update(_glibc(ws, rel))
     from rapids_axes import conda_glibc
@@ -339,6 +370,36 @@ def pypi_releases(data: Path) -> dict[str, dict[str, Any]]:
         for rel in RELEASES
         if chosen(ws.wheels("dask-cuda"), rel) is not None
     }
+
+
+def pypi_patches(data: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Release -> patch (a PATCH_PROJECTS wheel version with kept METADATA) -> its version,
+    cited, and every fact in which the patches differ (25.12.0 pins dask 2025.9.1, the
+    25.12.1 hotfix 2025.9.2)."""
+    from rapids_pypi import PATCH_PROJECTS
+
+    ws = Wheels(data)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for project in PATCH_PROJECTS:
+        for rel in RELEASES:
+            kept = [w for w in ws.wheels(project) if release_of(w.version) == rel
+                    and Source(data, f"pypi/{w.metadata_name}").exists()]  # fmt: skip
+            if len(kept) < 2:
+                continue
+            kept.sort(key=lambda w: _minor_key(w.version))
+            entries = {w.version: pypi_release_entry(data, rel, {project: w}) for w in kept}
+            fields = sorted(
+                f for f in entries[kept[0].version]
+                if len({repr(e.get(f, {}).get("value")) for e in entries.values()}) > 1
+            )  # fmt: skip
+            out[rel] = {
+                w.version: {
+                    "version": known(w.version, ws.line_of(project, w)),
+                    **{f: entries[w.version][f] for f in fields},
+                }
+                for w in kept
+            }
+    return out
 
 
 def pypi_sources(data: Path) -> dict[str, str]:

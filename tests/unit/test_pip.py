@@ -110,8 +110,8 @@ def test_the_lint_reads_rapids_wheels_as_their_release_and_cuda_major(
     url = demo_channel(tmp_path / "ch")
     out = str(tmp_path / "locks")
     # no solve and no PyPI: the record refuses both before either starts
-    r = write_recipe(tmp_path, url, "[python=3.9]", "pip: ['cudf-cu12==26.10.*', dask==2025.1.0]\n",
-                     system='{cuda: "12.8", glibc: "2.28"}')  # fmt: skip
+    pip = "pip: ['dask-cudf-cu12==26.10.*', dask==2025.1.0]\n"  # dask-cudf requires dask
+    r = write_recipe(tmp_path, url, "[python=3.9]", pip, system='{cuda: "12.8", glibc: "2.28"}')
     assert main(["build", str(r), "--out", out]) == ExitCode.UNSOLVABLE
     assert "rapids.pin: recipe entry 'dask==2025.1.0'" in capsys.readouterr().err  # as written
     r = write_recipe(tmp_path, url, "[python=3.9]", "pip: ['cudf-cu11==26.10.*']\n",

@@ -50,16 +50,21 @@ def test_shipped_rapids_recipes_are_what_their_own_command_generates():
         (["--rapids", "24.06", "--cuda", "11.5", "--os", "el7"], ExitCode.UNSOLVABLE,
          "RAPIDS 24.06 needs glibc >= 2.28", "try --rapids 24.04 or --os el8"),
         (["--rapids", "23.04", "--cuda", "11.5", "--os", "el7", "--python", "3.9"],
-         ExitCode.UNSOLVABLE, "recipe entry 'python=3.9' contradicts RAPIDS 23.04",
+         ExitCode.UNSOLVABLE, "RAPIDS 23.04.00 rules out 'python=3.9'",
          "--python 3."),
-        (["--rapids", "22.08", "--cuda", "12.2", "--os", "el8"], ExitCode.UNSOLVABLE,
-         "recipe entry 'cudatoolkit=12.2' contradicts RAPIDS 22.08", "--cuda 11."),
+        (["--rapids", "22.08", "--cuda", "12.2", "--toolkit", "12.2", "--os", "el8"],
+         ExitCode.UNSOLVABLE, "RAPIDS 22.08 rules out 'cudatoolkit=12.2'",
+         "or --toolkit 11.5 (rule"),
         (["--rapids", "26.10", "--cuda", "12.0", "--os", "el8"], ExitCode.UNSOLVABLE,
-         "RAPIDS 25.12 and later require CUDA >= 12.2", "--cuda 12.2"),
+         "RAPIDS 25.12 and later require CUDA >= 12.2", "try --rapids 25.10 (rule"),
         (["--rapids", "26.12", "--cuda", "12.2", "--os", "el8"], ExitCode.BAD_INPUT,
          "RAPIDS 26.12 is not in the release record", "try --rapids 26."),
         (["--rapids", "24.04", "--cuda", "12.2", "--os", "el8", "--libs", "cudf,cusignal"],
-         ExitCode.BAD_INPUT, "cusignal: not part of RAPIDS 24.04", ""),
+         ExitCode.UNSOLVABLE, "cusignal has no RAPIDS 24.04: its last release is 23.08", ""),
+        (["--rapids", "24.06", "--cuda", "12.2", "--os", "el8", "--libs", "cudf,cusignal"],
+         ExitCode.UNSOLVABLE, "cusignal has no RAPIDS 24.06: its last release is 23.08", ""),
+        (["--rapids", "24.04", "--cuda", "12.2", "--os", "el8", "--libs", "cudf,cuspatial",
+          "--exclude", "cuspatial"], ExitCode.BAD_INPUT, "both in --libs and --exclude", ""),
         # a value that is no version is bad input, not a contradiction of the record
         (["--rapids", "24.08", "--cuda", "eleven", "--os", "el8"], ExitCode.BAD_INPUT,
          "--cuda 'eleven' is not a version (e.g. 12.4)", ""),
@@ -141,7 +146,7 @@ def test_a_with_spec_in_place_of_a_record_pin_is_held_to_the_record(capsys):
     assert main(["recipe", "new", "--rapids", "22.08", "--cuda", "11.5", "--os", "el7",
                  "--libs", "dask-cuda", "--with", "dask-cuda=22.10"]) == ExitCode.UNSOLVABLE
     err = capsys.readouterr().err
-    assert "contradicts RAPIDS 22.10" in err and err.count("\n") == 1
+    assert "RAPIDS 22.10 rules out 'dask==2022.7.1'" in err and err.count("\n") == 1
 
 
 BASE = ["recipe", "new", "--rapids", "22.08", "--cuda", "11.5", "--os", "el7", "--libs", "cudf"]

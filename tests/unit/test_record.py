@@ -105,7 +105,8 @@ def _rules(deps, system=EL7):
         (["dask-cuda=22.08", "dask-cudf=22.10"], "rapids.one-release", "22.10/conda/recipes"),
         (["rapids=23.04", "python=3.9"], "rapids.python", "23.04/ci/axis/release.yaml"),
         (["cudf=22.08", "cudatoolkit=12.0"], "rapids.cuda", "22.08/ci/axis/release.yaml"),
-        (["cudf=22.08", "numpy>=1.24"], "rapids.range", "22.08/conda/recipes/versions.yaml"),
+        (["cudf=22.08", "numpy>=1.24"], "rapids.range", "cudf/22.08/conda/recipes/cudf/meta.yaml"),
+        (["cuml=22.08", "numpy>=1.24"], "rapids.range", "22.08/conda/recipes/versions.yaml"),
         (["cudf=24.06", "python=3.10"], "rapids.glibc", "docs/main/_notices/rsn0037.md:29"),
         (["rapids=23.04", "distributed==2023.3.2"], "rapids.pin", "23.04/conda/recipes/versions"),
     ],
@@ -120,7 +121,8 @@ def test_lint_passes_pins_the_record_agrees_with():
     assert (
         _rules(["cudf=23.04", "dask==2023.3.2", "distributed==2023.3.2.1", "python=3.10"]) == set()
     )
-    assert _rules(["cudf=24.04", "cuda-version=11.8", "python=3.11", "numpy>=1.23,<2.0a0"]) == set()
+    deps = ["cudf=24.04", "cuda-version=11.8", "python=3.11", "numpy>=1.23,<2.0a0"]
+    assert _rules(deps, {**EL7, "cuda": "11.8"}) == set()
     # 26.10 is known from its PyPI wheels only: what they say is checked
     assert _rules(["cudf=26.10", "python=3.12"], {"glibc": "2.28"}) == set()
     assert _rules(["cudf=26.10", "python=3.10"], {"glibc": "2.28"}) == {("rapids.python", ERROR)}

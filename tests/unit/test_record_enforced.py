@@ -33,14 +33,14 @@ def test_pep440_specifiers_read_as_their_conda_equals(pep440, conda):
 
 
 def test_arbitrary_equality_pin_is_linted_not_a_traceback():
-    (f,) = _errors(["python=3.12"], ["cudf-cu12==25.8.*", "dask===2022.7.1"])
+    (f,) = _errors(["python=3.12"], ["dask-cudf-cu12==25.8.*", "dask===2022.7.1"])
     assert f.rule == "rapids.pin" and "'dask===2022.7.1'" in f.message
-    assert "the release pins dask ==2025.7.0" in f.message
+    assert "dask-cudf 25.08 -> rapids-dask-dependency 25.8.0 -> dask ==2025.7.0" in f.message
     # === matches one version string exactly: not the release's pin, so an error too
-    (f,) = _errors(["python=3.12"], ["cudf-cu12==25.8.*", "dask===not-a-version"])
+    (f,) = _errors(["python=3.12"], ["dask-cudf-cu12==25.8.*", "dask===not-a-version"])
     assert f.rule == "rapids.pin"
     # a requirement pip cannot read, or a form conda has no equal for, is the resolver's
-    assert _errors(["python=3.12"], ["cudf-cu12==25.8.*", "dask~=2", "x[["]) == []
+    assert _errors(["python=3.12"], ["dask-cudf-cu12==25.8.*", "dask~=2", "x[["]) == []
 
 
 @pytest.mark.parametrize(

@@ -108,7 +108,7 @@ FORMS_22_08 = [
     "rapidsai::dask-cuda=22.08",
     "dask-cuda~=22.8.0",
     "rapids=22.08.01",
-    "cudf>22.07,<22.09",
+    "dask-cudf>22.07,<22.09",
 ]
 
 
@@ -122,13 +122,13 @@ def test_every_spec_form_finds_the_release(spec):
 def test_patch_releases_and_ranges_of_other_releases():
     assert [r for r, _ in _errors(["rapids=23.04.01", "python=3.9"])] == ["rapids.python"]
     # a range over releases that all pin another dask: every admitted release says so
-    (rule, message), *_ = _errors(["cudf>=23.08,<24.04", "dask=2020.1"])
+    (rule, message), *_ = _errors(["dask-cudf>=23.08,<24.04", "dask=2020.1"])
     assert rule == "rapids.pin"
     assert "every release the recipe admits: 23.08, 23.10, 23.12, 24.02" in message
     # alternatives: 22.08 and 22.10 pin different dask versions; 2023.1 fits neither
-    assert [r for r, _ in _errors(["cudf=22.08|22.10", "dask=2023.1"])] == ["rapids.pin"]
+    assert [r for r, _ in _errors(["dask-cuda=22.08|22.10", "dask=2023.1"])] == ["rapids.pin"]
     # ... but a dask one of them allows is no contradiction
-    assert _errors(["cudf=22.08|22.10", "dask=2022.7.1"]) == []
+    assert _errors(["dask-cuda=22.08|22.10", "dask=2022.7.1"]) == []
     # an open range admits releases the record does not know: nothing is claimed
     assert _errors(["cudf>=22.08", "dask=2023.1"]) == []
 

@@ -2,12 +2,17 @@
 
 Rules (ids as printed):
   rapids.one-release   two RAPIDS releases in one environment (dask-cuda=22.08 + dask-cudf=22.10)
-  rapids.pin           a pin the release fixes exactly (dask, distributed, dask-expr, xgboost)
-  rapids.range         a range from the release's `rapids` meta-package (numpy, cupy, ucx, ...),
-                       or a run requirement ("run:OWNER:NAME") of a package the recipe installs
+  rapids.pin           a pin the release fixes exactly (dask, distributed, dask-expr, xgboost),
+                       where a package of the recipe requires it (edges.py: the chain is named)
+  rapids.range         a bound a package of the recipe requires, directly or through another
+                       (the record's `requires`); where a package's requirements are not in the
+                       data, the `rapids` meta-package's ranges (numpy, cupy, ucx, ...) and the
+                       run requirements ("run:OWNER:NAME") of the packages the recipe installs
   rapids.python        a Python the release was not built for
-  rapids.cuda          a CUDA major the release does not ship, a toolkit below its oldest CUDA
-                       (cuda_min), or below a floor from a release on (CUDA 12.2 from 25.12)
+  rapids.cuda          a CUDA major the release does not ship, a toolkit below its minimum
+                       (25.06: 11.4) or a floor from a release on (CUDA 12.2 from 25.12), a
+                       toolkit or release the target driver (system.cuda, conda's __cuda) does
+                       not run (a 12.8 driver runs no CUDA 13; cuda.py)
   rapids.glibc         a target glibc older than the release needs (RAPIDS 24.06+ on glibc 2.17)
   rapids.ended         a library asked for in a release after its last (cuspatial after 25.04)
   rapids.ucxx          a UCXX (ucxx, distributed-ucxx) of another series than the release's
@@ -122,20 +127,25 @@ def _one_release(
     if release is None:
         return floor + _uncovered(rel, anchor, system, record)
     patches = _patches(release, entries)
+    names = record.release_versioned_names()
     if not patches:
-        return floor + release_rules(release, anchor, entries, system)
-    per_patch = [release_rules(release.at(p), anchor, entries, system) for p in patches]
+        return floor + release_rules(release, anchor, entries, system, record.drivers, names)
+    per_patch = [
+        release_rules(release.at(p), anchor, entries, system, record.drivers, names)
+        for p in patches
+    ]
     also = f"every patch release the recipe admits: {', '.join(patches)}"
     return floor + _shared(per_patch, also)
 
 
-# the packages whose version is the patch release the integration files describe
-PATCH_NAMED = ("rapids", "rapids-xgboost")
+# the packages whose version is the patch release the record describes: the integration
+# files' (23.04.00 / 23.04.01), rapids-dask-dependency's wheels' (25.12.0 / 25.12.1)
+PATCH_NAMED = ("rapids", "rapids-xgboost", "rapids-dask-dependency")
 
 
 def _patches(release: Release, entries: Sequence[Entry]) -> list[str]:
-    """The patch releases (of those whose facts differ) the recipe's rapids / rapids-xgboost
-    entries admit: all of them when it names none, or none of those recorded."""
+    """The patch releases (of those whose facts differ) the recipe's PATCH_NAMED entries
+    admit: all of them when it names none (X.Y takes any patch's pins), or none recorded."""
     named = [e for e in entries if e.name in PATCH_NAMED and e.version]
     every = sorted(release.patches)
     return [p for p in every if all(matches(e.version, p) for e in named)] or every
@@ -151,6 +161,9 @@ def _cuda_floor(
         return []
     need = floor.value["cuda"]
     major = need.split(".")[0]
+    release = record.release(rel)
+    if release is not None and release.get(f"cuda:{major}").known:
+        return []  # the release's own platform support says it (cuda.py)
     why = f"RAPIDS {floor.value['since']} and later require CUDA >= {need} ({floor.value['by']})"
     out = []
     for e in entries:

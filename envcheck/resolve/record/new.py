@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from envcheck.errors import BadInput, EnvcheckError, Unsolvable
 from envcheck.resolve.record.conda_version import package_spec
+from envcheck.resolve.record.cuda import runnable, toolkit_min
 from envcheck.resolve.record.finding import Finding
 from envcheck.resolve.record.lint import ERROR, lint
 from envcheck.resolve.record.new_options import OSES, Options
@@ -37,11 +38,13 @@ if TYPE_CHECKING:
 LIBS = ("cudf", "dask-cudf", "dask-cuda", "cuml", "cugraph", "cuspatial", "cuxfilter", "cucim")
 LIBS_OLD = (*LIBS, "cusignal")  # cusignal is a member of the meta-package up to 23.08
 RECORD = "envcheck/resolve/record/rapids.json"
+DRIVER_NOTE = "# The driver (CUDA "  # the header line saying which toolkit a newer driver takes
 
 
 @dataclass
 class _Lines:
     deps: list[tuple[str, str]] = field(default_factory=list)  # (spec, comment)
+    notes: list[str] = field(default_factory=list)  # header lines: what was chosen for the user
 
     def add(self, spec: str, comment: str) -> None:
         self.deps.append((spec, comment))
@@ -85,7 +88,7 @@ def _works(opts: Options, record: Record, **change: str) -> bool:
 
 
 def _cuda_candidates(record: Record, release: Release | None) -> list[str]:
-    """The CUDA versions a release names (builds, majors as X.0, the record's floor)."""
+    """The toolkits a release names (builds, majors as X.0, the record's floor)."""
     if release is None:
         return []
     out = [str(v) for v in _values(release.get("cuda_builds"))]
@@ -111,10 +114,11 @@ def _choices(opts: Options, record: Record) -> list[tuple[str, str]]:
     by_glibc = nearest(OSES[opts.os][0], glibcs, lambda g: _works(opts, record, os=glibcs[g]))
     if by_glibc:
         choices.append(("--os", glibcs[by_glibc]))
-    cuda = nearest(opts.cuda, _cuda_candidates(record, release),
-                   lambda c: _works(opts, record, cuda=c, toolkit=None))  # type: ignore[arg-type]
-    if cuda and not opts.toolkit:
-        choices.append(("--cuda", cuda))
+    if opts.toolkit:  # the driver is the target's: no hint asks to state another
+        toolkit = nearest(opts.toolkit, _cuda_candidates(record, release),
+                          lambda t: _works(opts, record, toolkit=t))  # fmt: skip
+        if toolkit:
+            choices.append(("--toolkit", toolkit))
     pythons = [str(p) for p in _values(release.get("python"))] if release else []
     python = nearest(opts.python or "", pythons, lambda p: _works(opts, record, python=p))
     if python and opts.python:
@@ -168,8 +172,31 @@ def _python(release: Release, opts: Options) -> tuple[str, str]:
     return chosen, f"built for Python {', '.join(py.value)} ({cite(py)})"
 
 
+def _pick_toolkit(record: Record, release: Release, opts: Options) -> tuple[str, str]:
+    """(toolkit X.Y, a line saying why) for a release and driver: --toolkit, else the driver's
+    CUDA where the release ships its major, else the newest toolkit the release ships that the
+    driver runs (a driver newer than the release's CUDA: a 13.0 driver takes 25.08's 12.9)."""
+    if opts.toolkit:
+        return opts.toolkit, ""
+    drv = opts.cuda
+    majors = release.get("cuda_majors")
+    if not majors.known or drv.split(".")[0] in majors.value:
+        return drv, ""
+    fits = runnable(release, drv, record.drivers)
+    if not fits:
+        return drv, ""  # the lint refuses it, with the rule
+    major = fits[-1].split(".")[0]
+    builds = [str(b) for b in _values(release.get("cuda_builds")) if str(b).startswith(f"{major}.")]
+    chosen = builds[-1] if builds else fits[-1]
+    note = (f"{DRIVER_NOTE[2:]}{drv}) is newer than RAPIDS {release.version}'s CUDA: the toolkit "
+            f"is its newest the driver runs, CUDA {major} (built with {chosen}).")  # fmt: skip
+    return chosen, note
+
+
 def _toolkit(record: Record, release: Release, opts: Options, lines: _Lines) -> None:
-    toolkit = opts.toolkit or opts.cuda
+    toolkit, note = _pick_toolkit(record, release, opts)
+    if note:
+        lines.notes.append(note)
     major = toolkit.split(".")[0]
     rule, builds, majors = (
         release.get("cuda_rule"),
@@ -182,26 +209,38 @@ def _toolkit(record: Record, release: Release, opts: Options, lines: _Lines) -> 
     elif rule.known:
         lines.add(f"cuda-version={toolkit}", f"rule {rule.value} ({cite(rule)}){built}")
     else:
-        low, why = f"{major}.0", ""
-        floor = record.floors.get("cuda")
-        if (
-            floor
-            and floor.known
-            and floor.value["cuda"].split(".")[0] == major
-            and release_key(release.version) >= release_key(floor.value["since"])
-        ):
-            low = floor.value["cuda"]
-            why = f"; CUDA >= {low} from {floor.value['since']} on ({floor.value['by']}: "
-            why += f"{cite(floor)})"
+        low, why = _toolkit_low(record, release, major)
+        top = f"<{int(major) + 1}"
+        if int(major) < 12 and opts.cuda.split(".")[0] == major and not opts.toolkit:
+            top = f"<={opts.cuda}"  # a CUDA 11 toolkit needs a driver of its own CUDA
         ships = (
             f"the release ships CUDA {', '.join(majors.value)} ({cite(majors)})"
             if majors.known
             else f"which CUDA majors the release ships is not in the data ({majors.note})"
         )
+        spec = f"cuda-version={opts.toolkit}" if opts.toolkit else f"cuda-version>={low},{top}"
         lines.add(
-            f"cuda-version>={low},<{int(major) + 1}",
-            f"CUDA {major}: {ships}{why}; how its conda packages pin CUDA is not in the data",
+            spec, f"CUDA {major}: {ships}{why}; how its conda packages pin CUDA is not in the data"
         )
+
+
+def _toolkit_low(record: Record, release: Release, major: str) -> tuple[str, str]:
+    """The oldest toolkit of ``major`` the release takes, and the words citing it."""
+    own = toolkit_min(release, major)
+    if own is not None:
+        return str(own.value), f"; CUDA >= {own.value} ({cite(own)})"
+    floor = record.floors.get("cuda")
+    if (
+        floor
+        and floor.known
+        and floor.value["cuda"].split(".")[0] == major
+        and release_key(release.version) >= release_key(floor.value["since"])
+    ):
+        low = floor.value["cuda"]
+        return low, f"; CUDA >= {low} from {floor.value['since']} on ({floor.value['by']}: " + (
+            f"{cite(floor)})"
+        )
+    return f"{major}.0", ""
 
 
 def ended(record: Record, name: str, rel: str) -> Value | None:
@@ -222,7 +261,8 @@ def _refuse_ended(record: Record, release: Release, names: Sequence[str], flag: 
         if lib is not None:
             raise Unsolvable(
                 f"recipe new: {flag} {name}: {name} has no RAPIDS {release.version}: its last "
-                f"release is {lib.value['last']} ({lib.note}; {cite(lib)})"
+                f"release is {lib.value['last']} (rule rapids.ended; --debug names its sources)",
+                detail=f"rapids.ended: {lib.note} [{', '.join(lib.sources)}]",
             )
 
 
@@ -276,8 +316,9 @@ def compose(opts: Options, record: Record | None = None) -> str:
     try:
         return _compose(opts, record)
     except _Refused as e:
-        reason = f"recipe new: {short_reason(e.finding.message)}"
-        line = refusal_line(reason, _choices(opts, record), e.finding.rule)
+        short = re.sub(r"^recipe entry ('.*?') contradicts (RAPIDS [\d.]+):", r"\2 rules out \1:",
+                       short_reason(e.finding.message))  # fmt: skip
+        line = refusal_line(f"recipe new: {short}", _choices(opts, record), e.finding.rule)
         raise Unsolvable(line, detail=e.message) from None
     except BadInput as e:
         if not is_release(opts.rapids) or record.release(opts.rapids) is not None:
@@ -362,6 +403,7 @@ def _render(opts, release, lines, system, os_words, python, libs) -> str:  # typ
     floor = release.get("glibc")
     header = [
         f"# RAPIDS {rel} for {os_words} (glibc {system['glibc']}), drivers for CUDA {opts.cuda}.",
+        *(f"# {n}" for n in lines.notes),
         *opts.command_lines(),
         "# Regenerate rather than edit (tests/unit/test_recipe_new.py keeps the shipped ones"
         " in sync).",
@@ -437,10 +479,14 @@ def recipe_new(opts: Options) -> Report:
         check_destination(out, f"--out {out}")
     text = compose(opts)
     where = "printed" if out is None else f"written to {out}"
-    result = Result("recipe new", Status.PASS, f"RAPIDS {opts.rapids}, {opts.os}: {where}")
+    said = [ln[2:] for ln in text.splitlines() if ln.startswith(DRIVER_NOTE)]
+    result = Result(
+        "recipe new", Status.PASS, " ".join([f"RAPIDS {opts.rapids}, {opts.os}: {where}.", *said])
+    )
     if out is None:
         return Report("envcheck recipe new", results=(result,), output=text)
     from envcheck.atomic import write_files_atomically
 
     write_files_atomically({out: text.encode()})
-    return Report("envcheck recipe new", results=(result,), output=f"wrote {out}\n")
+    output = "\n".join([f"wrote {out}", *said, ""])
+    return Report("envcheck recipe new", results=(result,), output=output)

@@ -4,11 +4,12 @@ Python, CUDA, build strings and glibc."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
+from envcheck.resolve.record.cuda import cuda_rules
+from envcheck.resolve.record.edges import binding, chain, graph
 from envcheck.resolve.record.entries import (
     ADVICE_RANGES,
-    CUDA_WHEEL,
     EXACT,
     META_RANGES,
     TOOLKITS,
@@ -21,8 +22,14 @@ from envcheck.resolve.record.table import Release, Value
 
 
 def release_rules(
-    release: Release, anchor: str, entries: Sequence[Entry], system: Mapping[str, str]
+    release: Release,
+    anchor: str,
+    entries: Sequence[Entry],
+    system: Mapping[str, str],
+    drivers: Mapping[str, Value] | None = None,
+    rapids: Collection[str] = (),
 ) -> list[Finding]:
+    """``rapids``: the names that carry a RAPIDS release (the recipe's RAPIDS packages)."""
     rel = release.label
     out: list[Finding] = []
     by_name = {e.name: e for e in entries}
@@ -38,50 +45,13 @@ def release_rules(
             )
         )
 
-    for name in EXACT:
-        fact, e = release.get(name), by_name.get(name)
-        if e and e.version and fact.known and not admits_pin(e.version, str(fact.value)):
-            clash("rapids.pin", ERROR, e, fact, f"the release pins {name} {fact.value}")
-    xgb, e = release.get("xgboost"), by_name.get("xgboost")
-    if e and e.version and xgb.known:
-        want = str(xgb.value).split(" ")[0]
-        if not matches(e.version, want):
-            clash("rapids.pin", ERROR, e, xgb, f"rapids-xgboost {rel} pins xgboost {xgb.value}")
-    required = set()  # names a package the recipe installs requires: advice on them is moot
-    for owner, name, fact in run_pins(release):
-        if not installs(owner, by_name):
-            continue  # the recipe does not install the package that requires it
-        for e in entries:
-            if (
-                e.name == name
-                and e.version
-                and fact.known
-                and not overlaps(e.version, str(fact.value))
-            ):
-                what = f"{owner} {rel} requires {name} {fact.value} ({fact.note})"
-                clash("rapids.range", ERROR, e, fact, what)
-                required.add(name)
-    series = release.get("ucxx_series")
-    for e in entries:
-        if e.name in UCXX and e.version and series.known:
-            if not overlaps(e.version, str(series.value)):
-                what = f"its UCXX is {series.value} ({series.note})"
-                clash("rapids.ucxx", ERROR, e, series, what)
-            required.add(e.name)
-    for names, sev in ((META_RANGES, ERROR), (ADVICE_RANGES, WARN)):
-        for name in names:
-            fact = release.get(name)
-            if name in required:  # a run requirement already said it, with its owner
-                continue
-            for e in (e for e in entries if e.name == name):
-                if e.version and fact.known and not overlaps(e.version, str(fact.value)):
-                    where = "requires" if sev == ERROR else "was built and tested with"
-                    clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
+    _pins(release, by_name, entries, rapids, clash)
+    _ranges(release, entries, by_name, rapids, clash)
     py = release.get("python")
     for e in (e for e in entries if e.name == "python"):
         if e.version and py.known and not minors(e.version, py.value):
             clash("rapids.python", ERROR, e, py, f"it was built for Python {', '.join(py.value)}")
-    out += _cuda_rules(release, anchor, by_name, system, clash)
+    out += cuda_rules(release, anchor, by_name, system, drivers or {}, clash)
     out += _build_rules(release, entries, by_name)
     glibc, floor = system.get("glibc"), release.get("glibc")
     if glibc and floor.known and matches(f"<{floor.value}", glibc):
@@ -96,6 +66,81 @@ def release_rules(
             )
         )
     return out
+
+
+def _ranges(release, entries, by_name, rapids, clash) -> None:  # type: ignore[no-untyped-def]
+    """Bounds on the recipe's other entries: those a package of the recipe requires, through
+    its chain of requirements; where some package's requirements are not in the data, the
+    release's run requirements and meta-package ranges as well; versions.yaml advice (warn)
+    on names nothing of the recipe requires."""
+    rel = release.label
+    g = graph(release) or {}
+    mine = sorted({e.name for e in entries if e.name in rapids})
+    unknown = [n for n in mine if n not in g]
+    required = set()  # names a package the recipe installs requires: advice on them is moot
+    for e in entries:
+        if not e.version or e.name in rapids or e.name in EXACT:
+            continue
+        for c in (c for n in mine if n in g and (c := chain(g, n, e.name)) is not None):
+            required.add(e.name)
+            if c.spec and not overlaps(e.version, c.spec):
+                clash("rapids.range", ERROR, e, Value(c.spec, c.sources), c.text(release, g))
+                break
+    for owner, name, fact in run_pins(release) if unknown else ():
+        if (owner in g and owner in mine) or not installs(owner, by_name):
+            continue  # the edges said it, or the recipe does not install its owner
+        for e in (e for e in entries if e.name == name and e.version and fact.known):
+            if not overlaps(e.version, str(fact.value)):
+                what = f"{owner} {rel} requires {name} {fact.value} ({fact.note})"
+                clash("rapids.range", ERROR, e, fact, what)
+                required.add(name)
+    series = release.get("ucxx_series")
+    for e in entries:
+        if e.name in UCXX and e.version and series.known:
+            if not overlaps(e.version, str(series.value)):
+                what = f"its UCXX is {series.value} ({series.note})"
+                clash("rapids.ucxx", ERROR, e, series, what)
+            required.add(e.name)
+    for names, sev in ((META_RANGES if unknown else (), ERROR), (ADVICE_RANGES, WARN)):
+        for name in names:
+            fact = release.get(name)
+            if name in required:  # a requirement already said it, with its owner
+                continue
+            for e in (e for e in entries if e.name == name):
+                if e.version and fact.known and not overlaps(e.version, str(fact.value)):
+                    where = "requires" if sev == ERROR else "was built and tested with"
+                    clash("rapids.range", sev, e, fact, f"the release {where} {name} {fact.value}")
+
+
+def _pins(release, by_name, entries, rapids, clash) -> None:  # type: ignore[no-untyped-def]
+    """dask, distributed, dask-expr through the packages that require them; xgboost."""
+    for name in EXACT:
+        e = by_name.get(name)
+        if e and e.version:
+            _pin(release, e, entries, rapids, clash)
+    xgb, e = release.get("xgboost"), by_name.get("xgboost")
+    if e and e.version and xgb.known:
+        want = str(xgb.value).split(" ")[0]
+        if not matches(e.version, want):
+            what = f"rapids-xgboost {release.label} pins xgboost {xgb.value}"
+            clash("rapids.pin", ERROR, e, xgb, what)
+
+
+def _pin(release, e, entries, rapids, clash) -> None:  # type: ignore[no-untyped-def]
+    """The release's pin of ``e.name`` where a package of the recipe requires it: each chain's
+    own spec (cuml 25.08 -> rapids-dask-dependency 25.8.0 -> dask ==2025.7.0), and the
+    release's pin where a package's requirements are not in the data."""
+    how = binding(release, entries, e.name, rapids)
+    g = graph(release) or {}
+    for c in how.chains:
+        if c.spec and not admits_pin(e.version, c.spec):
+            why = Value(c.spec, c.sources)
+            clash("rapids.pin", ERROR, e, why, c.text(release, g))
+            return
+    fact = release.get(e.name)
+    if how.unknown and fact.known and not admits_pin(e.version, str(fact.value)):
+        who = ", ".join(how.unknown)
+        clash("rapids.pin", ERROR, e, fact, f"the release pins {e.name} {fact.value} (for {who})")
 
 
 # what a package requires at install that the recipe may not name: cuml and cugraph require
@@ -120,68 +165,6 @@ def run_pins(release: Release) -> list[tuple[str, str, Value]]:
         owner, _, name = rest.partition(":")
         if kind == "run" and name:
             out.append((owner, name, fact))
-    return out
-
-
-def _cuda_rules(release, anchor, by_name, system, clash) -> list[Finding]:  # type: ignore[no-untyped-def]
-    out: list[Finding] = []
-    majors, builds = release.get("cuda_majors"), release.get("cuda_builds")
-    if not majors.known:
-        return out
-    wheels = release.get("cuda_majors_pip")
-    for e in by_name.values():
-        if (
-            e.name == CUDA_WHEEL
-            and e.version
-            and wheels.known
-            and not minors(e.version, [f"{m}.0" for m in wheels.value])
-        ):
-            have = ", ".join(wheels.value) or "no"
-            clash("rapids.cuda", ERROR, e, wheels,
-                      f"pypi.org has its wheels for CUDA {have}.x only (the conda packages: "
-                      f"CUDA {', '.join(majors.value)}.x)")  # fmt: skip
-    for name in TOOLKITS:
-        e = by_name.get(name)
-        if not (e and e.version):
-            continue
-        got = [m for m in majors.value if minors(e.version, [f"{m}.{n}" for n in range(10)])]
-        if not got:
-            clash("rapids.cuda", ERROR, e, majors, f"it ships CUDA {', '.join(majors.value)}.x")
-            continue
-        low = release.get("cuda_min")
-        if low.known and not overlaps(e.version, f">={low.value}"):
-            clash("rapids.cuda", ERROR, e, low, f"it requires CUDA {low.value}+ ({low.note})")
-            continue
-        same_major = [b for b in builds.value if b.split(".")[0] in got]
-        older = [
-            b for b in same_major if not minors(e.version, [b]) and overlaps(e.version, f"<{b}")
-        ]
-        if older and len(older) == len(same_major):
-            rule = release.get("cuda_rule")
-            out.append(
-                Finding(
-                    "rapids.cuda-build",
-                    WARN,
-                    f"{e.text!r}: RAPIDS {release.version}'s rule is {rule.value} "
-                    f"({rule.cite()}), which this meets, but the release was built with CUDA "
-                    f"{', '.join(same_major)} ({builds.cite()}) and pins cuda-python "
-                    f"{_cuda_python(release)}: an older toolkit is not what it was built for",
-                    (anchor, e.text),
-                    (*rule.sources, *builds.sources),
-                )
-            )
-    drv = system.get("cuda")
-    if drv and not any(matches(f">={m}", drv) for m in majors.value):
-        out.append(
-            Finding(
-                "rapids.cuda",
-                ERROR,
-                f"RAPIDS {release.version} ships CUDA {', '.join(majors.value)}.x; the recipe's "
-                f"target driver supports CUDA {drv}",
-                (anchor,),
-                majors.sources,
-            )
-        )
     return out
 
 
@@ -242,11 +225,3 @@ def _build_clash(
         (e.text, *((other.text,) if other else ())),
         sources,
     )
-
-
-def _cuda_python(release: Release) -> str:
-    v = release.get("cuda-python")
-    if not v.known:
-        return "(unknown)"
-    val = v.value if isinstance(v.value, str) else v.value.get("11", "")
-    return f"{val} ({v.cite()})"

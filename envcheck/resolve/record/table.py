@@ -62,6 +62,8 @@ class Record:
     floors: dict[str, Value] = field(default_factory=dict)  # from a release on: {"since", ...}
     # library -> {"releases": [...], "last": "25.04", "ended": bool}, from pypi.org's files
     libraries: dict[str, Value] = field(default_factory=dict)
+    # CUDA major (12 on) -> {"driver_min": "580", "cuda": "13.0"}: the driver its toolkits need
+    drivers: dict[str, Value] = field(default_factory=dict)
 
     @property
     def newest(self) -> str:
@@ -118,7 +120,8 @@ def parse_record(data: dict[str, Any]) -> Record:
     after = {k: _value(f) for k, f in data.get("after", {}).items()}
     floors = {k: _value(f) for k, f in data.get("floors", {}).items()}
     libraries = {k: _value(f) for k, f in data.get("libraries", {}).items()}
-    return Record(releases, after, dict(data.get("sources", {})), floors, libraries)
+    drivers = {k: _value(f) for k, f in data.get("drivers", {}).items()}
+    return Record(releases, after, dict(data.get("sources", {})), floors, libraries, drivers)
 
 
 @cache
