@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from envcheck import interrupts
+from envcheck.option import DEFAULT, given
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -226,9 +227,9 @@ def slurm_script(
 
 
 def verify_node(
-    *, facts: PathLike | None = None, prefix: PathLike | None = None,
-    save_facts: PathLike | None = None, plugins: bool = True, level: int = 1,
-    load_seconds: float = 4.0, kernel_log: PathLike | None = None,
+    *, facts: PathLike | None = DEFAULT, prefix: PathLike | None = DEFAULT,
+    save_facts: PathLike | None = DEFAULT, plugins: bool = DEFAULT, level: int = DEFAULT,
+    load_seconds: float = DEFAULT, kernel_log: PathLike | None = DEFAULT,
     expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
     expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
     allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
@@ -242,21 +243,18 @@ def verify_node(
     from envcheck.verify.node.options import NodeOptions
     from envcheck.verify.node.pipeline import verify_node as run
 
-    return run(NodeOptions(
-        expect=_expect(locals()), facts=_path(facts), prefix=_path(prefix),
-        save_facts=_path(save_facts), plugins=plugins, level=level, load_seconds=load_seconds,
-        kernel_log=_path(kernel_log),
-    ))
+    return run(NodeOptions(**given(NodeOptions, locals(), expect=_expect(locals()))))
 
 
 def verify_cluster(
-    client_or_address: Client | str | None = None, *, scheduler_file: PathLike | None = None,
-    tls_ca_file: PathLike | None = None, tls_cert: PathLike | None = None,
-    tls_key: PathLike | None = None, timeout: float = 30.0,
-    smoke: str | Iterable[str] | None = None, smoke_timeout: float = 120.0,
-    bench: bool = False, workers: int | None = None, plugins: bool = True,
-    jobqueue: str | None = None, jobqueue_config: PathLike | None = None,
-    jobqueue_options: Iterable[str] = (), gpus_per_worker: int = 1, debug: bool = False,
+    client_or_address: Client | str | None = None, *, scheduler_file: PathLike | None = DEFAULT,
+    tls_ca_file: PathLike | None = DEFAULT, tls_cert: PathLike | None = DEFAULT,
+    tls_key: PathLike | None = DEFAULT, timeout: float = DEFAULT,
+    smoke: str | Iterable[str] | None = DEFAULT, smoke_timeout: float = DEFAULT,
+    bench: bool = DEFAULT, workers: int | None = DEFAULT, plugins: bool = DEFAULT,
+    jobqueue: str | None = DEFAULT, jobqueue_config: PathLike | None = DEFAULT,
+    jobqueue_options: Iterable[str] = DEFAULT, gpus_per_worker: int = DEFAULT,
+    debug: bool = False,
     expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
     expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
     allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
@@ -280,22 +278,17 @@ def verify_cluster(
     from envcheck.verify.cluster.pipeline import verify_cluster as run
 
     client = None if isinstance(client_or_address, (str, type(None))) else client_or_address
-    options = ClusterOptions(
-        address=None if client is not None else client_or_address,
-        scheduler_file=_path(scheduler_file), tls_ca_file=_path(tls_ca_file),
-        tls_cert=_path(tls_cert), tls_key=_path(tls_key), timeout=timeout,
-        smoke=smoke, smoke_timeout=smoke_timeout, bench=bench, workers=workers,
-        plugins=plugins, jobqueue=jobqueue, jobqueue_config=_path(jobqueue_config),
-        jobqueue_options=jobqueue_options, gpus_per_worker=gpus_per_worker,
+    options = ClusterOptions(**given(
+        ClusterOptions, locals(), address=None if client is not None else client_or_address,
         expect=_expect(locals()), debug=debug,
-    )
+    ))
     if client is None:
         return run(options)
     from envcheck.errors import BadInput
     from envcheck.verify.cluster.scheduler_loss import quiet_dask_logs
     from envcheck.verify.expect_options import expectations_from_options
 
-    if scheduler_file is not None or jobqueue is not None:
+    if options.scheduler_file is not None or options.jobqueue is not None:
         raise BadInput("give a client or a scheduler file or a jobqueue, not more than one")
     if getattr(client, "asynchronous", False):
         raise BadInput("verify_cluster needs a synchronous Client (Client(..., "
@@ -330,8 +323,8 @@ def verify_job(
 
 
 def verify_ray(
-    address: str | None = None, *, timeout: float = 60.0, expect_nodes: int | None = None,
-    train: bool = False, train_workers: int | None = None,
+    address: str | None = None, *, timeout: float = DEFAULT, expect_nodes: int | None = DEFAULT,
+    train: bool = DEFAULT, train_workers: int | None = DEFAULT,
     expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
     expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
     allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
@@ -346,5 +339,4 @@ def verify_ray(
     from envcheck.verify.ray.options import RayOptions
     from envcheck.verify.ray.pipeline import verify_ray as run
 
-    return run(RayOptions(address=address, timeout=timeout, expect_nodes=expect_nodes,
-                          train=train, train_workers=train_workers, expect=_expect(locals())))
+    return run(RayOptions(**given(RayOptions, locals(), expect=_expect(locals()))))
