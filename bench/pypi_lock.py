@@ -68,7 +68,7 @@ def _commands(root: Path) -> tuple[list[str], list[str]]:
 _IN_PROCESS = """
 import sys, time
 from envcheck.cli import main
-import envcheck.resolve.pipeline, envcheck.resolve.heldback, envcheck.resolve.command
+import envcheck.resolve.build.pipeline, envcheck.resolve.heldback, envcheck.resolve.build.command
 t = time.perf_counter()
 rc = main(sys.argv[1:])
 print(f"{time.perf_counter() - t:.4f}")

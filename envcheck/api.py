@@ -87,8 +87,8 @@ def build(
     from envcheck.extras import require_build_extra
 
     require_build_extra("build")
-    from envcheck.resolve.options import BuildOptions
-    from envcheck.resolve.pipeline import build as run
+    from envcheck.resolve.build.options import BuildOptions
+    from envcheck.resolve.build.pipeline import build as run
 
     options = BuildOptions(
         recipes=_paths(recipe), out=_path(out), check=check, platform=platform,

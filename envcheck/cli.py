@@ -43,7 +43,7 @@ EPILOG = (
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
-    ("build",): ("envcheck.resolve.command", "solve recipes into conda-lock lockfiles"),
+    ("build",): ("envcheck.resolve.build.command", "solve recipes into conda-lock lockfiles"),
     ("install",): ("envcheck.provision.command", "create an env from a lock, hashes checked"),
     ("image",): ("envcheck.provision.image_command", "build the EL7 image of a lock"),
     ("diff",): ("envcheck.resolve.diff_command", "what changed between two lock files"),

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # api function -> (the shortest command line of its verb, its command module, api keyword ->
 # Options field where the names differ)
 VERBS = {
-    "build": (["build", "r.yaml"], "envcheck.resolve.command", {"recipe": "recipes"}),
+    "build": (["build", "r.yaml"], "envcheck.resolve.build.command", {"recipe": "recipes"}),
     "install": (["install", "l.yml", "--prefix", "p"], "envcheck.provision.command", {}),
     "image": (["image", "l.yml", "--os", "rhel7"], "envcheck.provision.image_command",
               {"os": "os_name"}),

@@ -1,4 +1,4 @@
-"""envcheck build: flags -> BuildOptions -> the build pipeline (envcheck.resolve.pipeline)."""
+"""envcheck build: flags -> BuildOptions -> the build pipeline (envcheck.resolve.build.pipeline)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from envcheck.resolve.solve import DEFAULT_FETCH_TIMEOUT_S, start_solver  # ratt
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from envcheck.report import Report
-    from envcheck.resolve.options import BuildOptions
+    from envcheck.resolve.build.options import BuildOptions
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -58,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> BuildOptions:
-    from envcheck.resolve.options import BuildOptions
+    from envcheck.resolve.build.options import BuildOptions
 
     return BuildOptions(
         recipes=tuple(args.recipes),
@@ -76,6 +76,6 @@ def run(args: argparse.Namespace) -> Report:
     require_build_extra("build")  # the flags need none of it; the solve does
     if not args.check:  # its start-up (Python, rattler) overlaps importing the pipeline
         start_solver()
-    from envcheck.resolve.pipeline import build
+    from envcheck.resolve.build.pipeline import build
 
     return build(options_from_args(args))

@@ -17,11 +17,11 @@ from envcheck.lockfile.pip_package import PipPackage
 from envcheck.lockfile.read import read_built_lock
 from envcheck.lockfile.write import lock_paths, render_lock_texts
 from envcheck.report import Report, Result, Status, Table
+from envcheck.resolve.build.options import BuildOptions
 from envcheck.resolve.changes import Change, changes_table, compare, version_build
 from envcheck.resolve.channel_data import channel_data
 from envcheck.resolve.lock_check import check_all
 from envcheck.resolve.lockdoc import build_lockfile
-from envcheck.resolve.options import BuildOptions
 from envcheck.resolve.pip_platform import wheels_note
 from envcheck.resolve.recipe import Recipe, load_recipe
 from envcheck.resolve.solve import (
