@@ -168,8 +168,8 @@ def why(
     """``envcheck why``: the chains from recipe entries to ``package`` in the lock ``file``;
     with ``not_=True``, ``file`` is a recipe that excludes ``package`` and the chains are those
     of a solve without the exclusion."""
-    from envcheck.resolve.why import why as run
-    from envcheck.resolve.why_options import WhyOptions
+    from envcheck.resolve.why.options import WhyOptions
+    from envcheck.resolve.why.pipeline import why as run
 
     return run(WhyOptions(
         package=package, file=Path(file), not_=not_, recipe=_path(recipe),

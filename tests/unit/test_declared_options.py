@@ -26,7 +26,7 @@ VERBS = {
               {"os": "os_name"}),
     "recipe_new": (["recipe", "new", "--rapids", "24.04", "--cuda", "12.0", "--os", "el7"],
                    "envcheck.resolve.record.new_command", {}),
-    "why": (["why", "dask", "l.yml"], "envcheck.resolve.why_command", {}),
+    "why": (["why", "dask", "l.yml"], "envcheck.resolve.why.command", {}),
     "diff": (["diff", "a.yml", "b.yml"], "envcheck.resolve.diff_command", {}),
     "slurm_script": (["slurm", "script"], "envcheck.slurm.command", {}),
     "verify_node": (["verify", "node"], "envcheck.verify.node.command", {}),

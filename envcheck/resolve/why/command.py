@@ -7,8 +7,8 @@ import argparse
 from pathlib import Path
 
 from envcheck.report import Report
-from envcheck.resolve.why import why
-from envcheck.resolve.why_options import WhyOptions
+from envcheck.resolve.why.options import WhyOptions
+from envcheck.resolve.why.pipeline import why
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

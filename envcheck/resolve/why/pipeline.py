@@ -16,7 +16,7 @@ from envcheck.lockfile.model import LockedPackage, spec_name
 from envcheck.lockfile.names import normalize_name
 from envcheck.report import Report, Result, Status, Table
 from envcheck.resolve.lockgraph import read_graph
-from envcheck.resolve.why_options import WhyOptions
+from envcheck.resolve.why.options import WhyOptions
 
 MAX_CHAINS = 10
 
