@@ -182,8 +182,8 @@ def diff(
 ) -> Report:
     """``envcheck diff``: what changed between two lock files, per platform; with
     ``markdown=True`` the review table is ``report.output``."""
-    from envcheck.resolve.diff import diff as run
-    from envcheck.resolve.diff_options import DiffOptions
+    from envcheck.resolve.diff.options import DiffOptions
+    from envcheck.resolve.diff.pipeline import diff as run
 
     return run(DiffOptions(old=Path(old), new=Path(new), environment=environment,
                            markdown=markdown))

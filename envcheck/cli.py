@@ -46,7 +46,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("build",): ("envcheck.resolve.build.command", "solve recipes into conda-lock lockfiles"),
     ("install",): ("envcheck.provision.command", "create an env from a lock, hashes checked"),
     ("image",): ("envcheck.provision.image_command", "build the EL7 image of a lock"),
-    ("diff",): ("envcheck.resolve.diff_command", "what changed between two lock files"),
+    ("diff",): ("envcheck.resolve.diff.command", "what changed between two lock files"),
     ("why",): ("envcheck.resolve.why.command", "which recipe entries pull a package into a lock"),
     ("recipe", "new"): (
         "envcheck.resolve.record.new_command",

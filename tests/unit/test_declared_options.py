@@ -27,7 +27,7 @@ VERBS = {
     "recipe_new": (["recipe", "new", "--rapids", "24.04", "--cuda", "12.0", "--os", "el7"],
                    "envcheck.resolve.record.new_command", {}),
     "why": (["why", "dask", "l.yml"], "envcheck.resolve.why.command", {}),
-    "diff": (["diff", "a.yml", "b.yml"], "envcheck.resolve.diff_command", {}),
+    "diff": (["diff", "a.yml", "b.yml"], "envcheck.resolve.diff.command", {}),
     "slurm_script": (["slurm", "script"], "envcheck.slurm.command", {}),
     "verify_node": (["verify", "node"], "envcheck.verify.node.command", {}),
     "verify_cluster": (["verify", "cluster"], "envcheck.verify.cluster.command",

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from envcheck.report import Report
-from envcheck.resolve.diff import diff
-from envcheck.resolve.diff_options import DiffOptions
+from envcheck.resolve.diff.options import DiffOptions
+from envcheck.resolve.diff.pipeline import diff
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

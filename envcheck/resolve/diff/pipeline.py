@@ -8,7 +8,7 @@ from pathlib import Path
 
 from envcheck.report import Report, Result, Status
 from envcheck.resolve.changes import Change, changes_table, compare, markdown, version_build
-from envcheck.resolve.diff_options import DiffOptions
+from envcheck.resolve.diff.options import DiffOptions
 from envcheck.resolve.lockgraph import LockGraph, read_graph
 
 
