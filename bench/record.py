@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from envcheck.resolve.recipe import load_recipe  # noqa: E402
 from envcheck.resolve.record.lint import lint  # noqa: E402
-from envcheck.resolve.record.new import Options, compose  # noqa: E402
+from envcheck.resolve.record.new.pipeline import Options, compose  # noqa: E402
 from envcheck.resolve.record.table import load_record  # noqa: E402
 from envcheck.resolve.solve import shutdown, solve_specs, virtual_packages  # noqa: E402
 from envcheck.resolve.solve_recipe import exclusion_constraints  # noqa: E402

@@ -64,7 +64,7 @@ def _paths(value: PathLike | Iterable[PathLike]) -> Any:
 def _words(value: Any) -> Any:
     """A comma-separated string as the flag splits it; anything else as given (the Options
     constructor checks it)."""
-    from envcheck.resolve.record.new_options import comma_list
+    from envcheck.resolve.record.new.options import comma_list
 
     return comma_list(value) if isinstance(value, str) else value
 
@@ -147,8 +147,8 @@ def recipe_new(
     from envcheck.extras import require_build_extra
 
     require_build_extra("recipe new")
-    from envcheck.resolve.record.new import recipe_new as run
-    from envcheck.resolve.record.new_options import Options
+    from envcheck.resolve.record.new.options import Options
+    from envcheck.resolve.record.new.pipeline import recipe_new as run
 
     options = Options(
         rapids=rapids, cuda=cuda, os=os, python=python, toolkit=toolkit,

@@ -49,7 +49,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("diff",): ("envcheck.resolve.diff.command", "what changed between two lock files"),
     ("why",): ("envcheck.resolve.why.command", "which recipe entries pull a package into a lock"),
     ("recipe", "new"): (
-        "envcheck.resolve.record.new_command",
+        "envcheck.resolve.record.new.command",
         "write a recipe pinned from the RAPIDS release record",
     ),
     ("verify", "node"): ("envcheck.verify.node.command", "check this machine before a GPU job"),

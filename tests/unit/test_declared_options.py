@@ -25,7 +25,7 @@ VERBS = {
     "image": (["image", "l.yml", "--os", "rhel7"], "envcheck.provision.image_command",
               {"os": "os_name"}),
     "recipe_new": (["recipe", "new", "--rapids", "24.04", "--cuda", "12.0", "--os", "el7"],
-                   "envcheck.resolve.record.new_command", {}),
+                   "envcheck.resolve.record.new.command", {}),
     "why": (["why", "dask", "l.yml"], "envcheck.resolve.why.command", {}),
     "diff": (["diff", "a.yml", "b.yml"], "envcheck.resolve.diff.command", {}),
     "slurm_script": (["slurm", "script"], "envcheck.slurm.command", {}),

@@ -1,4 +1,4 @@
-"""`envcheck recipe new`: flags -> Options (new_options.py) -> new.py's recipe_new -> Report."""
+"""`envcheck recipe new`: flags -> Options (options.py) -> pipeline.py's recipe_new -> Report."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from envcheck.report import Report
-from envcheck.resolve.record.new import LIBS, recipe_new
-from envcheck.resolve.record.new_options import DEFAULT_CHANNELS, OSES, Options, comma_list
+from envcheck.resolve.record.new.options import DEFAULT_CHANNELS, OSES, Options, comma_list
+from envcheck.resolve.record.new.pipeline import LIBS, recipe_new
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

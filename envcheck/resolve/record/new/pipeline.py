@@ -4,7 +4,7 @@ Combinations the record rules out (RAPIDS 24.06+ on glibc 2.17, a Python the rel
 built for, a CUDA major it does not ship) are refused with the rule and its source; no solver
 is started.
 
-The pipeline: Options (new_options.py) -> recipe_new() -> Report; the flags are new_command.py.
+The pipeline: Options (options.py) -> recipe_new() -> Report; the flags are command.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from envcheck.errors import BadInput, EnvcheckError, Unsolvable
 from envcheck.resolve.record.conda_version import package_spec
 from envcheck.resolve.record.finding import Finding
 from envcheck.resolve.record.lint import ERROR, lint
-from envcheck.resolve.record.new_options import OSES, Options
+from envcheck.resolve.record.new.options import OSES, Options
 from envcheck.resolve.record.refusal import nearest, refusal_line, short_reason, version_key
 from envcheck.resolve.record.table import (
     Record,
