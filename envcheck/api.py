@@ -104,7 +104,7 @@ def install(
     fetch_timeout: float = 900.0,
 ) -> Report:
     """``envcheck install``: create ``prefix`` from ``lock``, every package's hash checked."""
-    from envcheck.provision.pipeline import InstallOptions, install_lock
+    from envcheck.provision.install.pipeline import InstallOptions, install_lock
 
     options = InstallOptions(
         lock=lock, prefix=prefix, platform=platform, cache_dir=cache_dir,

@@ -44,7 +44,9 @@ EPILOG = (
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("build",): ("envcheck.resolve.build.command", "solve recipes into conda-lock lockfiles"),
-    ("install",): ("envcheck.provision.command", "create an env from a lock, hashes checked"),
+    ("install",): (
+        "envcheck.provision.install.command", "create an env from a lock, hashes checked"
+    ),
     ("image",): ("envcheck.provision.image_command", "build the EL7 image of a lock"),
     ("diff",): ("envcheck.resolve.diff.command", "what changed between two lock files"),
     ("why",): ("envcheck.resolve.why.command", "which recipe entries pull a package into a lock"),

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Options field where the names differ)
 VERBS = {
     "build": (["build", "r.yaml"], "envcheck.resolve.build.command", {"recipe": "recipes"}),
-    "install": (["install", "l.yml", "--prefix", "p"], "envcheck.provision.command", {}),
+    "install": (["install", "l.yml", "--prefix", "p"], "envcheck.provision.install.command", {}),
     "image": (["image", "l.yml", "--os", "rhel7"], "envcheck.provision.image_command",
               {"os": "os_name"}),
     "recipe_new": (["recipe", "new", "--rapids", "24.04", "--cuda", "12.0", "--os", "el7"],

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from envcheck.flags import seconds
-from envcheck.provision.options import InstallOptions
-from envcheck.provision.pipeline import install_lock
+from envcheck.provision.install.options import InstallOptions
+from envcheck.provision.install.pipeline import install_lock
 from envcheck.report import Report
 
 

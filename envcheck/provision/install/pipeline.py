@@ -34,7 +34,7 @@ from envcheck.lockfile.read import read_lock_records
 from envcheck.provision import linker, pip_part, unpacked
 from envcheck.provision.fetch import DEADLINE_S as FETCH_DEADLINE_S
 from envcheck.provision.fetch import fetch_all
-from envcheck.provision.options import InstallOptions
+from envcheck.provision.install.options import InstallOptions
 from envcheck.provision.plan import Plan
 from envcheck.provision.prefix import (
     cache_lock_path,
