@@ -123,8 +123,8 @@ def image(
     """``envcheck image``: build the EL7 image (``os`` rhel7 or centos7) of ``lock`` with
     podman, docker or buildah; ``print_only`` writes the build context and gives the command
     as ``report.output``; ``show_command`` echoes the command on stderr before it runs."""
-    from envcheck.provision.image_options import ImageOptions
-    from envcheck.provision.image_pipeline import build_image
+    from envcheck.provision.image.options import ImageOptions
+    from envcheck.provision.image.pipeline import build_image
 
     options = ImageOptions(
         lock=Path(lock), os_name=os, tag=tag, builder_image=builder_image, base_image=base_image,

@@ -47,7 +47,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("install",): (
         "envcheck.provision.install.command", "create an env from a lock, hashes checked"
     ),
-    ("image",): ("envcheck.provision.image_command", "build the EL7 image of a lock"),
+    ("image",): ("envcheck.provision.image.command", "build the EL7 image of a lock"),
     ("diff",): ("envcheck.resolve.diff.command", "what changed between two lock files"),
     ("why",): ("envcheck.resolve.why.command", "which recipe entries pull a package into a lock"),
     ("recipe", "new"): (

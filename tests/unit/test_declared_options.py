@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VERBS = {
     "build": (["build", "r.yaml"], "envcheck.resolve.build.command", {"recipe": "recipes"}),
     "install": (["install", "l.yml", "--prefix", "p"], "envcheck.provision.install.command", {}),
-    "image": (["image", "l.yml", "--os", "rhel7"], "envcheck.provision.image_command",
+    "image": (["image", "l.yml", "--os", "rhel7"], "envcheck.provision.image.command",
               {"os": "os_name"}),
     "recipe_new": (["recipe", "new", "--rapids", "24.04", "--cuda", "12.0", "--os", "el7"],
                    "envcheck.resolve.record.new.command", {}),

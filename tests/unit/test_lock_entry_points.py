@@ -18,7 +18,7 @@ from envcheck.cli import main
 from envcheck.errors import BadInput
 from envcheck.lockfile import read_lock
 from envcheck.lockfile.model import Lock
-from envcheck.provision.image import plan_image
+from envcheck.provision.image.context import plan_image
 from envcheck.resolve.changes import version_build
 from envcheck.resolve.diff.pipeline import lock_diff
 from envcheck.resolve.lockgraph import read_graph

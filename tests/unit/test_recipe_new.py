@@ -193,7 +193,7 @@ def test_printable_hostile_text_lands_in_the_recipe_verbatim(capsys, tmp_path):
 def test_the_image_verbs_os_names_make_the_el7_recipe(name, tmp_path):
     """`envcheck image --os rhel7|centos7` and `recipe new --os` take the same names: the
     recipe is el7's (glibc 2.17), its header naming the distribution asked for."""
-    from envcheck.provision.image_options import OSES as IMAGE_OSES
+    from envcheck.provision.image.options import OSES as IMAGE_OSES
 
     assert name in IMAGE_OSES
     el7, named = tmp_path / "el7.yaml", tmp_path / f"{name}.yaml"

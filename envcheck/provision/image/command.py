@@ -1,13 +1,13 @@
-"""`envcheck image LOCK --os rhel7|centos7`: flags -> ImageOptions (image_options.py) ->
-image_pipeline.py -> Report."""
+"""`envcheck image LOCK --os rhel7|centos7`: flags -> ImageOptions (options.py) ->
+pipeline.py -> Report."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from envcheck.provision.image_options import ENGINES, OSES, ImageOptions
-from envcheck.provision.image_pipeline import build_image
+from envcheck.provision.image.options import ENGINES, OSES, ImageOptions
+from envcheck.provision.image.pipeline import build_image
 from envcheck.report import Report
 
 
