@@ -23,21 +23,13 @@ from envcheck.resolve.placeholder import is_placeholder, placeholder_error
 from envcheck.resolve.pypi_index import IndexFile, Page, Prefetch, best_file, index_pages
 from envcheck.resolve.solve import SolvedPackage
 from envcheck.resolve.uv_log import touched
+from envcheck.uv_runner import uv_command
 
 PYPI = "https://pypi.org/simple"
 _LOG_POLL_S = 0.02  # how often uv's log file is read while it resolves
 # what a line of `uv pip compile --annotation-style line` says: "name==version  # via a, b"
 _PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)\s*(?:#\s*via\s+(.*))?$")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9]")
-
-
-def _uv() -> str:
-    try:
-        from uv import find_uv_bin
-
-        return find_uv_bin()
-    except (ImportError, FileNotFoundError):
-        raise EnvcheckError("uv is not installed: pip install uv") from None
 
 
 def python_version(solved: Sequence[SolvedPackage]) -> str:
@@ -119,13 +111,13 @@ def parse_compiled(text: str) -> list[Compiled]:
 
 def _command(req: Path, cons: Path, target: Target, index_url: str, verbose: bool,
              extra_index: Sequence[str]) -> list[str]:  # fmt: skip
-    return [
-        _uv(), "pip", "compile", str(req), "--constraint", str(cons),
+    return uv_command(
+        "pip", "compile", str(req), "--constraint", str(cons),
         "--python-version", target.python, "--python-platform", target.uv_platform,
         "--no-header", "-v" if verbose else "--quiet", "--annotation-style", "line",
         "--index-url", index_url, *(f"--extra-index-url={u}" for u in extra_index),
         "--no-python-downloads",  # uv would fetch a Python from GitHub to build sdists
-    ]  # fmt: skip
+    )  # fmt: skip
 
 
 def uv_compile(
