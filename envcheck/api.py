@@ -274,29 +274,13 @@ def verify_cluster(
     in a thread (asyncio.to_thread).
     """
     from envcheck.verify.cluster.options import ClusterOptions
-    from envcheck.verify.cluster.pipeline import verify_client
     from envcheck.verify.cluster.pipeline import verify_cluster as run
 
     client = None if isinstance(client_or_address, (str, type(None))) else client_or_address
-    options = ClusterOptions(**given(
+    return run(ClusterOptions(**given(
         ClusterOptions, locals(), address=None if client is not None else client_or_address,
-        expect=_expect(locals()), debug=debug,
-    ))
-    if client is None:
-        return run(options)
-    from envcheck.errors import BadInput
-    from envcheck.verify.cluster.scheduler_loss import quiet_dask_logs
-    from envcheck.verify.expect_options import expectations_from_options
-
-    if options.scheduler_file is not None or options.jobqueue is not None:
-        raise BadInput("give a client or a scheduler file or a jobqueue, not more than one")
-    if getattr(client, "asynchronous", False):
-        raise BadInput("verify_cluster needs a synchronous Client (Client(..., "
-                       "asynchronous=False)); from a coroutine, call it in a thread")
-    exp = expectations_from_options(options.expect)
-    quiet_dask_logs(options.debug)
-    address = getattr(client.scheduler, "address", "") or ""
-    return verify_client(client, exp, options, described=f"client of {address}")
+        client=client, expect=_expect(locals()), debug=debug,
+    )))
 
 
 def verify_job(

@@ -104,3 +104,22 @@ def test_docs_show_every_api_signature_as_api_py_has_it():
     expected = " ".join(_shown(name) for name in api.__all__)
     assert documented.replace("( ", "(").replace(" )", ")").replace(", )", ")") == expected, (
         "docs/api.md ## Signatures should read:\n" + "\n".join(_shown(n) for n in api.__all__))
+
+
+def test_a_client_of_the_callers_is_never_the_embedded_cluster():
+    """ClusterOptions.embedded is the one decision the pipeline asks: a caller's client (as
+    api.verify_cluster passes it) is not embedded, whatever else is left out."""
+    from envcheck.errors import BadInput
+    from envcheck.verify.cluster.options import ClusterOptions
+
+    class Client:  # a synchronous client as distributed's reads to the options
+        asynchronous = False
+
+    assert ClusterOptions().embedded
+    assert not ClusterOptions(client=Client(), bench=True).embedded
+    assert not ClusterOptions(address="tcp://h:1").embedded
+    with pytest.raises(BadInput, match="not more than one"):
+        ClusterOptions(client=Client(), jobqueue="slurm", workers=1)
+    Client.asynchronous = True
+    with pytest.raises(BadInput, match="synchronous Client"):
+        ClusterOptions(client=Client())

@@ -101,10 +101,19 @@ class ClusterOptions:
         help="GRES GPUs per jobqueue worker (default 1; 0 for CPU workers)")
     expect: ExpectOptions = field(default_factory=ExpectOptions)
     debug: bool = False  # the top-level --debug
+    # a live distributed.Client of the caller's (api.py): verified as it is, left open
+    client: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         """The checks across fields (each field's own ran first, ``declared``)."""
         values.flag(self.debug, "debug")
+        if self.client is not None:
+            if self.address is not None or self.scheduler_file or self.jobqueue:
+                raise BadInput("give a client or a scheduler file or a jobqueue, not more than "
+                               "one")
+            if getattr(self.client, "asynchronous", False):
+                raise BadInput("verify_cluster needs a synchronous Client (Client(..., "
+                               "asynchronous=False)); from a coroutine, call it in a thread")
         if self.address is not None and self.scheduler_file:
             raise BadInput("give a scheduler address or --scheduler-file, not both")
         if self.jobqueue:
@@ -120,5 +129,8 @@ class ClusterOptions:
 
     @property
     def embedded(self) -> bool:
-        """envcheck starts the cluster here (LocalCUDACluster / LocalCluster)."""
-        return self.address is None and self.scheduler_file is None and not self.jobqueue
+        """envcheck starts the cluster here (LocalCUDACluster / LocalCluster): no address, no
+        scheduler file, no jobqueue and no client of the caller's. The one place this is
+        decided; the pipeline asks it."""
+        return (self.address is None and self.scheduler_file is None and not self.jobqueue
+                and self.client is None)
