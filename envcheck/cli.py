@@ -1,6 +1,10 @@
-"""Parse -> call -> render -> exit code. Nothing else lives here.
+"""The command line: parse -> call -> render -> exit code.
 
-Each verb's module exposes ``add_arguments(parser)`` and ``run(args) -> Report | int``.
+Each verb's module exposes ``add_arguments(parser)`` and ``run(args) -> Report | int``. Beside
+that walk live what only the command line does with a run: the verb table (COMMANDS) and its
+lazy parser, the one-line refusal of bad flags (exit 4), the table or product on stdout, the
+--json/--junit files (report_files.py) checked before the run, and the report of a run that a
+signal or its command line stopped.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import sys
 from pathlib import Path
 
 from envcheck.errors import EnvcheckError, ExitCode
+from envcheck.report_files import REPORT_FLAGS, ReportNotWritten, write_reports
 from envcheck.text import say
 from envcheck.version import __version__
 
@@ -146,7 +151,7 @@ def _report_stopped(args: argparse.Namespace, title: str, message: str, code: Ex
     try:
         destinations.check_destinations(_report_destinations(args))
         write_reports(error_report(title, message, code), args)
-    except (EnvcheckError, _ReportNotWritten) as e:
+    except (EnvcheckError, ReportNotWritten) as e:
         say(f"the report cannot be written: {getattr(e, 'message', e)}")
 
 
@@ -214,29 +219,11 @@ def _named(words: tuple[str, ...] | None) -> dict[tuple[str, ...], tuple[str, st
     return COMMANDS
 
 
-REPORT_FLAGS = ("json", "junit")
-
-
 def _report_destinations(args: argparse.Namespace) -> list[tuple[str, Path | None]]:
     return [
         (f"--{flag} {getattr(args, flag, None)}", getattr(args, flag, None))
         for flag in REPORT_FLAGS
     ]
-
-
-def write_reports(report: Report, args: argparse.Namespace) -> None:
-    """--json and --junit; a failure names the file (checked before the run, failed after)."""
-    from envcheck.report import write_json, write_junit
-
-    for flag, write in (("json", write_json), ("junit", write_junit)):
-        path = getattr(args, flag, None)
-        if path:
-            try:
-                write(report, path)
-            except EnvcheckError as e:
-                raise _ReportNotWritten(e.message) from None
-            except OSError as e:
-                raise _ReportNotWritten(f"--{flag} {path}: {e.strerror or e}") from None
 
 
 def render(report: Report, args: argparse.Namespace) -> None:
@@ -252,11 +239,7 @@ def render(report: Report, args: argparse.Namespace) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-        raise _ReportNotWritten(f"standard output: {e.strerror or e}") from None
-
-
-class _ReportNotWritten(Exception):
-    """The run finished but its report could not be written (checked before, failed after)."""
+        raise ReportNotWritten(f"standard output: {e.strerror or e}") from None
 
 
 def _print(report: Report, args: argparse.Namespace) -> None:
@@ -352,7 +335,7 @@ def _main(argv: list[str]) -> int:
             _report_stopped(args, args._title, "interrupted (SIGINT, Ctrl-C) before it "
                             "finished", ExitCode.INTERRUPTED)
         raise
-    except _ReportNotWritten as e:
+    except ReportNotWritten as e:
         from envcheck import interrupts
 
         written = " (the locks were written)" if interrupts.committed() else ""

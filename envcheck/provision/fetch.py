@@ -24,7 +24,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import shutil
 import stat
 import threading
 import time
@@ -467,9 +466,3 @@ def clear_partials(cache: Path) -> None:
     """Remove half-written downloads an interrupted install left in the cache."""
     for part in (cache / "archives").glob("*/.part-*"):
         part.unlink(missing_ok=True)
-
-
-def prune_empty(cache: Path) -> None:
-    for d in (cache / "archives").glob("*"):
-        if d.is_dir() and not any(d.iterdir()):
-            shutil.rmtree(d, ignore_errors=True)
