@@ -111,12 +111,12 @@ def build_one(
         pip[platform], held[platform] = resolve_pip_noting_held_back(
             recipe.pip, solved[platform], platform, recipe.system,
             extra_index=recipe.pip_extra_index,
-        )  # fmt: skip
+        )
         check_glibc(recipe, channels, platform, solved[platform], pip[platform])
     extra = {}
     if recipe.pip:
         extra["pip_index"] = "https://pypi.org/simple (resolved with uv)" + "".join(
-            f"; extra index {u}" for u in recipe.pip_extra_index)  # fmt: skip
+            f"; extra index {u}" for u in recipe.pip_extra_index)
     if data:
         extra["recipe_channels"] = ", ".join(resolve_channel(c) for c in recipe.channels)
     if carried and old is not None:
@@ -146,10 +146,10 @@ def build_one(
             Result(f"build {recipe.name}", Status.PASS, msg, node=platform, group="build")
         )
         note = wheels_note([p.url.rsplit("/", 1)[-1] for p in pip[platform]], platform,
-                           recipe.system)  # fmt: skip
+                           recipe.system)
         if note:
             results.append(Result(f"pip wheels {recipe.name}", Status.PASS, note, node=platform,
-                                  group="build"))  # fmt: skip
+                                  group="build"))
         results += [
             Result(f"pip held back {recipe.name}", Status.WARN, line, node=platform, group="build")
             for line in held[platform]
@@ -210,7 +210,7 @@ def _build_linted(
     if opts.check:
         report = check_all(recipes, out)
         return Report(report.title, results=report.results, tables=(*notes, *report.tables),
-                      environment=report.environment)  # fmt: skip
+                      environment=report.environment)
     for c in opts.channel_data:
         resolve_channel(c)  # a URL the solver cannot read is bad input before any work
     if opts.try_:

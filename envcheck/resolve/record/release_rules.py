@@ -139,7 +139,7 @@ def _cuda_rules(release, anchor, by_name, system, clash) -> list[Finding]:  # ty
             have = ", ".join(wheels.value) or "no"
             clash("rapids.cuda", ERROR, e, wheels,
                       f"pypi.org has its wheels for CUDA {have}.x only (the conda packages: "
-                      f"CUDA {', '.join(majors.value)}.x)")  # fmt: skip
+                      f"CUDA {', '.join(majors.value)}.x)")
     for name in TOOLKITS:
         e = by_name.get(name)
         if not (e and e.version):

@@ -16,13 +16,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, metavar="LOCK|RECIPE", help="a lock; with --not, a recipe")
     p.add_argument("--not", dest="not_", action="store_true",
                    help="PKG is excluded by RECIPE: solve without the exclusion and show which "
-                   "entry would pull it in")  # fmt: skip
+                   "entry would pull it in")
     p.add_argument("--recipe", type=Path, help="roots are this recipe's entries (default: the "
-                   "recipe the lock names, else the lock's top-level packages)")  # fmt: skip
+                   "recipe the lock names, else the lock's top-level packages)")
     p.add_argument("--environment", help="pixi.lock environment (default: default)")
     p.add_argument("--platform", help="only this platform")
     p.add_argument("--channel-data", action="append", metavar="URL",
-                   help="with --not: solve against these channels, not the recipe's")  # fmt: skip
+                   help="with --not: solve against these channels, not the recipe's")
 
 
 def options_from_args(args: argparse.Namespace) -> WhyOptions:

@@ -17,11 +17,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--python", help="Python X.Y (default: the newest the release was built for)")
     p.add_argument("--toolkit", help="CUDA toolkit X.Y to build against (default: --cuda)")
     p.add_argument("--libs", type=comma_list,
-                   help=f"RAPIDS libraries (default: {','.join(LIBS)})")  # fmt: skip
+                   help=f"RAPIDS libraries (default: {','.join(LIBS)})")
     p.add_argument("--with", dest="with_", type=comma_list, default=(), metavar="LIST",
-                   help="extras: xgboost, ucx, torch, or any package name/spec")  # fmt: skip
+                   help="extras: xgboost, ucx, torch, or any package name/spec")
     p.add_argument("--exclude", type=comma_list, default=(), metavar="LIST",
-                   help="packages the solve must not install (recipe `exclude:`)")  # fmt: skip
+                   help="packages the solve must not install (recipe `exclude:`)")
     p.add_argument("--exclude-reason", default="", help="why (goes into the recipe)")
     p.add_argument("--pip", action="append", default=[], help="a pip requirement (repeatable)")
     p.add_argument("--channels", type=comma_list, default=DEFAULT_CHANNELS)
@@ -38,7 +38,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         exclude=tuple(args.exclude), exclude_reason=args.exclude_reason, pip=tuple(args.pip),
         name=args.name, description=args.description, targets=tuple(args.target),
         channels=tuple(args.channels), out=args.out,
-    )  # fmt: skip
+    )
 
 
 def run(args: argparse.Namespace) -> Report:

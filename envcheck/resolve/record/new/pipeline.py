@@ -162,7 +162,7 @@ def _python(release: Release, opts: Options) -> tuple[str, str]:
     if not py.known:
         if not opts.python:
             raise BadInput(f"the record does not say which Pythons RAPIDS {release.version} "
-                           "was built for: pass --python")  # fmt: skip
+                           "was built for: pass --python")
         return opts.python, "the record does not say which Pythons this release was built for"
     chosen = opts.python or py.value[-1]
     return chosen, f"built for Python {', '.join(py.value)} ({cite(py)})"
@@ -331,7 +331,7 @@ def _compose(opts: Options, record: Record) -> str:
             lines.add(f"pytorch {v.value} *cuda*", f"{cite(v)}; a CUDA build")
         else:
             lines.add("pytorch * *cuda*", "a CUDA build; the record has no PyTorch range for "
-                      f"RAPIDS {rel}")  # fmt: skip
+                      f"RAPIDS {rel}")
     pandas = release.get("pandas")
     in_versions = any("versions.yaml" in p for p in pandas.sources)
     _range(release, "pandas", lines, advice="; RAPIDS' own environments" if in_versions else "")
