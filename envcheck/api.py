@@ -161,9 +161,9 @@ def recipe_new(
 
 
 def why(
-    package: str, file: PathLike, *, not_: bool = False, recipe: PathLike | None = None,
-    environment: str | None = None, platform: str | None = None,
-    channel_data: Iterable[str] = (),
+    package: str, file: PathLike, *, not_: bool = DEFAULT, recipe: PathLike | None = DEFAULT,
+    environment: str | None = DEFAULT, platform: str | None = DEFAULT,
+    channel_data: Iterable[str] = DEFAULT,
 ) -> Report:
     """``envcheck why``: the chains from recipe entries to ``package`` in the lock ``file``;
     with ``not_=True``, ``file`` is a recipe that excludes ``package`` and the chains are those
@@ -171,22 +171,18 @@ def why(
     from envcheck.resolve.why.options import WhyOptions
     from envcheck.resolve.why.pipeline import why as run
 
-    return run(WhyOptions(
-        package=package, file=Path(file), not_=not_, recipe=_path(recipe),
-        environment=environment, platform=platform, channel_data=channel_data,
-    ))
+    return run(WhyOptions(**given(WhyOptions, locals())))
 
 
 def diff(
-    old: PathLike, new: PathLike, *, environment: str | None = None, markdown: bool = False
+    old: PathLike, new: PathLike, *, environment: str | None = DEFAULT, markdown: bool = DEFAULT
 ) -> Report:
     """``envcheck diff``: what changed between two lock files, per platform; with
     ``markdown=True`` the review table is ``report.output``."""
     from envcheck.resolve.diff.options import DiffOptions
     from envcheck.resolve.diff.pipeline import diff as run
 
-    return run(DiffOptions(old=Path(old), new=Path(new), environment=environment,
-                           markdown=markdown))
+    return run(DiffOptions(**given(DiffOptions, locals())))
 
 
 def slurm_script(

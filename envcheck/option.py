@@ -40,13 +40,23 @@ class _Default:
 DEFAULT: Any = _Default()
 
 
+class _Required:
+    """An Option with no default: the argument must be given (a positional one, mostly)."""
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
 class Option:
-    """One field of a verb's Options: its ``default``, its ``flag`` (``--`` and the field's
-    name with dashes when not given; ``positional=True`` for an argument), argparse's
-    ``type``/``metavar``/``choices``/``action``/``nargs``/``help``, the argument ``group``'s
-    title, and ``check(value, said) -> value``, which validates and normalises the value the
-    field holds, whichever way it came (``said``: the flag, or the keyword of a flag that
-    takes no value)."""
+    """One field of a verb's Options: its ``default`` (``REQUIRED``: a field without one),
+    its ``flag`` (``--`` and the field's name with dashes when not given; ``positional=True``
+    for an argument), argparse's ``type``/``metavar``/``choices``/``action``/``nargs``/
+    ``help``, the argument ``group``'s title, and ``check(value, said) -> value``, which
+    validates and normalises the value the field holds, whichever way it came (``said``: how
+    a message names the option)."""
 
     __slots__ = ("default", "flag", "positional", "group", "check", "argparse", "name")
 
@@ -63,17 +73,20 @@ class Option:
 
     @property
     def said(self) -> str:
-        """How a message names the option: its flag (an argument's name as a flag), or for an
-        on/off flag the keyword."""
-        if self.argparse.get("action") in ("store_true", "store_false"):
+        """How a message names the option: its flag; an argument its metavar (else its name as
+        a flag); a flag that turns a field off (``--no-plugins``) the field's keyword."""
+        if self.argparse.get("action") == "store_false":
             return self.name
-        return self.flag or "--" + self.name.replace("_", "-")
+        if self.positional:
+            return self.argparse.get("metavar") or "--" + self.name.replace("_", "-")
+        return self.flag or ""
 
     def arguments(self) -> tuple[tuple[str, ...], dict[str, Any]]:
         """``add_argument``'s positional and keyword arguments for this option."""
         kwargs = dict(self.argparse)
         repeated = kwargs.get("action") == "append"
-        kwargs["default"] = [] if repeated else self.default  # argparse copies before appending
+        if self.default is not REQUIRED:
+            kwargs["default"] = [] if repeated else self.default  # argparse copies to append
         if self.positional:
             return (self.name,), kwargs
         return (self.flag or "",), {"dest": self.name, **kwargs}
@@ -94,7 +107,10 @@ def declared(cls: T) -> T:
             if declared_.flag is None and not declared_.positional:
                 declared_.flag = "--" + name.replace("_", "-")
             options[name] = declared_
-            setattr(cls, name, declared_.default)
+            if declared_.default is REQUIRED:
+                delattr(cls, name)  # a field without a default
+            else:
+                setattr(cls, name, declared_.default)
     own = cls.__dict__.get("__post_init__")
 
     def __post_init__(self: Any) -> None:
