@@ -99,17 +99,14 @@ def build(
 
 
 def install(
-    lock: PathLike, prefix: PathLike, *, platform: str | None = None,
-    cache_dir: PathLike | None = None, force: bool = False, lock_timeout: float = 600.0,
-    fetch_timeout: float = 900.0,
+    lock: PathLike, prefix: PathLike, *, platform: str | None = DEFAULT,
+    cache_dir: PathLike | None = DEFAULT, force: bool = DEFAULT, lock_timeout: float = DEFAULT,
+    fetch_timeout: float = DEFAULT,
 ) -> Report:
     """``envcheck install``: create ``prefix`` from ``lock``, every package's hash checked."""
     from envcheck.provision.install.pipeline import InstallOptions, install_lock
 
-    options = InstallOptions(
-        lock=lock, prefix=prefix, platform=platform, cache_dir=cache_dir,
-        force=force, lock_timeout=lock_timeout, fetch_timeout=fetch_timeout,
-    )
+    options = InstallOptions(**given(InstallOptions, locals()))
     with interrupts.scope():
         return install_lock(options)
 

@@ -89,6 +89,8 @@ class Option:
             kwargs["default"] = [] if repeated else self.default  # argparse copies to append
         if self.positional:
             return (self.name,), kwargs
+        if self.default is REQUIRED:
+            kwargs["required"] = True
         return (self.flag or "",), {"dest": self.name, **kwargs}
 
     def value(self, given: Any) -> Any:

@@ -1,4 +1,5 @@
-"""What `envcheck install` is asked to do, as one typed object (from flags or keyword arguments)."""
+"""What `envcheck install` is asked to do, as one typed object (from flags or keyword
+arguments): each field declared once, its flag, help and check beside it (envcheck/option.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 from pathlib import Path
 
 from envcheck import values
+from envcheck.flags import seconds
+from envcheck.option import REQUIRED, Option, declared
 from envcheck.record import frozen
 
 
@@ -18,27 +21,35 @@ def default_cache() -> Path:
     return Path(base) / "envcheck"
 
 
+def _lock_timeout(value: object, said: str) -> float:
+    return values.seconds(value, said, zero=True)
+
+
 @frozen
+@declared
 class InstallOptions:
-    lock: Path
-    prefix: Path
-    platform: str | None = None  # default: this machine's
-    cache_dir: Path | None = None  # default: default_cache()
-    force: bool = False  # install even when the prefix's stamp matches
-    progress: bool = False  # progress bars on stderr
-    lock_timeout: float = 600.0  # wait this long for another install into the prefix (0: none)
-    fetch_timeout: float = 900.0  # each package's download, all tries together
+    lock: Path = Option(REQUIRED, positional=True, type=Path, metavar="LOCK", check=values.path,
+                        help="a conda-lock file or a pixi.lock")
+    prefix: Path = Option(REQUIRED, type=Path, check=values.path,
+                          help="the environment to create")
+    platform: str | None = Option(  # default: this machine's
+        check=values.optional_text, help="the lock's platform to install (default: this machine's)")
+    cache_dir: Path | None = Option(  # default: default_cache()
+        type=Path, check=values.optional_path,
+        help="staging cache for checked packages ($ENVCHECK_CACHE, else ~/.cache/envcheck)")
+    force: bool = Option(False, action="store_true", check=values.flag,
+                         help="install even when the prefix's stamp matches")
+    lock_timeout: float = Option(  # wait this long for another install into the prefix (0: none)
+        600.0, type=seconds, metavar="S", check=_lock_timeout,
+        help="wait this long for another install into the same prefix (0: fail at once; "
+        "default %(default)g)")
+    fetch_timeout: float = Option(  # each package's download, all tries together
+        900.0, type=seconds, metavar="S", check=values.seconds,
+        help="deadline for each package's download, all tries together (default %(default)g)")
+    progress: bool = False  # progress bars on stderr (the command line's, when stderr is a tty)
 
     def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        set_(self, "lock", values.path(self.lock, "LOCK"))
-        set_(self, "prefix", values.path(self.prefix, "--prefix"))
-        set_(self, "cache_dir", values.optional_path(self.cache_dir, "--cache-dir"))
-        values.optional_text(self.platform, "--platform")
-        values.flag(self.force, "--force")
         values.flag(self.progress, "progress")
-        set_(self, "lock_timeout", values.seconds(self.lock_timeout, "--lock-timeout", zero=True))
-        set_(self, "fetch_timeout", values.seconds(self.fetch_timeout, "--fetch-timeout"))
 
     @property
     def cache(self) -> Path:
