@@ -112,9 +112,9 @@ def install(
 
 
 def image(
-    lock: PathLike, os: str, *, tag: str | None = None,  # noqa: A002 - the flag's name
-    builder_image: str | None = None, base_image: str | None = None,
-    platform: str = "linux-64", engine: str | None = None, print_only: bool = False,
+    lock: PathLike, os: str, *, tag: str | None = DEFAULT,  # noqa: A002 - the flag's name
+    builder_image: str | None = DEFAULT, base_image: str | None = DEFAULT,
+    platform: str = DEFAULT, engine: str | None = DEFAULT, print_only: bool = DEFAULT,
     show_command: bool = True,
 ) -> Report:
     """``envcheck image``: build the EL7 image (``os`` rhel7 or centos7) of ``lock`` with
@@ -123,10 +123,7 @@ def image(
     from envcheck.provision.image.options import ImageOptions
     from envcheck.provision.image.pipeline import build_image
 
-    options = ImageOptions(
-        lock=Path(lock), os_name=os, tag=tag, builder_image=builder_image, base_image=base_image,
-        platform=platform, engine=engine, print_only=print_only, show_command=show_command,
-    )
+    options = ImageOptions(**given(ImageOptions, locals(), os_name=os, show_command=show_command))
     with interrupts.scope():
         return build_image(options)
 
