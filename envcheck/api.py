@@ -77,9 +77,9 @@ def _expect(given: dict[str, Any]) -> Any:
 
 
 def build(
-    recipe: PathLike | Iterable[PathLike], out: PathLike = "locks", *, check: bool = False,
-    platform: str | None = None, fetch_timeout: float = 120.0, channel_data: Iterable[str] = (),
-    lint: bool = True, try_: Iterable[str] = (),
+    recipe: PathLike | Iterable[PathLike], out: PathLike = DEFAULT, *, check: bool = DEFAULT,
+    platform: str | None = DEFAULT, fetch_timeout: float = DEFAULT,
+    channel_data: Iterable[str] = DEFAULT, lint: bool = DEFAULT, try_: Iterable[str] = DEFAULT,
 ) -> Report:
     """``envcheck build``: solve one recipe (or several) into locks under ``out``; with
     ``check=True`` solve nothing and raise StaleLock when a lock is stale; ``try_`` solves with
@@ -90,10 +90,7 @@ def build(
     from envcheck.resolve.build.options import BuildOptions
     from envcheck.resolve.build.pipeline import build as run
 
-    options = BuildOptions(
-        recipes=_paths(recipe), out=_path(out), check=check, platform=platform,
-        fetch_timeout=fetch_timeout, channel_data=channel_data, lint=lint, try_=try_,
-    )
+    options = BuildOptions(**given(BuildOptions, locals(), recipes=_paths(recipe)))
     with interrupts.scope():
         return run(options)
 

@@ -1,4 +1,5 @@
-"""What `envcheck build` is asked to do, as one typed object (from flags or keyword arguments)."""
+"""What `envcheck build` is asked to do, as one typed object (from flags or keyword arguments):
+each field declared once, its flag, help and check beside it (envcheck/option.py)."""
 
 from __future__ import annotations
 
@@ -6,36 +7,45 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envcheck import values
-from envcheck.errors import BadInput
+from envcheck.errors import BadInput, ExitCode
+from envcheck.flags import seconds
+from envcheck.option import REQUIRED, Option, declared
 from envcheck.resolve.solve import DEFAULT_FETCH_TIMEOUT_S
 
 
+def _recipes(value: object, said: str) -> tuple[Path, ...]:
+    recipes = tuple(values.path(r, said) for r in values.sequence(value, said))
+    if not recipes:
+        raise BadInput("build: give at least one recipe")
+    return recipes
+
+
 @dataclass(frozen=True)
+@declared
 class BuildOptions:
     """What one build does; ``envcheck build``'s flags, typed."""
 
-    recipes: tuple[Path, ...]
-    out: Path = Path("locks")
-    check: bool = False  # solve nothing: say whether each lock is current
-    platform: str | None = None  # build only this platform of each recipe
-    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT_S
-    channel_data: tuple[str, ...] = ()  # solve against these channels instead of the recipe's
-    lint: bool = True  # refuse pins the RAPIDS release record contradicts
-    try_: tuple[str, ...] = ()  # candidates to try one by one (``--try``): writes no lock
-
-    def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        set_(
-            self,
-            "recipes",
-            tuple(values.path(r, "RECIPE") for r in values.sequence(self.recipes, "RECIPE")),
-        )
-        if not self.recipes:
-            raise BadInput("build: give at least one recipe")
-        set_(self, "out", values.path(self.out, "--out"))
-        values.flag(self.check, "--check")
-        values.optional_text(self.platform, "--platform")
-        set_(self, "fetch_timeout", values.seconds(self.fetch_timeout, "--fetch-timeout"))
-        set_(self, "channel_data", values.words(self.channel_data, "--channel-data"))
-        values.flag(self.lint, "lint")
-        set_(self, "try_", values.words(self.try_, "--try"))
+    recipes: tuple[Path, ...] = Option(REQUIRED, positional=True, nargs="+", type=Path,
+                                       metavar="RECIPE", check=_recipes, help="recipe YAML file(s)")
+    out: Path = Option("locks", type=Path, check=values.path, help="lock directory (locks/)")
+    check: bool = Option(  # solve nothing: say whether each lock is current
+        False, action="store_true", check=values.flag,
+        help=f"solve nothing; exit {int(ExitCode.STALE)} when a lock is missing or stale")
+    platform: str | None = Option(  # build only this platform of each recipe
+        check=values.optional_text, help="build only this platform of the recipe")
+    fetch_timeout: float = Option(
+        DEFAULT_FETCH_TIMEOUT_S, type=seconds, metavar="SECONDS", check=values.seconds,
+        help="limit for fetching a remote channel's repodata; past it the build exits "
+        f"{int(ExitCode.UNREACHABLE)} naming the channel (default %(default)g)")
+    channel_data: tuple[str, ...] = Option(  # solve against these channels, not the recipe's
+        (), action="append", metavar="URL", check=values.words,
+        help="solve against these channels (e.g. a local snapshot of the recipe's channels) "
+        "instead of the recipe's; the lock records them (repeatable)")
+    lint: bool = Option(  # refuse pins the RAPIDS release record contradicts
+        True, flag="--no-lint", action="store_false", check=values.flag,
+        help="solve even where the RAPIDS release record says the recipe's pins contradict it")
+    try_: tuple[str, ...] = Option(  # candidates to try one by one (``--try``): writes no lock
+        (), flag="--try", action="append", metavar="SPEC,SPEC,...", check=values.words,
+        help="solve the recipe with each candidate added alone (pip:REQ adds to its pip "
+        "entries); print which fit and, for a conflict, the smallest clashing set of entries; "
+        "writes no lock")
