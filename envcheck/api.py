@@ -177,13 +177,14 @@ def diff(
 
 
 def slurm_script(
-    *, nodes: int = 1, gpus_per_node: int = 1, cpus_per_gpu: int = 1, partition: str = "",
-    time: str = "", account: str = "", job_name: str = "", env: PathLike = "",
-    lock: PathLike = "", protocol: str = "tcp", interface: str = "",
-    dashboard: str = "127.0.0.1:0", shared_dir: PathLike = "", wait: int = 300,
-    verify_timeout: float = 60.0, smoke: str = "all", then: str = "", then_on: str = "warn",
-    sbatch: Iterable[str] = (), job: bool = False, submit: bool = False,
-    submit_timeout: float | None = None, slurm_version: str = "",
+    *, nodes: int = DEFAULT, gpus_per_node: int = DEFAULT, cpus_per_gpu: int = DEFAULT,
+    partition: str = DEFAULT, time: str = DEFAULT, account: str = DEFAULT,
+    job_name: str = DEFAULT, env: PathLike = DEFAULT, lock: PathLike = DEFAULT,
+    protocol: str = DEFAULT, interface: str = DEFAULT, dashboard: str = DEFAULT,
+    shared_dir: PathLike = DEFAULT, wait: int = DEFAULT, verify_timeout: float = DEFAULT,
+    smoke: str = DEFAULT, then: str = DEFAULT, then_on: str = DEFAULT,
+    sbatch: Iterable[str] = DEFAULT, job: bool = DEFAULT, submit: bool = DEFAULT,
+    submit_timeout: float | None = DEFAULT, slurm_version: str = DEFAULT,
 ) -> Report:
     """``envcheck slurm script``: the sbatch script (``report.output``) whose Dask cluster (or,
     with ``job=True``, whose tasks) verify themselves before ``then`` runs; ``submit=True``
@@ -192,15 +193,9 @@ def slurm_script(
     from envcheck.slurm.options import Options
     from envcheck.slurm.pipeline import slurm_script as run
 
-    options = Options(
-        nodes=nodes, gpus_per_node=gpus_per_node, cpus_per_gpu=cpus_per_gpu,
-        partition=partition, time=time, account=account, job_name=job_name,
-        env=os.fspath(env), lock=os.fspath(lock), protocol=protocol, interface=interface,
-        dashboard=dashboard, shared_dir=os.fspath(shared_dir), wait=wait,
-        verify_timeout=verify_timeout, smoke=smoke, then=then, then_on=then_on,
-        sbatch=sbatch, job=job, submit=submit,
-        submit_timeout=submit_timeout, slurm_version=slurm_version,
-    )
+    paths = {k: os.fspath(v) for k, v in
+             (("env", env), ("lock", lock), ("shared_dir", shared_dir)) if v is not DEFAULT}
+    options = Options(**given(Options, locals(), **paths))
     with interrupts.scope():
         return run(options)
 

@@ -54,21 +54,24 @@ class Option:
     """One field of a verb's Options: its ``default`` (``REQUIRED``: a field without one),
     its ``flag`` (``--`` and the field's name with dashes when not given; ``positional=True``
     for an argument), argparse's ``type``/``metavar``/``choices``/``action``/``nargs``/
-    ``help``, the argument ``group``'s title, and ``check(value, said) -> value``, which
-    validates and normalises the value the field holds, whichever way it came (``said``: how
-    a message names the option)."""
+    ``help``, the argument ``group``'s title, the ``exclusive`` group it shares with the
+    options of the same key (argparse refuses two of them on one line), and
+    ``check(value, said) -> value``, which validates and normalises the value the field holds,
+    whichever way it came (``said``: how a message names the option)."""
 
-    __slots__ = ("default", "flag", "positional", "group", "check", "argparse", "name")
+    __slots__ = ("default", "flag", "positional", "group", "exclusive", "check", "argparse",
+                 "name")
 
     def __init__(
         self, default: Any = None, *, flag: str | None = None, positional: bool = False,
-        group: str | None = None, check: Callable[[Any, str], Any] | None = None, **argparse: Any,
+        group: str | None = None, exclusive: str | None = None,
+        check: Callable[[Any, str], Any] | None = None, **argparse: Any,
     ) -> None:
         unknown = set(argparse) - set(_ARGPARSE)
         if unknown:
             raise TypeError(f"Option: unknown argparse keyword {', '.join(sorted(unknown))}")
         self.default, self.flag, self.positional = default, flag, positional
-        self.group, self.check, self.argparse = group, check, argparse
+        self.group, self.exclusive, self.check, self.argparse = group, exclusive, check, argparse
         self.name = ""
 
     @property
@@ -130,12 +133,17 @@ def declared(cls: T) -> T:
 def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     """The argparse arguments of ``cls``'s options, each group's under its title."""
     groups: dict[str, Any] = {}
+    exclusive: dict[str, Any] = {}
     for option in cls.__options__.values():
         where = parser
         if option.group:
             if option.group not in groups:
                 groups[option.group] = parser.add_argument_group(option.group)
             where = groups[option.group]
+        if option.exclusive:
+            if option.exclusive not in exclusive:
+                exclusive[option.exclusive] = where.add_mutually_exclusive_group()
+            where = exclusive[option.exclusive]
         args, kwargs = option.arguments()
         where.add_argument(*args, **kwargs)
 
