@@ -47,10 +47,6 @@ EXPECT_KEYWORDS = (
 )
 
 
-def _path(value: PathLike | None) -> Path | None:
-    return None if value is None else Path(value)
-
-
 def _paths(value: PathLike | Iterable[PathLike]) -> Any:
     """One path or a sequence of them, as a tuple (anything else goes on to be refused)."""
     if isinstance(value, (str, os.PathLike)):
@@ -126,11 +122,11 @@ def image(
 
 
 def recipe_new(
-    rapids: str, cuda: str, os: str, *, out: PathLike | None = None,  # noqa: A002 - the flag
-    python: str | None = None, toolkit: str | None = None, libs: Words | None = None,
-    with_: Words = (), exclude: Words = (), exclude_reason: str = "",
-    pip: Iterable[str] = (), name: str | None = None, description: str = "",
-    targets: Iterable[str] = (), channels: Words = ("rapidsai", "conda-forge", "nvidia"),
+    rapids: str, cuda: str, os: str, *, out: PathLike | None = DEFAULT,  # noqa: A002 - the flag
+    python: str | None = DEFAULT, toolkit: str | None = DEFAULT, libs: Words | None = DEFAULT,
+    with_: Words = DEFAULT, exclude: Words = DEFAULT, exclude_reason: str = DEFAULT,
+    pip: Iterable[str] = DEFAULT, name: str | None = DEFAULT, description: str = DEFAULT,
+    targets: Iterable[str] = DEFAULT, channels: Words = DEFAULT,
 ) -> Report:
     """``envcheck recipe new``: a recipe pinned from the RAPIDS release record; its text is
     ``report.output``, or it is written to ``out``. ``pip`` and ``targets`` are sequences (one
@@ -141,12 +137,10 @@ def recipe_new(
     from envcheck.resolve.record.new.options import Options
     from envcheck.resolve.record.new.pipeline import recipe_new as run
 
-    options = Options(
-        rapids=rapids, cuda=cuda, os=os, python=python, toolkit=toolkit,
-        libs=None if libs is None else _words(libs), with_=_words(with_),
-        exclude=_words(exclude), exclude_reason=exclude_reason, pip=pip, name=name,
-        description=description, targets=targets, channels=_words(channels), out=_path(out),
-    )
+    lists = {k: _words(v) for k, v in
+             (("libs", libs), ("with_", with_), ("exclude", exclude), ("channels", channels))
+             if v is not DEFAULT and v is not None}
+    options = Options(**given(Options, locals(), **lists))
     with interrupts.scope():
         return run(options)
 

@@ -19,7 +19,7 @@ from envcheck.errors import BadInput, EnvcheckError, Unsolvable
 from envcheck.resolve.record.conda_version import package_spec
 from envcheck.resolve.record.finding import Finding
 from envcheck.resolve.record.lint import ERROR, lint
-from envcheck.resolve.record.new.options import OSES, Options
+from envcheck.resolve.record.new.options import LIBS, OSES, Options
 from envcheck.resolve.record.refusal import nearest, refusal_line, short_reason, version_key
 from envcheck.resolve.record.table import (
     Record,
@@ -34,7 +34,6 @@ from envcheck.text import shown
 if TYPE_CHECKING:
     from envcheck.report import Report
 
-LIBS = ("cudf", "dask-cudf", "dask-cuda", "cuml", "cugraph", "cuspatial", "cuxfilter", "cucim")
 LIBS_OLD = (*LIBS, "cusignal")  # cusignal is a member of the meta-package up to 23.08
 RECORD = "envcheck/resolve/record/rapids.json"
 
