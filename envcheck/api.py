@@ -13,7 +13,9 @@ pipeline. Failures raise EnvcheckError subclasses carrying the one-line message 
 code the command would give (``e.exit_code``); nothing here exits the process or prints a table.
 Keywords are the command's flags with underscores (``--with`` is ``with_``, ``--not`` is
 ``not_``, ``--try`` is ``try_``); a flag that takes a comma-separated list takes a string so
-written or a sequence of strings.
+written or a sequence of strings. A keyword left at ``DEFAULT`` takes the default its verb's
+Options declare beside the flag (envcheck/option.py), the command line's; docs/api.md shows
+each signature with those defaults.
 """
 
 from __future__ import annotations
