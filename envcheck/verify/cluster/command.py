@@ -1,7 +1,10 @@
 """`envcheck verify cluster`: flags -> ClusterOptions -> verify/cluster/pipeline.py -> Report.
 
-This module only parses: the flags are ClusterOptions' declared fields (options.py), what
-runs is the pipeline (also api.py's verify_cluster).
+This module only parses. An option's walk from the command line to the pipeline: (1) cli.py
+parses the flags ClusterOptions declares (options.py, added here by option.add_arguments),
+(2) calls run, (3) options_from_args reads them with option.from_args into (4) ClusterOptions,
+whose fields' checks and then its checks across fields run as it is made, (5) the pipeline
+takes it. api.verify_cluster builds the same ClusterOptions from its keywords.
 """
 
 from __future__ import annotations
