@@ -155,6 +155,26 @@ def from_args(cls: type, args: argparse.Namespace, **given: Any) -> Any:
     return cls(**{**fields, **given})
 
 
+def command(
+    cls: type, pipeline: Callable[[Any], Any],
+    extra: Callable[[argparse.Namespace], dict[str, Any]] | None = None,
+) -> tuple[Callable[..., None], Callable[..., Any], Callable[..., Any]]:
+    """A verb's command module for Options ``cls`` and its ``pipeline``: ``add_arguments``
+    (the flags ``cls`` declares), ``options_from_args`` (``cls`` from them, with ``extra(args)``:
+    the fields no flag of the verb sets) and ``run`` (the pipeline's Report)."""
+
+    def add_arguments_(parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser, cls)
+
+    def options_from_args(args: argparse.Namespace) -> Any:
+        return from_args(cls, args, **(extra(args) if extra else {}))
+
+    def run(args: argparse.Namespace) -> Any:
+        return pipeline(options_from_args(args))
+
+    return add_arguments_, options_from_args, run
+
+
 def given(cls: type, keywords: dict[str, Any], **renamed: Any) -> dict[str, Any]:
     """The API keywords that name ``cls``'s options and were given (not ``DEFAULT``), with
     ``renamed`` (field -> value) for those whose keyword is not the field's name."""
