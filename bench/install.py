@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 import rattler  # noqa: E402
 
-from envcheck.provision.pipeline import install, read_plan  # noqa: E402
+from envcheck.provision.install.pipeline import install, read_plan  # noqa: E402
 from tests.support.channel import write_recipe  # noqa: E402
 from tests.support.condapkg import serve  # noqa: E402
 from tests.support.install_world import build_py39_channel, pyenv_python  # noqa: E402

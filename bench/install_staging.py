@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 import rattler  # noqa: E402
 
 from envcheck.provision import prefix as target  # noqa: E402
-from envcheck.provision.pipeline import install, read_plan  # noqa: E402
+from envcheck.provision.install.pipeline import install, read_plan  # noqa: E402
 from tests.support.small_channels import many_files, noarch_package, pixi_lock, records  # noqa: E402
 
 

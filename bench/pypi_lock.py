@@ -30,8 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from envcheck.resolve.pip import PYPI, Target, _uv  # noqa: E402
+from envcheck.resolve.pip import PYPI, Target  # noqa: E402
 from envcheck.resolve.recipe import load_recipe  # noqa: E402
+from envcheck.uv_runner import run_uv, uv_binary  # noqa: E402
 from tests.support.channel import pkg, write_channel  # noqa: E402
 
 RECIPE = ROOT / "recipes" / "pypi-rapids-26.10-cuda12.yaml"
@@ -52,7 +53,7 @@ def _commands(root: Path) -> tuple[list[str], list[str]]:
     target = Target.of("3.12", "linux-64", dict(recipe.system))
     req = root / "requirements.in"
     req.write_text("\n".join(recipe.pip) + "\n")
-    bare = [_uv(), "pip", "compile", str(req), "--python-version", target.python,
+    bare = [uv_binary(), "pip", "compile", str(req), "--python-version", target.python,
             "--python-platform", target.uv_platform, "--index-url", PYPI, "--quiet",
             "--no-python-downloads"]  # fmt: skip
     channel = write_channel(root / "ch", [pkg("python", "3.12.7", ["__glibc >=2.17"],
@@ -68,7 +69,7 @@ def _commands(root: Path) -> tuple[list[str], list[str]]:
 _IN_PROCESS = """
 import sys, time
 from envcheck.cli import main
-import envcheck.resolve.pipeline, envcheck.resolve.heldback, envcheck.resolve.command
+import envcheck.resolve.build.pipeline, envcheck.resolve.heldback, envcheck.resolve.build.command
 t = time.perf_counter()
 rc = main(sys.argv[1:])
 print(f"{time.perf_counter() - t:.4f}")
@@ -106,7 +107,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     repeat = ap.parse_args().repeat
     print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"{subprocess.run([_uv(), '--version'], capture_output=True, text=True).stdout.strip()}"
+          f"{run_uv('--version').stdout.strip()}"
           f", {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:

@@ -34,11 +34,11 @@ sys.path.insert(0, str(ROOT))
 
 from envcheck.resolve.recipe import load_recipe  # noqa: E402
 from envcheck.resolve.record.lint import lint  # noqa: E402
-from envcheck.resolve.record.new import Options, compose  # noqa: E402
+from envcheck.resolve.record.new.pipeline import Options, compose  # noqa: E402
 from envcheck.resolve.record.table import load_record  # noqa: E402
 from envcheck.resolve.solve import shutdown, solve_specs, virtual_packages  # noqa: E402
 from envcheck.resolve.solve_recipe import exclusion_constraints  # noqa: E402
-from envcheck.resolve.why import why_lock  # noqa: E402
+from envcheck.resolve.why.pipeline import why_lock  # noqa: E402
 
 SEED = [
     "rapids=22.08", "python=3.9", "cudatoolkit=11.0",

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from envcheck.resolve.recipe import load_recipe  # noqa: E402
 from envcheck.resolve.record.lint import lint  # noqa: E402
-from envcheck.resolve.record.new import Options, compose  # noqa: E402
+from envcheck.resolve.record.new.pipeline import Options, compose  # noqa: E402
 from envcheck.resolve.record.table import load_record  # noqa: E402
 from tests.support.channel import write_recipe  # noqa: E402
 from tests.support.worlds import RELEASES, write_world  # noqa: E402

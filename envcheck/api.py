@@ -13,7 +13,9 @@ pipeline. Failures raise EnvcheckError subclasses carrying the one-line message 
 code the command would give (``e.exit_code``); nothing here exits the process or prints a table.
 Keywords are the command's flags with underscores (``--with`` is ``with_``, ``--not`` is
 ``not_``, ``--try`` is ``try_``); a flag that takes a comma-separated list takes a string so
-written or a sequence of strings.
+written or a sequence of strings. A keyword left at ``DEFAULT`` takes the default its verb's
+Options declare beside the flag (envcheck/option.py), the command line's; docs/api.md shows
+each signature with those defaults.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from envcheck import interrupts
+from envcheck.option import DEFAULT, given
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -46,10 +49,6 @@ EXPECT_KEYWORDS = (
 )
 
 
-def _path(value: PathLike | None) -> Path | None:
-    return None if value is None else Path(value)
-
-
 def _paths(value: PathLike | Iterable[PathLike]) -> Any:
     """One path or a sequence of them, as a tuple (anything else goes on to be refused)."""
     if isinstance(value, (str, os.PathLike)):
@@ -63,7 +62,7 @@ def _paths(value: PathLike | Iterable[PathLike]) -> Any:
 def _words(value: Any) -> Any:
     """A comma-separated string as the flag splits it; anything else as given (the Options
     constructor checks it)."""
-    from envcheck.resolve.record.new_options import comma_list
+    from envcheck.resolve.record.new.options import comma_list
 
     return comma_list(value) if isinstance(value, str) else value
 
@@ -76,9 +75,9 @@ def _expect(given: dict[str, Any]) -> Any:
 
 
 def build(
-    recipe: PathLike | Iterable[PathLike], out: PathLike = "locks", *, check: bool = False,
-    platform: str | None = None, fetch_timeout: float = 120.0, channel_data: Iterable[str] = (),
-    lint: bool = True, try_: Iterable[str] = (),
+    recipe: PathLike | Iterable[PathLike], out: PathLike = DEFAULT, *, check: bool = DEFAULT,
+    platform: str | None = DEFAULT, fetch_timeout: float = DEFAULT,
+    channel_data: Iterable[str] = DEFAULT, lint: bool = DEFAULT, try_: Iterable[str] = DEFAULT,
 ) -> Report:
     """``envcheck build``: solve one recipe (or several) into locks under ``out``; with
     ``check=True`` solve nothing and raise StaleLock when a lock is stale; ``try_`` solves with
@@ -86,60 +85,50 @@ def build(
     from envcheck.extras import require_build_extra
 
     require_build_extra("build")
-    from envcheck.resolve.options import BuildOptions
-    from envcheck.resolve.pipeline import build as run
+    from envcheck.resolve.build.options import BuildOptions
+    from envcheck.resolve.build.pipeline import build as run
 
-    options = BuildOptions(
-        recipes=_paths(recipe), out=_path(out), check=check, platform=platform,
-        fetch_timeout=fetch_timeout, channel_data=channel_data, lint=lint, try_=try_,
-    )
+    options = BuildOptions(**given(BuildOptions, locals(), recipes=_paths(recipe)))
     with interrupts.scope():
         return run(options)
 
 
 def install(
-    lock: PathLike, prefix: PathLike, *, platform: str | None = None,
-    cache_dir: PathLike | None = None, force: bool = False, lock_timeout: float = 600.0,
-    fetch_timeout: float = 900.0, allow_shared_parent: bool = False,
+    lock: PathLike, prefix: PathLike, *, platform: str | None = DEFAULT,
+    cache_dir: PathLike | None = DEFAULT, force: bool = DEFAULT, lock_timeout: float = DEFAULT,
+    fetch_timeout: float = DEFAULT, allow_shared_parent: bool = DEFAULT,
 ) -> Report:
     """``envcheck install``: create ``prefix`` from ``lock``, every package's hash checked."""
-    from envcheck.provision.pipeline import InstallOptions, install_lock
+    from envcheck.provision.install.pipeline import InstallOptions, install_lock
 
-    options = InstallOptions(
-        lock=lock, prefix=prefix, platform=platform, cache_dir=cache_dir,
-        force=force, lock_timeout=lock_timeout, fetch_timeout=fetch_timeout,
-        allow_shared_parent=allow_shared_parent,
-    )
+    options = InstallOptions(**given(InstallOptions, locals()))
     with interrupts.scope():
         return install_lock(options)
 
 
 def image(
-    lock: PathLike, os: str, *, tag: str | None = None,  # noqa: A002 - the flag's name
-    builder_image: str | None = None, base_image: str | None = None,
-    platform: str = "linux-64", engine: str | None = None, print_only: bool = False,
+    lock: PathLike, os: str, *, tag: str | None = DEFAULT,  # noqa: A002 - the flag's name
+    builder_image: str | None = DEFAULT, base_image: str | None = DEFAULT,
+    platform: str = DEFAULT, engine: str | None = DEFAULT, print_only: bool = DEFAULT,
     show_command: bool = True,
 ) -> Report:
     """``envcheck image``: build the EL7 image (``os`` rhel7 or centos7) of ``lock`` with
     podman, docker or buildah; ``print_only`` writes the build context and gives the command
     as ``report.output``; ``show_command`` echoes the command on stderr before it runs."""
-    from envcheck.provision.image_options import ImageOptions
-    from envcheck.provision.image_pipeline import build_image
+    from envcheck.provision.image.options import ImageOptions
+    from envcheck.provision.image.pipeline import build_image
 
-    options = ImageOptions(
-        lock=Path(lock), os_name=os, tag=tag, builder_image=builder_image, base_image=base_image,
-        platform=platform, engine=engine, print_only=print_only, show_command=show_command,
-    )
+    options = ImageOptions(**given(ImageOptions, locals(), os_name=os, show_command=show_command))
     with interrupts.scope():
         return build_image(options)
 
 
 def recipe_new(
-    rapids: str, cuda: str, os: str, *, out: PathLike | None = None,  # noqa: A002 - the flag
-    python: str | None = None, toolkit: str | None = None, libs: Words | None = None,
-    with_: Words = (), exclude: Words = (), exclude_reason: str = "",
-    pip: Iterable[str] = (), name: str | None = None, description: str = "",
-    targets: Iterable[str] = (), channels: Words = ("rapidsai", "conda-forge", "nvidia"),
+    rapids: str, cuda: str, os: str, *, out: PathLike | None = DEFAULT,  # noqa: A002 - the flag
+    python: str | None = DEFAULT, toolkit: str | None = DEFAULT, libs: Words | None = DEFAULT,
+    with_: Words = DEFAULT, exclude: Words = DEFAULT, exclude_reason: str = DEFAULT,
+    pip: Iterable[str] = DEFAULT, name: str | None = DEFAULT, description: str = DEFAULT,
+    targets: Iterable[str] = DEFAULT, channels: Words = DEFAULT,
 ) -> Report:
     """``envcheck recipe new``: a recipe pinned from the RAPIDS release record; its text is
     ``report.output``, or it is written to ``out``. ``pip`` and ``targets`` are sequences (one
@@ -147,15 +136,13 @@ def recipe_new(
     from envcheck.extras import require_build_extra
 
     require_build_extra("recipe new")
-    from envcheck.resolve.record.new import recipe_new as run
-    from envcheck.resolve.record.new_options import Options
+    from envcheck.resolve.record.new.options import Options
+    from envcheck.resolve.record.new.pipeline import recipe_new as run
 
-    options = Options(
-        rapids=rapids, cuda=cuda, os=os, python=python, toolkit=toolkit,
-        libs=None if libs is None else _words(libs), with_=_words(with_),
-        exclude=_words(exclude), exclude_reason=exclude_reason, pip=pip, name=name,
-        description=description, targets=targets, channels=_words(channels), out=_path(out),
-    )
+    lists = {k: _words(v) for k, v in
+             (("libs", libs), ("with_", with_), ("exclude", exclude), ("channels", channels))
+             if v is not DEFAULT and v is not None}
+    options = Options(**given(Options, locals(), **lists))
     with interrupts.scope():
         return run(options)
 
@@ -179,42 +166,39 @@ def recipe_import(
 
 
 def why(
-    package: str, file: PathLike, *, not_: bool = False, recipe: PathLike | None = None,
-    environment: str | None = None, platform: str | None = None,
-    channel_data: Iterable[str] = (),
+    package: str, file: PathLike, *, not_: bool = DEFAULT, recipe: PathLike | None = DEFAULT,
+    environment: str | None = DEFAULT, platform: str | None = DEFAULT,
+    channel_data: Iterable[str] = DEFAULT,
 ) -> Report:
     """``envcheck why``: the chains from recipe entries to ``package`` in the lock ``file``;
     with ``not_=True``, ``file`` is a recipe that excludes ``package`` and the chains are those
     of a solve without the exclusion."""
-    from envcheck.resolve.why import why as run
-    from envcheck.resolve.why_options import WhyOptions
+    from envcheck.resolve.why.options import WhyOptions
+    from envcheck.resolve.why.pipeline import why as run
 
-    return run(WhyOptions(
-        package=package, file=Path(file), not_=not_, recipe=_path(recipe),
-        environment=environment, platform=platform, channel_data=channel_data,
-    ))
+    return run(WhyOptions(**given(WhyOptions, locals())))
 
 
 def diff(
-    old: PathLike, new: PathLike, *, environment: str | None = None, markdown: bool = False
+    old: PathLike, new: PathLike, *, environment: str | None = DEFAULT, markdown: bool = DEFAULT
 ) -> Report:
     """``envcheck diff``: what changed between two lock files, per platform; with
     ``markdown=True`` the review table is ``report.output``."""
-    from envcheck.resolve.diff import diff as run
-    from envcheck.resolve.diff_options import DiffOptions
+    from envcheck.resolve.diff.options import DiffOptions
+    from envcheck.resolve.diff.pipeline import diff as run
 
-    return run(DiffOptions(old=Path(old), new=Path(new), environment=environment,
-                           markdown=markdown))
+    return run(DiffOptions(**given(DiffOptions, locals())))
 
 
 def slurm_script(
-    *, nodes: int = 1, gpus_per_node: int = 1, cpus_per_gpu: int = 1, partition: str = "",
-    time: str = "", account: str = "", job_name: str = "", env: PathLike = "",
-    lock: PathLike = "", protocol: str = "tcp", interface: str = "",
-    dashboard: str = "127.0.0.1:0", shared_dir: PathLike = "", wait: int = 300,
-    verify_timeout: float = 60.0, smoke: str = "all", then: str = "", then_on: str = "warn",
-    sbatch: Iterable[str] = (), job: bool = False, submit: bool = False,
-    submit_timeout: float | None = None, slurm_version: str = "",
+    *, nodes: int = DEFAULT, gpus_per_node: int = DEFAULT, cpus_per_gpu: int = DEFAULT,
+    partition: str = DEFAULT, time: str = DEFAULT, account: str = DEFAULT,
+    job_name: str = DEFAULT, env: PathLike = DEFAULT, lock: PathLike = DEFAULT,
+    protocol: str = DEFAULT, interface: str = DEFAULT, dashboard: str = DEFAULT,
+    shared_dir: PathLike = DEFAULT, wait: int = DEFAULT, verify_timeout: float = DEFAULT,
+    smoke: str = DEFAULT, then: str = DEFAULT, then_on: str = DEFAULT,
+    sbatch: Iterable[str] = DEFAULT, job: bool = DEFAULT, submit: bool = DEFAULT,
+    submit_timeout: float | None = DEFAULT, slurm_version: str = DEFAULT,
 ) -> Report:
     """``envcheck slurm script``: the sbatch script (``report.output``) whose Dask cluster (or,
     with ``job=True``, whose tasks) verify themselves before ``then`` runs; ``submit=True``
@@ -223,15 +207,9 @@ def slurm_script(
     from envcheck.slurm.options import Options
     from envcheck.slurm.pipeline import slurm_script as run
 
-    options = Options(
-        nodes=nodes, gpus_per_node=gpus_per_node, cpus_per_gpu=cpus_per_gpu,
-        partition=partition, time=time, account=account, job_name=job_name,
-        env=os.fspath(env), lock=os.fspath(lock), protocol=protocol, interface=interface,
-        dashboard=dashboard, shared_dir=os.fspath(shared_dir), wait=wait,
-        verify_timeout=verify_timeout, smoke=smoke, then=then, then_on=then_on,
-        sbatch=sbatch, job=job, submit=submit,
-        submit_timeout=submit_timeout, slurm_version=slurm_version,
-    )
+    paths = {k: os.fspath(v) for k, v in
+             (("env", env), ("lock", lock), ("shared_dir", shared_dir)) if v is not DEFAULT}
+    options = Options(**given(Options, locals(), **paths))
     with interrupts.scope():
         return run(options)
 
@@ -245,9 +223,9 @@ def slurm_script(
 
 
 def verify_node(
-    *, facts: PathLike | None = None, prefix: PathLike | None = None,
-    save_facts: PathLike | None = None, plugins: bool = True, level: int = 1,
-    load_seconds: float = 4.0, kernel_log: PathLike | None = None,
+    *, facts: PathLike | None = DEFAULT, prefix: PathLike | None = DEFAULT,
+    save_facts: PathLike | None = DEFAULT, plugins: bool = DEFAULT, level: int = DEFAULT,
+    load_seconds: float = DEFAULT, kernel_log: PathLike | None = DEFAULT,
     expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
     expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
     allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
@@ -261,21 +239,18 @@ def verify_node(
     from envcheck.verify.node.options import NodeOptions
     from envcheck.verify.node.pipeline import verify_node as run
 
-    return run(NodeOptions(
-        expect=_expect(locals()), facts=_path(facts), prefix=_path(prefix),
-        save_facts=_path(save_facts), plugins=plugins, level=level, load_seconds=load_seconds,
-        kernel_log=_path(kernel_log),
-    ))
+    return run(NodeOptions(**given(NodeOptions, locals(), expect=_expect(locals()))))
 
 
 def verify_cluster(
-    client_or_address: Client | str | None = None, *, scheduler_file: PathLike | None = None,
-    tls_ca_file: PathLike | None = None, tls_cert: PathLike | None = None,
-    tls_key: PathLike | None = None, timeout: float = 30.0,
-    smoke: str | Iterable[str] | None = None, smoke_timeout: float = 120.0,
-    bench: bool = False, workers: int | None = None, plugins: bool = True,
-    jobqueue: str | None = None, jobqueue_config: PathLike | None = None,
-    jobqueue_options: Iterable[str] = (), gpus_per_worker: int = 1, debug: bool = False,
+    client_or_address: Client | str | None = None, *, scheduler_file: PathLike | None = DEFAULT,
+    tls_ca_file: PathLike | None = DEFAULT, tls_cert: PathLike | None = DEFAULT,
+    tls_key: PathLike | None = DEFAULT, timeout: float = DEFAULT,
+    smoke: str | Iterable[str] | None = DEFAULT, smoke_timeout: float = DEFAULT,
+    bench: bool = DEFAULT, workers: int | None = DEFAULT, plugins: bool = DEFAULT,
+    jobqueue: str | None = DEFAULT, jobqueue_config: PathLike | None = DEFAULT,
+    jobqueue_options: Iterable[str] = DEFAULT, gpus_per_worker: int = DEFAULT,
+    debug: bool = False,
     expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
     expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
     allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
@@ -295,7 +270,6 @@ def verify_cluster(
     in a thread (asyncio.to_thread).
     """
     from envcheck.verify.cluster.options import ClusterOptions
-    from envcheck.verify.cluster.pipeline import verify_client
     from envcheck.verify.cluster.pipeline import verify_cluster as run
 
     client = None if isinstance(client_or_address, (str, type(None))) else client_or_address
@@ -305,30 +279,10 @@ def verify_cluster(
 
         raise BadInput(f"verify_cluster takes a distributed.Client, a scheduler address (a str) "
                        f"or None, not {type(client).__name__} {shown(client)}")
-    options = ClusterOptions(
-        address=None if client is not None else client_or_address,
-        scheduler_file=_path(scheduler_file), tls_ca_file=_path(tls_ca_file),
-        tls_cert=_path(tls_cert), tls_key=_path(tls_key), timeout=timeout,
-        smoke=smoke, smoke_timeout=smoke_timeout, bench=bench, workers=workers,
-        plugins=plugins, jobqueue=jobqueue, jobqueue_config=_path(jobqueue_config),
-        jobqueue_options=jobqueue_options, gpus_per_worker=gpus_per_worker,
-        expect=_expect(locals()), debug=debug,
-    )
-    if client is None:
-        return run(options)
-    from envcheck.errors import BadInput
-    from envcheck.verify.cluster.scheduler_loss import quiet_dask_logs
-    from envcheck.verify.expect_options import expectations_from_options
-
-    if scheduler_file is not None or jobqueue is not None:
-        raise BadInput("give a client or a scheduler file or a jobqueue, not more than one")
-    if getattr(client, "asynchronous", False):
-        raise BadInput("verify_cluster needs a synchronous Client (Client(..., "
-                       "asynchronous=False)); from a coroutine, call it in a thread")
-    exp = expectations_from_options(options.expect)
-    quiet_dask_logs(options.debug)
-    address = getattr(client.scheduler, "address", "") or ""
-    return verify_client(client, exp, options, described=f"client of {address}")
+    return run(ClusterOptions(**given(
+        ClusterOptions, locals(), address=None if client is not None else client_or_address,
+        client=client, expect=_expect(locals()), debug=debug,
+    )))
 
 
 def _is_client(value: object) -> bool:
@@ -363,8 +317,8 @@ def verify_job(
 
 
 def verify_ray(
-    address: str | None = None, *, timeout: float = 60.0, expect_nodes: int | None = None,
-    train: bool = False, train_workers: int | None = None,
+    address: str | None = None, *, timeout: float = DEFAULT, expect_nodes: int | None = DEFAULT,
+    train: bool = DEFAULT, train_workers: int | None = DEFAULT,
     expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
     expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
     allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
@@ -379,5 +333,4 @@ def verify_ray(
     from envcheck.verify.ray.options import RayOptions
     from envcheck.verify.ray.pipeline import verify_ray as run
 
-    return run(RayOptions(address=address, timeout=timeout, expect_nodes=expect_nodes,
-                          train=train, train_workers=train_workers, expect=_expect(locals())))
+    return run(RayOptions(**given(RayOptions, locals(), expect=_expect(locals()))))

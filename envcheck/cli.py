@@ -1,6 +1,10 @@
-"""Parse -> call -> render -> exit code. Nothing else lives here.
+"""The command line: parse -> call -> render -> exit code.
 
-Each verb's module exposes ``add_arguments(parser)`` and ``run(args) -> Report | int``.
+Each verb's module exposes ``add_arguments(parser)`` and ``run(args) -> Report | int``. Beside
+that walk live what only the command line does with a run: the verb table (COMMANDS) and its
+lazy parser, the one-line refusal of bad flags (exit 4), the table or product on stdout, the
+--json/--junit files (report_files.py) checked before the run, and the report of a run that a
+signal or its command line stopped.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import sys
 from pathlib import Path
 
 from envcheck.errors import EnvcheckError, ExitCode
+from envcheck.report_files import REPORT_FLAGS, ReportNotWritten, stamped, write_reports
 from envcheck.text import say
 from envcheck.version import __version__
 
@@ -46,13 +51,15 @@ EPILOG = (
 
 # verb path -> module holding add_arguments/run; imported lazily so --help stays fast
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
-    ("build",): ("envcheck.resolve.command", "solve recipes into conda-lock lockfiles"),
-    ("install",): ("envcheck.provision.command", "create an env from a lock, hashes checked"),
-    ("image",): ("envcheck.provision.image_command", "build the EL7 image of a lock"),
-    ("diff",): ("envcheck.resolve.diff_command", "what changed between two lock files"),
-    ("why",): ("envcheck.resolve.why_command", "which recipe entries pull a package into a lock"),
+    ("build",): ("envcheck.resolve.build.command", "solve recipes into conda-lock lockfiles"),
+    ("install",): (
+        "envcheck.provision.install.command", "create an env from a lock, hashes checked"
+    ),
+    ("image",): ("envcheck.provision.image.command", "build the EL7 image of a lock"),
+    ("diff",): ("envcheck.resolve.diff.command", "what changed between two lock files"),
+    ("why",): ("envcheck.resolve.why.command", "which recipe entries pull a package into a lock"),
     ("recipe", "new"): (
-        "envcheck.resolve.record.new_command",
+        "envcheck.resolve.record.new.command",
         "write a recipe pinned from the RAPIDS release record",
     ),
     ("recipe", "import"): (
@@ -152,7 +159,7 @@ def _report_stopped(args: argparse.Namespace, title: str, message: str, code: Ex
     try:
         destinations.check_destinations(_report_destinations(args))
         write_reports(error_report(title, message, code), args)
-    except (EnvcheckError, _ReportNotWritten) as e:
+    except (EnvcheckError, ReportNotWritten) as e:
         say(f"the report cannot be written: {getattr(e, 'message', e)}")
 
 
@@ -239,9 +246,6 @@ def _named(words: tuple[str, ...] | None) -> dict[tuple[str, ...], tuple[str, st
     return COMMANDS
 
 
-REPORT_FLAGS = ("json", "junit", "html")
-
-
 def _report_destinations(args: argparse.Namespace) -> list[tuple[str, Path | None]]:
     return [
         (f"--{flag} {getattr(args, flag, None)}", getattr(args, flag, None))
@@ -249,36 +253,11 @@ def _report_destinations(args: argparse.Namespace) -> list[tuple[str, Path | Non
     ]
 
 
-def _stamped(report: Report, args: argparse.Namespace) -> Report:
-    """``report`` with when and what ran (taken as the command line was parsed)."""
-    from envcheck.record import replace
-
-    run = getattr(args, "_run", None)
-    return report if report.run is not None or run is None else replace(report, run=run)
-
-
-def write_reports(report: Report, args: argparse.Namespace) -> None:
-    """--json, --junit and --html; a failure names the file (checked before the run, failed
-    after)."""
-    from envcheck.report import write_html, write_json, write_junit
-
-    report = _stamped(report, args)
-    for flag, write in (("json", write_json), ("junit", write_junit), ("html", write_html)):
-        path = getattr(args, flag, None)
-        if path:
-            try:
-                write(report, path)
-            except EnvcheckError as e:
-                raise _ReportNotWritten(e.message) from None
-            except OSError as e:
-                raise _ReportNotWritten(f"--{flag} {path}: {e.strerror or e}") from None
-
-
 def render(report: Report, args: argparse.Namespace) -> None:
     """Write the report files, then print the verb's product or the table."""
     if not report.shown:
         return
-    report = _stamped(report, args)
+    report = stamped(report, args)
     write_reports(report, args)
     try:
         _print(report, args)
@@ -290,11 +269,7 @@ def render(report: Report, args: argparse.Namespace) -> None:
         os.close(devnull)
         if isinstance(e, BrokenPipeError):
             return  # its reader stopped reading (`| head -1`): the verdict's exit code stands
-        raise _ReportNotWritten(f"standard output: {e.strerror or e}") from None
-
-
-class _ReportNotWritten(Exception):
-    """The run finished but its report could not be written (checked before, failed after)."""
+        raise ReportNotWritten(f"standard output: {e.strerror or e}") from None
 
 
 def _print(report: Report, args: argparse.Namespace) -> None:
@@ -395,7 +370,7 @@ def _main(argv: list[str]) -> int:
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (Terminated): the report says so
         _report_signal(args, args._title, e)
         raise
-    except _ReportNotWritten as e:
+    except ReportNotWritten as e:
         from envcheck import interrupts
 
         written = " (the locks were written)" if interrupts.committed() else ""

@@ -7,7 +7,7 @@ import importlib.util
 import sys
 
 from envcheck.distribution import extra_hint
-from envcheck.errors import BadInput, EnvcheckError
+from envcheck.errors import BadInput
 
 BUILD_MODULES = ("rattler", "conda_lock", "uv")
 
@@ -25,11 +25,3 @@ def require_build_extra(verb: str) -> None:
             f"envcheck {verb} needs the build extra (missing: {', '.join(missing)}): "
             f"{extra_hint('build')}"
         )
-
-
-def build_extra_present() -> bool:
-    try:
-        require_build_extra("build")
-    except EnvcheckError:
-        return False
-    return True

@@ -254,7 +254,7 @@ def to_junit(report: Report) -> Any:
         for n, row in enumerate(t.rows):
             value = "; ".join(f"{c}: {v}" for c, v in zip(t.columns, row, strict=False))
             ET.SubElement(props, "property", name=printable(f"{t.title}[{n}]"),
-                          value=printable(value))  # fmt: skip
+                          value=printable(value))
     root = ET.Element("testsuites")
     root.append(suite)
     return root

@@ -42,7 +42,7 @@ def explicit_lock(path: Path, text: str, sha256: str) -> Lock:
     platform = named or next((s for s in subdirs if s != "noarch"), "noarch")
     packages = tuple(_locked(u, platform) for u in urls) + tuple(_pip(p, platform) for p in pip)
     return Lock(path=path, format="explicit", platforms=(platform,), packages=packages,
-                sha256=sha256, channels=_channels(urls))  # fmt: skip
+                sha256=sha256, channels=_channels(urls))
 
 
 def _locked(line: str, platform: str) -> LockedPackage:

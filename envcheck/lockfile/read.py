@@ -97,7 +97,7 @@ def _parsed(path: Path, environment: str | None) -> Lock:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise BadInput(f"lock file {path} is not UTF-8 text ({e.reason} at byte {e.start})") \
-            from None  # fmt: skip
+            from None
     kind = "conda explicit file"
     try:
         if is_explicit(text):

@@ -115,7 +115,7 @@ def _archives(plan: Any, cache: str) -> dict[str, str]:
         r.url: str(archive_path(Path(cache), r.sha256 and r.sha256.hex(), r.md5 and r.md5.hex(),
                                 r.file_name))
         for r in plan.records
-    }  # fmt: skip
+    }
 
 
 def _warm(plan: Any, cache: str | None) -> dict[str, Any]:

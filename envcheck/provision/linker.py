@@ -116,7 +116,7 @@ class Linker:
         self._plan_sent = self._send({
             "op": "plan", "lock": str(plan.lock.absolute()), "platform": plan.platform,
             "sha256": plan.lock_sha256, "cache": self.cache,
-        })  # fmt: skip
+        })
         return self
 
     def _spawn(self) -> None:

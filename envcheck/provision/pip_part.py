@@ -73,10 +73,9 @@ def install(plan: Plan, fetched: Sequence[Fetched], env: Path, final: Path) -> N
     """Install the checked wheels into ``env`` (to be renamed to ``final``)."""
     if not plan.pip:
         return
-    import subprocess  # here: imported only for a lock with pip packages
     import tempfile
 
-    from envcheck.resolve.pip import _uv
+    from envcheck.uv_runner import run_uv  # here: imported only for a lock with pip packages
 
     python = check_interpreter(env, final)
     by_url = {f.artifact.url: f for f in fetched}
@@ -84,28 +83,10 @@ def install(plan: Plan, fetched: Sequence[Fetched], env: Path, final: Path) -> N
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as req:
         req.write("\n".join(lines) + "\n")
     try:
-        done = subprocess.run(
-            [
-                _uv(),
-                "pip",
-                "install",
-                "--python",
-                str(python),
-                "--prefix",
-                str(env),
-                "--no-deps",
-                "--no-index",
-                "--require-hashes",
-                "--offline",
-                "--no-cache",
-                "--break-system-packages",
-                "--quiet",
-                "-r",
-                req.name,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
+        done = run_uv(
+            "pip", "install", "--python", str(python), "--prefix", str(env), "--no-deps",
+            "--no-index", "--require-hashes", "--offline", "--no-cache",
+            "--break-system-packages", "--quiet", "-r", req.name,
             # no bytecode from the staging tree: it would name the staging path
             env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
         )

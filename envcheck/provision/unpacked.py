@@ -80,7 +80,7 @@ def walk(folder: Path) -> Walk:
                         st = e.stat(follow_symlinks=False)
                         rel, mode = rel_dir + e.name, st.st_mode
                         add((rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
-                             st.st_ctime_ns, mode))  # fmt: skip
+                             st.st_ctime_ns, mode))
                         if isdir(mode):
                             sub = os.open(e.name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
                             stack.append((f"{rel}/", sub))

@@ -19,31 +19,14 @@ from collections.abc import Callable
 from typing import Any
 
 import rattler
-from rattler import BuildString, GenericVirtualPackage, PackageName, Version
-from rattler.exceptions import (
-    GatewayError,
-    InvalidChannelError,
-    InvalidMatchSpecError,
-    InvalidPackageNameError,
-    InvalidUrlError,
-    InvalidVersionError,
-    InvalidVersionSpecError,
-    ParseArchError,
-    ParseSubdirError,
-    SolverError,
-)
+from rattler import BuildString, GenericVirtualPackage, PackageName, Version, exceptions
+from rattler.exceptions import GatewayError, SolverError
 
 # rattler's errors for text it cannot parse: the request, not the solver, is at fault
-_PARSE_ERRORS = (
-    InvalidChannelError,
-    InvalidMatchSpecError,
-    InvalidPackageNameError,
-    InvalidUrlError,
-    InvalidVersionError,
-    InvalidVersionSpecError,
-    ParseArchError,
-    ParseSubdirError,
-)
+_PARSE_ERRORS = tuple(getattr(exceptions, name) for name in (
+    "InvalidChannelError", "InvalidMatchSpecError", "InvalidPackageNameError", "InvalidUrlError",
+    "InvalidVersionError", "InvalidVersionSpecError", "ParseArchError", "ParseSubdirError",
+))
 
 
 def _record(r: Any) -> dict[str, Any]:

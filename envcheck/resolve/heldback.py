@@ -81,12 +81,12 @@ def candidates(requirements: Sequence[str], res: Resolution) -> list[tuple[str, 
 
 
 def _retry(requirements: Sequence[str], res: Resolution, c: tuple[str, str, str, str],
-           index_url: str) -> HeldBack:  # fmt: skip
+           index_url: str) -> HeldBack:
     entry, name, chosen, newest = c
     reqs = [*requirements, f"{name}>={newest}"]
     try:
         proc, _ = uv_compile(reqs, res.constraints, res.target, index_url, RETRY_TIMEOUT_S,
-                             extra_index=res.extra_index)  # fmt: skip
+                             extra_index=res.extra_index)
     except Unreachable:
         late = f"(not told: the index did not answer within {RETRY_TIMEOUT_S:.0f} s)"
         return HeldBack(entry, name, chosen, newest, late, "")
@@ -117,7 +117,7 @@ def _entries_above(name: str, res: Resolution, direct: Mapping[str, str]) -> lis
 
 
 def _chain(log: ResolverLog, res: Resolution, c: tuple[str, str, str, str],
-           direct: Mapping[str, str]) -> HeldBack | None:  # fmt: skip
+           direct: Mapping[str, str]) -> HeldBack | None:
     """The held-back entry's clash read from the first resolution's log: the newest version's
     requirement on a package, the requirers of that package in the resolution whose ranges
     leave no version the index has for both, and the recipe entries above them. None when the
@@ -180,7 +180,7 @@ def held_back(requirements: Sequence[str], res: Resolution, index_url: str) -> l
     if rest:
         with ThreadPoolExecutor(len(rest)) as pool:
             told.update(zip(rest, pool.map(lambda c: _retry(requirements, res, c, index_url),
-                                           rest)))  # fmt: skip
+                                           rest)))
     return [h for c in todo if (h := told[c]) is not None]
 
 
@@ -197,5 +197,5 @@ def resolve_pip_noting_held_back(
     if not requirements:
         return [], []
     res = resolve(requirements, solved, platform, system, index_url=index_url,
-                  extra_index=extra_index)  # fmt: skip
+                  extra_index=extra_index)
     return list(res.packages), [h.line() for h in held_back(requirements, res, index_url)]

@@ -23,21 +23,13 @@ from envcheck.resolve.placeholder import is_placeholder, placeholder_error
 from envcheck.resolve.pypi_index import IndexFile, Page, Prefetch, best_file, index_pages
 from envcheck.resolve.solve import SolvedPackage
 from envcheck.resolve.uv_log import touched
+from envcheck.uv_runner import uv_command
 
 PYPI = "https://pypi.org/simple"
 _LOG_POLL_S = 0.02  # how often uv's log file is read while it resolves
 # what a line of `uv pip compile --annotation-style line` says: "name==version  # via a, b"
 _PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)\s*(?:#\s*via\s+(.*))?$")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9]")
-
-
-def _uv() -> str:
-    try:
-        from uv import find_uv_bin
-
-        return find_uv_bin()
-    except (ImportError, FileNotFoundError):
-        raise EnvcheckError("uv is not installed: pip install uv") from None
 
 
 def python_version(solved: Sequence[SolvedPackage]) -> str:
@@ -79,7 +71,7 @@ class Target:
 
         def tags(platforms: list[str]) -> tuple[Tag, ...]:
             return (*cpython_tags(pyver, platforms=platforms),
-                    *compatible_tags(pyver, platforms=platforms))  # fmt: skip
+                    *compatible_tags(pyver, platforms=platforms))
 
         glibc = system.get("glibc", "") if platform in PLATFORM_ARCH else ""
         return cls(python, platform, uv_platform, tags(platform_tags), tags(uv_tags), glibc)
@@ -118,14 +110,14 @@ def parse_compiled(text: str) -> list[Compiled]:
 
 
 def _command(req: Path, cons: Path, target: Target, index_url: str, verbose: bool,
-             extra_index: Sequence[str]) -> list[str]:  # fmt: skip
-    return [
-        _uv(), "pip", "compile", str(req), "--constraint", str(cons),
+             extra_index: Sequence[str]) -> list[str]:
+    return uv_command(
+        "pip", "compile", str(req), "--constraint", str(cons),
         "--python-version", target.python, "--python-platform", target.uv_platform,
         "--no-header", "-v" if verbose else "--quiet", "--annotation-style", "line",
         "--index-url", index_url, *(f"--extra-index-url={u}" for u in extra_index),
         "--no-python-downloads",  # uv would fetch a Python from GitHub to build sdists
-    ]  # fmt: skip
+    )
 
 
 def uv_compile(
@@ -161,7 +153,7 @@ def uv_compile(
 
 def _run_logged(cmd: list[str], out: Path, timeout: float, on_log: Callable[[str], None],
                 on_start: Callable[[], None]
-                ) -> tuple[subprocess.CompletedProcess[str], tuple[str, ...]]:  # fmt: skip
+                ) -> tuple[subprocess.CompletedProcess[str], tuple[str, ...]]:
     """Run uv verbose, its log read as it resolves; DEBUG lines (and the indented lines that
     continue them) are the log, the rest is uv's own stderr. The log goes to a file, not a
     pipe: uv never waits on this process to read it."""
@@ -303,10 +295,10 @@ def resolve(
 
         # uv first: the page threads' start (TLS, the first pages) would hold up its launch
         proc, log = uv_compile(requirements, pins, target, index_url, timeout, prefetch,
-                               extra_index, on_start=read_direct)  # fmt: skip
+                               extra_index, on_start=read_direct)
         if proc.returncode != 0:
             _raise_failure(proc, requirements, pins, target, system, index_url, extra_index,
-                           pages, timeout)  # fmt: skip
+                           pages, timeout)
         compiled = [c for c in parse_compiled(proc.stdout) if c.name not in pins]
         index = pages.pages([c.name for c in compiled] + [n for n in direct if n not in pins])
     requires: dict[str, dict[str, str]] = {c.name: {} for c in compiled}
@@ -330,7 +322,7 @@ def resolve(
 def _raise_failure(proc: subprocess.CompletedProcess[str], requirements: Sequence[str],
                    pins: Mapping[str, str], target: Target, system: Mapping[str, str],
                    index_url: str, extra_index: Sequence[str], pages: Prefetch,
-                   timeout: float) -> NoReturn:  # fmt: skip
+                   timeout: float) -> NoReturn:
     """uv's failure in recipe terms: a placeholder sdist, wheels that need a newer glibc, a
     clash between entries, or uv's own first line."""
     from envcheck.resolve.placeholder import from_build_failure
@@ -387,7 +379,7 @@ def _refuse_unfit_wheels(
                 target.platform,
                 target.python,
                 lambda _n, names=names: names,
-            )  # fmt: skip
+            )
         )
     direct = {requirement_name(r) for r in requirements}
     mine = [o for o in found if o is not None and o.name in direct]
@@ -420,4 +412,4 @@ def resolve_pip(
     if not requirements:
         return []
     return list(resolve(requirements, solved, platform, system, index_url=index_url,
-                        extra_index=extra_index, timeout=timeout).packages)  # fmt: skip
+                        extra_index=extra_index, timeout=timeout).packages)

@@ -76,7 +76,7 @@ def wheels_note(filenames: list[str], platform: str, system: Mapping[str, str]) 
         return None
     arch = PLATFORM_ARCH[platform]
     needs = sorted(((n, fn) for fn in filenames if (n := el7.wheel_needs(fn, arch))),
-                   key=lambda x: tuple(int(v) for v in x[0].split(".")))  # fmt: skip
+                   key=lambda x: tuple(int(v) for v in x[0].split(".")))
     uv_minor = uv_manylinux(glibc_minor(system, platform))
     text = (f"{len(filenames)} pip files checked against glibc {glibc} (uv resolved for "
             f"{arch}-manylinux_2_{uv_minor}, the nearest it accepts that admits nothing newer)")

@@ -27,11 +27,11 @@ def is_placeholder(name: str, files: Sequence[IndexFile], build_text: str = "") 
 
 
 def placeholder_error(name: str, version: str, index_url: str,
-                      extra_index: Sequence[str], detail: str = "") -> Unsolvable:  # fmt: skip
+                      extra_index: Sequence[str], detail: str = "") -> Unsolvable:
     where = f"{NVIDIA_INDEX} is among the recipe's pip_extra_index, yet uv took the " \
         "placeholder: that index has no wheel of it for this target or could not be read" \
         if NVIDIA_INDEX in extra_index else \
-        f"add it to the recipe: pip_extra_index: [{NVIDIA_INDEX}]"  # fmt: skip
+        f"add it to the recipe: pip_extra_index: [{NVIDIA_INDEX}]"
     return Unsolvable(
         f"pip: {name} {version} on {index_url} is a placeholder sdist (no wheel; building it "
         f"downloads the real wheel from {NVIDIA_INDEX}); {where}",

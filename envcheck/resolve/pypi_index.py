@@ -63,7 +63,7 @@ def _get(url: str, timeout: float) -> tuple[str, bytes]:
             conns[(u.scheme, u.netloc)] = conn
         try:
             conn.request("GET", u.path + (f"?{u.query}" if u.query else ""),
-                         headers={"Accept": ACCEPT, "Accept-Encoding": "gzip"})  # fmt: skip
+                         headers={"Accept": ACCEPT, "Accept-Encoding": "gzip"})
             r = conn.getresponse()
             body = r.read()
         except (OSError, http.client.HTTPException):
@@ -164,7 +164,7 @@ def html_entries(text: str, page_url: str) -> tuple[dict[str, object], ...]:
             "hashes": {algo: digest} if algo and digest else {},
             "requires-python": a.get("data-requires-python") or "",
             "yanked": "data-yanked" in a,
-        })  # fmt: skip
+        })
     return tuple(out)
 
 
@@ -257,7 +257,7 @@ def newest_installable(
         for f in files
         if not f.yanked and not f.version.is_prerelease and f.tags
         and not rank.keys().isdisjoint(f.tags) and f.runs_on(python)
-    }  # fmt: skip
+    }
     return max(ok) if ok else None
 
 

@@ -120,7 +120,7 @@ def try_candidates(
         Result(f"try {c}", Status.PASS, f"fits: {why}" if why else "fits", node=platform,
                group="try") if result == "fits"
         else Result(f"try {c}", Status.WARN, f"conflicts: {why}", node=platform, group="try")
-        for c, platform, result, _, why in rows)  # fmt: skip
+        for c, platform, result, _, why in rows)
     cols = ("candidate", "platform", "result", "smallest clashing set of entries")
     return Report(
         f"envcheck build {recipe.name} --try",
@@ -193,7 +193,7 @@ class _PipTrial:
         target = pip.Target.of(pip.python_version(solved), self.platform, self.recipe.system)
         pins = pip.conda_python_pins(solved)
         return pip.uv_compile(requirements, pins, target, pip.PYPI, self.timeout,
-                              extra_index=self.recipe.pip_extra_index)[0], pins  # fmt: skip
+                              extra_index=self.recipe.pip_extra_index)[0], pins
 
     def check_base(self, solved: Sequence[SolvedPackage]) -> None:
         """The recipe's own pip entries resolve, or the build's own error is raised."""

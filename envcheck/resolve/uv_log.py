@@ -15,14 +15,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 _DEP = re.compile(r"^DEBUG Adding transitive dependency for ([^=\s]+)==(\S+): "
-                  r"([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?(\{[^}]*\})?(.*)$")  # fmt: skip
+                  r"([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?(\{[^}]*\})?(.*)$")
 _SELECT = re.compile(r"^DEBUG Selecting: ([^=\s\[]+)(?:\[[^\]]*\])?==(\S+)")
 _CONFLICT = re.compile(r"^DEBUG Recording unit propagation conflict of ([^\s{\[]+)"
                        r"(?:\[[^\]]*\])?(?:\{[^}]*\})? from "
-                       r"incompatibility of \(([^,]+), ([^)]+)\)")  # fmt: skip
+                       r"incompatibility of \(([^,]+), ([^)]+)\)")
 _TOUCHED = re.compile(r"^DEBUG (?:Searching for a compatible version of|Adding direct "
                       r"dependency:|Adding transitive dependency for \S+:) "
-                      r"([A-Za-z0-9][A-Za-z0-9._-]*)")  # fmt: skip
+                      r"([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 # a log names the same hundred projects thousands of times
@@ -104,7 +104,7 @@ class ResolverLog:
             if m := _DEP.match(line):
                 key = (_canonical(m.group(1)), m.group(2))
                 req = Requirement(_canonical(m.group(3)), m.group(4) or "",
-                                  m.group(6).strip() or "*", (m.group(5) or "")[1:-1])  # fmt: skip
+                                  m.group(6).strip() or "*", (m.group(5) or "")[1:-1])
                 requires.setdefault(key, {})[req] = None
             elif m := _SELECT.match(line):
                 selected[_canonical(m.group(1))] = m.group(2)
@@ -115,16 +115,16 @@ class ResolverLog:
                     if pkg != on and pkg in selected:
                         clashed.setdefault((pkg, selected[pkg]), {})[on] = None
         return cls({k: tuple(v) for k, v in requires.items()},
-                   {k: tuple(v) for k, v in clashed.items()})  # fmt: skip
+                   {k: tuple(v) for k, v in clashed.items()})
 
     def requirements_on(self, name: str, version: str, on: str,
-                        env: Mapping[str, str]) -> list[Requirement]:  # fmt: skip
+                        env: Mapping[str, str]) -> list[Requirement]:
         return [r for r in self.requires.get((name, version), ())
-                if r.name == on and r.applies(env)]  # fmt: skip
+                if r.name == on and r.applies(env)]
 
 
 def clashes(need: Sequence[Requirement], other: Sequence[Requirement],
-            versions: Iterable[Version]) -> bool | None:  # fmt: skip
+            versions: Iterable[Version]) -> bool | None:
     """Whether no version the index has meets both sets; None when a range cannot be read."""
     both = [*need, *other]
     found = False

@@ -4,6 +4,7 @@ one line naming the option. Everything else is quoted by script.py and lands as 
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 from dataclasses import dataclass
@@ -11,9 +12,10 @@ from pathlib import Path
 
 from envcheck import values
 from envcheck.errors import BadInput
+from envcheck.flags import seconds
 from envcheck.inputs import check_regular
+from envcheck.option import Option, declared
 
-DEFAULT_WAIT = 300  # seconds for the scheduler and every worker to come up
 VERDICTS = {"pass": (0,), "warn": (0, 1)}  # --then-on: verify exit codes that let --then run
 
 _TIME = re.compile(r"^(\d+-)?\d+(:\d+){0,2}$")
@@ -28,45 +30,83 @@ _HETJOB = re.compile(r"hetjob|packjob", re.IGNORECASE)
 _SBATCH_VALUES = ("partition", "account", "job_name", "time")
 _OTHER_VALUES = ("env", "lock", "interface", "dashboard", "shared_dir", "smoke")
 # options that shape the Dask cluster only: meaningless (so refused) with job
-_DASK_ONLY = {"protocol": "tcp", "interface": "", "dashboard": "127.0.0.1:0", "wait": DEFAULT_WAIT,
-              "smoke": "all"}
+_DASK_ONLY = ("protocol", "interface", "dashboard", "wait", "smoke")
 
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def _count(text: str) -> int:
+    """argparse's type for a whole number."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
 @dataclass(frozen=True)
+@declared
 class Options:
     """Built from flags or keywords; once built, valid and ready to render: the paths are
-    absolute, job_name and (with submit) shared_dir hold their defaults."""
+    absolute, job_name and (with submit) shared_dir hold their defaults. Each field's flag and
+    help are declared beside it (envcheck/option.py); the checks are the _check_* below."""
 
-    nodes: int = 1
-    gpus_per_node: int = 1
-    cpus_per_gpu: int = 1
-    partition: str = ""
-    time: str = ""
-    account: str = ""
-    job_name: str = ""  # "" = envcheck-dask, with job envcheck-job
-    env: str = ""  # prefix to activate ("" = the submitting shell's environment)
-    lock: str = ""  # lock the workers' packages must match (verify --lock)
-    protocol: str = "tcp"
-    interface: str = ""  # network interface for scheduler and workers (ib0, eth0)
-    dashboard: str = "127.0.0.1:0"
-    shared_dir: str = ""  # "" = $SLURM_SUBMIT_DIR/.envcheck (with submit: ./.envcheck)
-    wait: int = DEFAULT_WAIT
-    verify_timeout: float = 60.0
-    smoke: str = "all"
-    then: str = ""
-    then_on: str = "warn"
-    sbatch: tuple[str, ...] = ()  # further "#SBATCH" lines, verbatim sbatch options
-    job: bool = False  # no Dask cluster: every task runs `envcheck verify job` (srun's ranks)
-    submit: bool = False  # submit with sbatch, wait, print the job's verify report
-    submit_timeout: float | None = None  # with submit: cancel the job after this long
-    slurm_version: str = ""  # the target Slurm ("" = `sinfo --version` here, else 17.11)
+    nodes: int = Option(1, type=_count, metavar="N", help="nodes (default 1)")
+    gpus_per_node: int = Option(1, type=_count, metavar="G", help="GPUs and workers per node")
+    cpus_per_gpu: int = Option(1, type=_count, metavar="C", help="CPUs (threads) per worker")
+    partition: str = Option("", metavar="P")
+    time: str = Option("", metavar="T", help="time limit, as sbatch takes it (1:00:00)")
+    account: str = Option("", metavar="A")
+    job_name: str = Option(  # "" = envcheck-dask, with job envcheck-job
+        "", metavar="NAME", help="sbatch --job-name (default envcheck-dask, with --job "
+        "envcheck-job)")
+    env: str = Option(  # prefix to activate ("" = the submitting shell's environment)
+        "", exclusive="env", metavar="PREFIX",
+        help="environment to activate (venv or conda prefix)")
+    lock: str = Option(  # lock the workers' packages must match (verify --lock)
+        "", exclusive="env", metavar="LOCK",
+        help="the workers' packages must match this lock (verify --lock); the environment is "
+        "the submitting shell's")
+    protocol: str = Option("tcp", choices=("tcp", "ucx"))
+    interface: str = Option(  # network interface for scheduler and workers (ib0, eth0)
+        "", metavar="IF", help="network interface for Dask (ib0, eth0)")
+    dashboard: str = Option(
+        "127.0.0.1:0", metavar="ADDR",
+        help="scheduler dashboard address (default 127.0.0.1:0: not reachable from outside)")
+    shared_dir: str = Option(  # "" = $SLURM_SUBMIT_DIR/.envcheck (with submit: ./.envcheck)
+        "", metavar="DIR", help="where the scheduler file and reports go; every node must see "
+        "it (default: $SLURM_SUBMIT_DIR/.envcheck)")
+    wait: int = Option(
+        300, type=_count, metavar="S",
+        help="deadline for the scheduler and all workers to come up (default %(default)s)")
+    verify_timeout: float = Option(60.0, type=seconds, metavar="S",
+                                   help="verify cluster --timeout (default %(default)g)")
+    smoke: str = Option("all", metavar="LIST", help="verify cluster --smoke (default all)")
+    then: str = Option("", metavar="CMD", help="command to run when the verdict allows it")
+    then_on: str = Option(
+        "warn", choices=tuple(VERDICTS),
+        help="run --then when verify passes ('pass') or passes with warnings ('warn', default)")
+    sbatch: tuple[str, ...] = Option(  # further "#SBATCH" lines, verbatim sbatch options
+        (), action="append", metavar="OPT", check=values.words,
+        help="extra #SBATCH option, e.g. --sbatch=--constraint=a100 (repeatable)")
+    job: bool = Option(  # no Dask cluster: every task runs `envcheck verify job` (srun's ranks)
+        False, action="store_true",
+        help="no Dask cluster: every task runs `envcheck verify job` (srun's own ranks, one GPU "
+        "each), then --then when the verdict allows it")
+    slurm_version: str = Option(  # the target Slurm ("" = `sinfo --version` here, else 17.11)
+        "", metavar="X.Y",
+        help="the target Slurm (17.11+): srun --overlap from 20.11, --gpus-per-task from 19.05 "
+        "(default: `sinfo --version` here, else 17.11, whose script runs on every later one)")
+    submit: bool = Option(  # submit with sbatch, wait, print the job's verify report
+        False, action="store_true",
+        help="submit with sbatch, wait for the job, print its verify report; exit code is "
+        "verify's")
+    submit_timeout: float | None = Option(  # with submit: cancel the job after this long
+        type=seconds, metavar="S",
+        help="with --submit: cancel the job if it has not ended after S seconds")
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sbatch", values.words(self.sbatch, "--sbatch"))
         _check_types(self)
         _check_values(self)
         _check_combinations(self)
@@ -138,7 +178,7 @@ def _check_values(o: Options) -> None:
 
 def _check_combinations(o: Options) -> None:
     if o.job:
-        given = [k for k, default in _DASK_ONLY.items() if getattr(o, k) != default]
+        given = [k for k in _DASK_ONLY if getattr(o, k) != Options.__options__[k].default]
         if given:
             raise BadInput(f"{', '.join(map(_flag, given))}: shape the Dask cluster, and --job "
                            "starts none")

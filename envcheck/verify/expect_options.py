@@ -69,7 +69,7 @@ def add_expectation_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--lock", type=Path, metavar="FILE", help="lock the env must match: a "
                    "conda-lock file, a pixi.lock (its default environment) or a conda explicit "
-                   "file")  # fmt: skip
+                   "file")
     _add_gpu_expectations(g)
     _add_probe_and_health_expectations(g)
     g.add_argument(

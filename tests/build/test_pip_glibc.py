@@ -17,8 +17,8 @@ from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.lockfile.read import read_lock
 from envcheck.resolve import el7
-from envcheck.resolve.pip import _uv
 from envcheck.resolve.pip_platform import UV_MANYLINUX
+from envcheck.uv_runner import uv_binary
 from tests.support.channel import demo_channel, write_recipe
 
 pytestmark = pytest.mark.slow
@@ -30,7 +30,7 @@ def pypi() -> None:
 
 
 def test_the_manylinux_values_envcheck_knows_are_those_the_installed_uv_accepts() -> None:
-    text = subprocess.run([_uv(), "pip", "compile", "--help"], capture_output=True, text=True,
+    text = subprocess.run([uv_binary(), "pip", "compile", "--help"], capture_output=True, text=True,
                           check=True).stdout  # fmt: skip
     said = {int(m) for m in re.findall(r"x86_64-manylinux_2_(\d+)", text)}
     assert said == set(UV_MANYLINUX)

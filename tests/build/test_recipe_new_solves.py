@@ -9,7 +9,7 @@ import pytest
 
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.record.lint import ERROR, lint
-from envcheck.resolve.record.new import OSES, Options, compose
+from envcheck.resolve.record.new.pipeline import OSES, Options, compose
 from envcheck.resolve.record.specs import matches
 from envcheck.resolve.solve import solve_specs, virtual_packages
 from envcheck.resolve.solve_recipe import exclusion_constraints

@@ -18,8 +18,8 @@ import pytest
 from envcheck.errors import Unsolvable
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.record.lint import ERROR, lint
-from envcheck.resolve.record.new import LIBS_OLD, compose
-from envcheck.resolve.record.new_options import OSES, Options
+from envcheck.resolve.record.new.options import OSES, Options
+from envcheck.resolve.record.new.pipeline import LIBS_OLD, compose
 from envcheck.resolve.record.table import load_record, release_key
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "rapids-record"

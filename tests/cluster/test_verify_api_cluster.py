@@ -37,6 +37,19 @@ def test_verify_cluster_on_a_live_client_uses_it_and_leaves_it_open(local_cluste
     assert client.submit(sum, [1, 2], pure=False).result(timeout=HANG) == 3
 
 
+def test_verify_cluster_given_a_client_never_starts_a_cluster_of_its_own(local_cluster):
+    """bench=True on the caller's client: the embedded default's extras (the UCX comparison on
+    a second local cluster, the NVML gap) belong to a cluster envcheck starts, so none of them
+    runs; the report names the caller's cluster."""
+    client, _ = local_cluster
+    report = verify_cluster(client, bench=True, smoke="none", timeout=30)
+    assert report.environment["cluster"] == f"client of {client.scheduler.address}"
+    assert not _by(report, "bench.ucx"), "the embedded UCX comparison ran beside the client"
+    assert not _by(report, "embedded-cluster")
+    assert report.measurements, "bench=True measured the caller's cluster"
+    assert client.status == "running"
+
+
 def _submitted(client) -> int:
     """Keys the scheduler was given since the counting plugin was added."""
     return client.run_on_scheduler(

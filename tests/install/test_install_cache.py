@@ -79,8 +79,9 @@ def test_a_file_only_touched_in_the_unpacked_cache_still_installs(
 def test_markers_renewed_after_an_install_match_the_next_walk_and_an_added_file_is_refused(
     py39_env: Installed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from envcheck.provision import pipeline, unpacked
-    from envcheck.provision.pipeline import read_plan
+    from envcheck.provision import unpacked
+    from envcheck.provision.install import pipeline
+    from envcheck.provision.install.pipeline import read_plan
 
     cache = tmp_path / "cache"
     shutil.copytree(py39_env.cache / "archives", cache / "archives")

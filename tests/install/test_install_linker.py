@@ -221,7 +221,7 @@ def test_a_cli_run_forks_its_linker_child_despite_the_signal_resender(tmp_path: 
         "from pathlib import Path\n"
         "from envcheck import interrupts\n"
         "from envcheck.provision import linker\n"
-        "from envcheck.provision.pipeline import read_plan\n"
+        "from envcheck.provision.install.pipeline import read_plan\n"
         "interrupts.install()\n"
         f"plan = read_plan(Path({str(lock)!r}), 'linux-64')\n"
         "def child_argv():\n"
@@ -261,7 +261,7 @@ import threading, time
 from pathlib import Path
 from envcheck.errors import EnvcheckError
 from envcheck.provision import linker
-from envcheck.provision.pipeline import read_plan
+from envcheck.provision.install.pipeline import read_plan
 threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
 lock, cache = Path({str(lock)!r}), Path({str(tmp_path / "cache")!r})
 plan = read_plan(lock, "linux-64")
@@ -284,7 +284,7 @@ def test_the_linker_childs_reading_of_the_lock_is_read_plans(tmp_path: Path) -> 
     # plan, and the archive paths envcheck's fetch checked
     from envcheck.provision import _link_child
     from envcheck.provision.fetch import cache_path
-    from envcheck.provision.pipeline import read_plan
+    from envcheck.provision.install.pipeline import read_plan
 
     data = Path(__file__).parents[1] / "data"
     real = ["holoviz_holoviews_fb85eeb_pixi.lock",  # pixi.lock, 478 linux-64 packages
@@ -311,8 +311,8 @@ def test_an_install_leaves_no_linker_child_behind(tmp_path: Path) -> None:
 import json
 import os
 from pathlib import Path
-from envcheck.provision.options import InstallOptions
-from envcheck.provision.pipeline import install_lock
+from envcheck.provision.install.options import InstallOptions
+from envcheck.provision.install.pipeline import install_lock
 opts = InstallOptions(Path({str(lock)!r}), Path({str(tmp_path / "env")!r}),
                       platform="linux-64", cache_dir=Path({str(tmp_path / "cache")!r}))
 me = Path(f"/proc/{{os.getpid()}}/task/{{os.getpid()}}/children")
@@ -325,8 +325,9 @@ print(install_lock(opts).output.strip().endswith("nothing to do"), me.read_text(
 def test_metadata_is_validated_again_unless_a_finished_install_validated_it_under_these_rules(
     py39_env: Installed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from envcheck.provision import pipeline, validate
-    from envcheck.provision.pipeline import read_plan
+    from envcheck.provision import validate
+    from envcheck.provision.install import pipeline
+    from envcheck.provision.install.pipeline import read_plan
     from envcheck.provision.unpacked import VALIDATED
 
     checked: list[str] = []

@@ -18,11 +18,11 @@ from envcheck.cli import main
 from envcheck.errors import BadInput
 from envcheck.lockfile import read_lock
 from envcheck.lockfile.model import Lock
-from envcheck.provision.image import plan_image
+from envcheck.provision.image.context import plan_image
 from envcheck.resolve.changes import version_build
-from envcheck.resolve.diff import lock_diff
+from envcheck.resolve.diff.pipeline import lock_diff
 from envcheck.resolve.lockgraph import read_graph
-from envcheck.resolve.why import why_lock
+from envcheck.resolve.why.pipeline import why_lock
 from envcheck.verify.expect_options import expectations_from_options
 from envcheck.verify.expectations import ExpectOptions
 

@@ -11,7 +11,7 @@ from envcheck.cli import build_parser, main
 from envcheck.errors import ExitCode
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.record.lint import ERROR, lint
-from envcheck.resolve.record.new import command_in, compose
+from envcheck.resolve.record.new.pipeline import command_in, compose
 from envcheck.resolve.record.table import load_record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ def test_shipped_rapids_recipes_are_what_their_own_command_generates():
         text = path.read_text()
         argv = ["recipe", "new", *command_in(text)]
         args = build_parser(argv).parse_args(argv)
-        from envcheck.resolve.record.new_command import options_from_args
+        from envcheck.resolve.record.new.command import options_from_args
 
         assert compose(options_from_args(args)) == text, (
             f"{path.name}: run scripts/regen-rapids-recipes.sh"
@@ -198,7 +198,7 @@ def test_printable_hostile_text_lands_in_the_recipe_verbatim(capsys, tmp_path):
 def test_the_image_verbs_os_names_make_the_el7_recipe(name, tmp_path):
     """`envcheck image --os rhel7|centos7` and `recipe new --os` take the same names: the
     recipe is el7's (glibc 2.17), its header naming the distribution asked for."""
-    from envcheck.provision.image_options import OSES as IMAGE_OSES
+    from envcheck.provision.image.options import OSES as IMAGE_OSES
 
     assert name in IMAGE_OSES
     el7, named = tmp_path / "el7.yaml", tmp_path / f"{name}.yaml"

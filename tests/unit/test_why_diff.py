@@ -11,9 +11,9 @@ from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.lockfile.model import LockedPackage
 from envcheck.resolve.changes import compare
-from envcheck.resolve.diff import lock_diff
+from envcheck.resolve.diff.pipeline import lock_diff
 from envcheck.resolve.lockgraph import read_graph
-from envcheck.resolve.why import chains_to, why_lock
+from envcheck.resolve.why.pipeline import chains_to, why_lock
 from tests.support.channel import demo_channel, write_recipe
 
 ROOT = Path(__file__).resolve().parents[2]

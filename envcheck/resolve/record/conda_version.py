@@ -298,7 +298,7 @@ def package_spec(spec: str) -> PackageSpec:
     if build and not _BUILD.match(build):
         raise BadInput(f"{spec!r}: not a conda package spec ({build!r}: not a build)")
     return PackageSpec(name.split("::")[-1].lower(), version if version not in ("", "*") else None,
-                       build if build not in ("", "*") else None)  # fmt: skip
+                       build if build not in ("", "*") else None)
 
 
 def _version_build(spec: str, rest: str) -> tuple[str, str]:

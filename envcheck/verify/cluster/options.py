@@ -10,11 +10,11 @@ from pathlib import Path
 
 from envcheck import values
 from envcheck.errors import BadInput
+from envcheck.flags import seconds
+from envcheck.option import Option, declared
 from envcheck.text import shown
 from envcheck.verify.cluster.connect import DEFAULT_TIMEOUT
 from envcheck.verify.expectations import ExpectOptions
-
-DEFAULT_SMOKE_TIMEOUT = 120.0
 
 
 def smoke_selection(text: str) -> frozenset[str] | None:
@@ -43,53 +43,86 @@ def _typed(value: object) -> str:
     return view if view.startswith(("a ", "an ")) else f"{type(value).__name__} {view}"
 
 
+def _gpus_per_worker(value: object, said: str) -> int:
+    return values.count(value, said, least=0)
+
+
+TLS = "TLS (distributed.security.Security)"
+JOBQUEUE = "dask-jobqueue (start the workers as batch jobs)"
+PLUGINS_HELP = "skip checks from the envcheck.checks group"
+
+
+def _smoke(value: object, said: str) -> frozenset[str] | None:
+    """None: every smoke test that applies; a string as --smoke reads it; a collection."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return smoke_selection(value)
+    if isinstance(value, bytes) or not hasattr(value, "__iter__"):
+        raise BadInput(f"smoke must be a string ('all', 'none', 'submit,array') or a "
+                       f"collection of smoke test ids, not {_typed(value)}")
+    names = values.words(value, said)
+    return smoke_selection(",".join(names)) if names else frozenset()
+
+
 @dataclass(frozen=True)
+@declared
 class ClusterOptions:
-    address: str | None = None  # None: --scheduler-file, --jobqueue or the embedded default
-    scheduler_file: Path | None = None
-    tls_ca_file: Path | None = None
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
-    timeout: float = DEFAULT_TIMEOUT  # connecting, and each process's facts
-    # None: every smoke test that applies; empty: none. A string is read as --smoke reads it.
-    smoke: None | str | frozenset[str] = None
-    smoke_timeout: float = DEFAULT_SMOKE_TIMEOUT
-    bench: bool = False
-    workers: int | None = None  # of the embedded or jobqueue cluster
-    plugins: bool = True
-    jobqueue: str | None = None  # "slurm": start the workers through dask-jobqueue
-    jobqueue_config: Path | None = None
-    jobqueue_options: tuple[str, ...] = ()  # KEY=VALUE
-    gpus_per_worker: int = 1
+    address: str | None = Option(  # None: --scheduler-file, --jobqueue or the embedded default
+        positional=True, nargs="?", check=values.optional_text,
+        help="scheduler address (tcp://, tls://, ucx://); none: start a local cluster")
+    scheduler_file: Path | None = Option(
+        type=Path, metavar="FILE", check=values.optional_path, help="read the address")
+    tls_ca_file: Path | None = Option(group=TLS, type=Path, metavar="FILE",
+                                      check=values.optional_path, help="CA certificate (PEM)")
+    tls_cert: Path | None = Option(group=TLS, type=Path, metavar="FILE",
+                                   check=values.optional_path, help="client certificate (PEM)")
+    tls_key: Path | None = Option(group=TLS, type=Path, metavar="FILE",
+                                  check=values.optional_path, help="client private key (PEM)")
+    timeout: float = Option(
+        DEFAULT_TIMEOUT, type=seconds, metavar="SECONDS", check=values.seconds,
+        help="limit for connecting and for each process's facts (default %(default)g)")
+    smoke: frozenset[str] | None = Option(  # None: every smoke test that applies; empty: none
+        metavar="LIST", check=_smoke,
+        help="comma-separated smoke tests to run, 'all' (default: those that apply) or 'none'")
+    smoke_timeout: float = Option(
+        120.0, type=seconds, metavar="SECONDS", check=values.seconds,
+        help="limit for each smoke test (default %(default)g)")
+    bench: bool = Option(False, action="store_true", check=values.flag,
+                         help="measure transfer bandwidth and NCCL all-reduce")
+    workers: int | None = Option(  # of the embedded or jobqueue cluster
+        type=int, metavar="N", check=values.optional_count,
+        help="workers of the embedded cluster (default: one per GPU, else LocalCluster's)")
+    plugins: bool = Option(True, flag="--no-plugins", action="store_false", check=values.flag,
+                           help=PLUGINS_HELP)
+    jobqueue: str | None = Option(  # "slurm": start the workers through dask-jobqueue
+        group=JOBQUEUE, choices=("slurm",), check=values.optional_text,
+        help="start --workers N through SLURMCluster")
+    jobqueue_config: Path | None = Option(
+        group=JOBQUEUE, type=Path, metavar="FILE", check=values.optional_path,
+        help="YAML with a jobqueue: slurm: section (dask-jobqueue's own format)")
+    jobqueue_options: tuple[str, ...] = Option(  # KEY=VALUE
+        (), flag="--jobqueue-option", group=JOBQUEUE, action="append", metavar="KEY=VALUE",
+        check=values.words,
+        help="SLURMCluster argument, e.g. queue=gpu, walltime=00:30:00 (repeatable)")
+    gpus_per_worker: int = Option(
+        1, group=JOBQUEUE, type=int, metavar="G", check=_gpus_per_worker,
+        help="GRES GPUs per jobqueue worker (default 1; 0 for CPU workers)")
     expect: ExpectOptions = field(default_factory=ExpectOptions)
-    debug: bool = False
+    debug: bool = False  # the top-level --debug
+    # a live distributed.Client of the caller's (api.py): verified as it is, left open
+    client: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.smoke, str):
-            object.__setattr__(self, "smoke", smoke_selection(self.smoke))
-        elif self.smoke is not None:
-            if isinstance(self.smoke, bytes) or not hasattr(self.smoke, "__iter__"):
-                raise BadInput(f"smoke must be a string ('all', 'none', 'submit,array') or a "
-                               f"collection of smoke test ids, not {_typed(self.smoke)}")
-            names = values.words(self.smoke, "smoke")
-            object.__setattr__(self, "smoke", smoke_selection(",".join(names)) if names
-                               else frozenset())
-        self._validate()
-
-    def _validate(self) -> None:
-        set_ = object.__setattr__
-        set_(self, "timeout", values.seconds(self.timeout, "--timeout"))
-        set_(self, "smoke_timeout", values.seconds(self.smoke_timeout, "--smoke-timeout"))
-        set_(self, "jobqueue_options", values.words(self.jobqueue_options, "--jobqueue-option"))
-        for name in ("address", "jobqueue"):
-            values.optional_text(getattr(self, name), "--" + name.replace("_", "-"))
-        for name in ("scheduler_file", "tls_ca_file", "tls_cert", "tls_key", "jobqueue_config"):
-            flag = "--" + name.replace("_", "-")
-            set_(self, name, values.optional_path(getattr(self, name), flag))
-        values.optional_count(self.workers, "--workers")
-        values.count(self.gpus_per_worker, "--gpus-per-worker", least=0)
-        for name in ("bench", "plugins", "debug"):
-            values.flag(getattr(self, name), name)
+        """The checks across fields (each field's own ran first, ``declared``)."""
+        values.flag(self.debug, "debug")
+        if self.client is not None:
+            if self.address is not None or self.scheduler_file or self.jobqueue:
+                raise BadInput("give a client or a scheduler file or a jobqueue, not more than "
+                               "one")
+            if getattr(self.client, "asynchronous", False):
+                raise BadInput("verify_cluster needs a synchronous Client (Client(..., "
+                               "asynchronous=False)); from a coroutine, call it in a thread")
         if self.address is not None and self.scheduler_file:
             raise BadInput("give a scheduler address or --scheduler-file, not both")
         if self.jobqueue:
@@ -105,5 +138,8 @@ class ClusterOptions:
 
     @property
     def embedded(self) -> bool:
-        """envcheck starts the cluster here (LocalCUDACluster / LocalCluster)."""
-        return self.address is None and self.scheduler_file is None and not self.jobqueue
+        """envcheck starts the cluster here (LocalCUDACluster / LocalCluster): no address, no
+        scheduler file, no jobqueue and no client of the caller's. The one place this is
+        decided; the pipeline asks it."""
+        return (self.address is None and self.scheduler_file is None and not self.jobqueue
+                and self.client is None)

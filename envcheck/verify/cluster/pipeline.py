@@ -81,14 +81,12 @@ def verify_cluster(options: ClusterOptions) -> Report:
         except HandshakeSkew as skew:  # no Client: the skew the raw probe saw is the report
             return handshake_skew_report(skew.peer, skew.reason)
         except Unreachable as e:
-            embedded = options.address is None and not options.scheduler_file \
-                and not options.jobqueue
-            judged = node_caused_start_failure(options, e) if embedded else None
+            judged = node_caused_start_failure(options, e) if options.embedded else None
             if judged is None:
                 raise
             return judged
         report = verify_client(client, exp, options, described)
-        if described.startswith("embedded "):  # GPUs NVML cannot read: say so, do not pass
+        if options.embedded:  # GPUs NVML cannot read: say so, do not pass
             gap = embedded_gap_results()
             report = dataclasses.replace(report, results=(*gap, *report.results))
         return report
@@ -110,7 +108,12 @@ def _cluster(
     options: ClusterOptions, security: object, skip: frozenset[str] = frozenset()
 ) -> Iterator[tuple[Client, str]]:
     """A client to the cluster to verify, and a line describing that cluster (``skip``: the
-    check ids not to run, which an embedded cluster's preload follows)."""
+    check ids not to run, which an embedded cluster's preload follows). A client of the
+    caller's is used as it is and left open."""
+    if options.client is not None:
+        client = options.client
+        yield client, f"client of {getattr(client.scheduler, 'address', '') or ''}"
+        return
     address = options.address  # "" is an address too (an unset $SCHED): refused, not embedded
     if options.scheduler_file:
         address = address_from_scheduler_file(options.scheduler_file)

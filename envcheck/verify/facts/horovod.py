@@ -178,11 +178,6 @@ def finish_horovod_probe(proc: subprocess.Popen | None, timeout: float) -> Horov
     return parse_probe_lines(stdout, why)
 
 
-def probe_horovod(python: str = "", timeout: float = 60.0) -> HorovodBuild:
-    """Horovod's build as `python` (default: this interpreter) sees it, never from the cache."""
-    return finish_horovod_probe(_start_child(python), timeout)
-
-
 def parse_probe_lines(stdout: str, why: str = "") -> HorovodBuild:
     """HorovodBuild from the child's JSON lines; `why` says how a child that stopped early
     ended (it is given to the extension it was importing)."""

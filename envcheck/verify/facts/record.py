@@ -95,7 +95,7 @@ def frozen(cls: T) -> T:
             namespace[name] = value
         elif isinstance(value, (list, dict, set)):
             raise ValueError(f"mutable default {type(value)} for field {name} is not allowed: "
-                             "use default_factory")  # fmt: skip
+                             "use default_factory")
         else:
             defaults[name] = namespace[name] = value
     methods = {
@@ -130,11 +130,11 @@ def _init(
         if args:
             if len(args) > count:
                 raise TypeError(f"{cls.__qualname__}.__init__() takes {takes} but "
-                                f"{len(args) + 1} were given")  # fmt: skip
+                                f"{len(args) + 1} were given")
             for name, value in zip(names, args):
                 if name in kwargs:
                     raise TypeError(f"{cls.__qualname__}.__init__() got multiple values for "
-                                    f"argument {name!r}")  # fmt: skip
+                                    f"argument {name!r}")
                 kwargs[name] = value
         values = {}
         missing = []
@@ -152,7 +152,7 @@ def _init(
         if given < len(kwargs):
             unknown = next(k for k in kwargs if k not in values)
             raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument "
-                            f"{unknown!r}")  # fmt: skip
+                            f"{unknown!r}")
         if missing:
             raise TypeError(_missing_message(cls, missing))
         self.__dict__.update(values)
@@ -174,7 +174,7 @@ def _missing_message(cls: type, missing: list[str]) -> str:
     listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
     plural = "s" if len(missing) > 1 else ""
     return (f"{cls.__qualname__}.__init__() missing {len(missing)} required positional "
-            f"argument{plural}: {listed}")  # fmt: skip
+            f"argument{plural}: {listed}")
 
 
 def _values(names: tuple[str, ...]) -> Callable[[Any], tuple]:

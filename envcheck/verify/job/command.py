@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> Report | int:
     opts = options_from_args(args)
 
     def write(report: Report) -> None:  # the watchdog's last act on rank 0: the files
-        from envcheck.cli import write_reports
+        from envcheck.report_files import write_reports
 
         write_reports(report, args)
 

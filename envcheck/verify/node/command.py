@@ -1,13 +1,14 @@
 """`envcheck verify node`: flags -> NodeOptions -> verify/node/pipeline.py -> Report.
 
-This module only parses: what runs is the pipeline (also verify/api.py's verify_node).
+This module only parses (the flags are NodeOptions' declared fields): what runs is the
+pipeline (also api.py's verify_node).
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from envcheck import option
 from envcheck.report import Report
 from envcheck.verify.expect_options import add_expectation_arguments, expect_options_from_args
 from envcheck.verify.node.options import NodeOptions
@@ -16,72 +17,20 @@ from envcheck.verify.node.pipeline import verify_node
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_expectation_arguments(parser)
-    parser.add_argument(
-        "--facts",
-        type=Path,
-        metavar="FILE",
-        help="judge facts saved with --save-facts (from another machine) instead of this one",
-    )
-    parser.add_argument(
-        "--prefix",
-        type=Path,
-        metavar="DIR",
-        help="check the conda env or venv at DIR (its own python collects the facts; "
-        "nothing is installed into it)",
-    )
-    parser.add_argument(
-        "--save-facts", type=Path, metavar="FILE", help="write the collected facts as JSON"
-    )
-    parser.add_argument(
-        "--no-plugins", action="store_true", help="skip checks from the envcheck.checks group"
-    )
+    option.add_arguments(parser, NodeOptions)
     parser.add_argument(
         "--nagios",
         action="store_true",
         help="prolog / health-check mode: print one line, exit 0 OK, 1 WARNING, 2 CRITICAL, "
         "3 UNKNOWN (envcheck docs slurm)",
     )
-    parser.add_argument(
-        "--level",
-        type=int,
-        choices=(1, 2, 3),
-        default=1,
-        help="1 (default): reads only (NVML, /sys, limits, kernel log), well under a second, no "
-        "load. 2: adds a short load per visible GPU through torch or CuPy (memory write/read, "
-        "pinned copies; PCIe and NVLink counters under load), about 5 s per GPU. 3: the "
-        "cluster's bandwidth measurements, which are `verify cluster --bench`",
-    )
-    parser.add_argument(
-        "--load", action="store_true", help="the same as --level 2 (at least)"
-    )
-    parser.add_argument(
-        "--load-seconds",
-        type=float,
-        default=4.0,
-        metavar="S",
-        help="level 2: seconds of copies per GPU (default 4)",
-    )
-    parser.add_argument(
-        "--kernel-log",
-        type=Path,
-        metavar="FILE",
-        help="read Xid lines from this file (a saved dmesg, kern.log, journalctl -k) instead of "
-        "/dev/kmsg / dmesg / journalctl -k",
-    )
+    parser.add_argument("--load", action="store_true", help="the same as --level 2 (at least)")
 
 
 def options_from_args(args: argparse.Namespace) -> NodeOptions:
-    """The flags as one NodeOptions: the only place that reads this verb's Namespace."""
-    return NodeOptions(
-        expect=expect_options_from_args(args),
-        facts=args.facts,
-        prefix=args.prefix,
-        save_facts=args.save_facts,
-        plugins=not args.no_plugins,
-        level=max(args.level, 2 if args.load else 1),
-        load_seconds=args.load_seconds,
-        kernel_log=args.kernel_log,
-    )
+    """The flags as one NodeOptions (--load raises --level to 2)."""
+    return option.from_args(NodeOptions, args, expect=expect_options_from_args(args),
+                            level=max(args.level, 2 if args.load else 1))
 
 
 def run(args: argparse.Namespace) -> Report | int:

@@ -269,7 +269,7 @@ def _allreduce_round(
         futs = ddp.launch(
             client, plan, worker_tasks.torch_allreduce_bench, nbytes, warmup, iters,
             timeout=timeout,
-        )  # fmt: skip
+        )
         try:
             replies = _gather(client, futs, timeout)
         finally:

@@ -68,8 +68,8 @@ def plan_image(
 
 def write_context(build: ImageBuild, dest: Path) -> Path:
     """A build context holding envcheck's source, its Dockerfiles and the lock (nothing else is
-    sent): from a checkout or any install (envcheck.provision.image_source)."""
-    from envcheck.provision.image_source import write_source
+    sent): from a checkout or any install (envcheck.provision.image.source)."""
+    from envcheck.provision.image.source import write_source
 
     write_source(dest, tuple(OSES.values()))
     (dest / LOCK_DIR).mkdir()

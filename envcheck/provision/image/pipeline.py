@@ -1,5 +1,5 @@
 """`envcheck image`: ImageOptions -> the EL7 image of a lock, built with podman, docker or
-buildah -> Report. The flags are image_command.py; the Dockerfiles and build arguments image.py."""
+buildah -> Report. The flags are command.py; the Dockerfiles and build arguments context.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from envcheck.errors import EnvcheckError, ExitCode, Unreachable
 from envcheck.provision.engine_run import run_engine, unreachable_registry
-from envcheck.provision.image_options import ImageOptions
+from envcheck.provision.image.options import ImageOptions
 from envcheck.report import Report, Result, Status
 from envcheck.text import say
 
@@ -20,7 +20,7 @@ class ImageBuildFailed(EnvcheckError):
 def build_image(opts: ImageOptions) -> Report:
     """Build the image; with ``print_only`` or no engine here, the command that would (exit 8
     when no engine: the command is the report's output, to run where one is installed)."""
-    from envcheck.provision.image import find_engine, plan_image, shell_line, write_context
+    from envcheck.provision.image.context import find_engine, plan_image, shell_line, write_context
 
     build = plan_image(
         opts.os_name,

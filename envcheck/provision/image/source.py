@@ -17,8 +17,8 @@ from pathlib import Path
 from envcheck.distribution import DISTRIBUTION
 from envcheck.errors import BadInput
 
-IMAGES = Path(__file__).resolve().parent / "images"
-PACKAGE = Path(__file__).resolve().parents[1]  # the envcheck package these modules are in
+IMAGES = Path(__file__).resolve().parents[1] / "images"  # provision/images
+PACKAGE = Path(__file__).resolve().parents[2]  # the envcheck package these modules are in
 EXTRA = re.compile(r"""\s*(?:\band\s+)?extra\s*==\s*["']([\w.-]+)["']""")
 
 

@@ -18,12 +18,12 @@ from envcheck.lockfile.pip_package import PipPackage
 from envcheck.lockfile.read import read_built_lock
 from envcheck.lockfile.write import lock_paths, render_lock_texts
 from envcheck.report import Report, Result, Status, Table
+from envcheck.resolve.build.options import BuildOptions
 from envcheck.resolve.changes import Change, changes_table, compare, version_build
 from envcheck.resolve.channel_data import channel_data
 from envcheck.resolve.environment_yml import load_recipe_or_environment
 from envcheck.resolve.lock_check import check_all
 from envcheck.resolve.lockdoc import build_lockfile
-from envcheck.resolve.options import BuildOptions
 from envcheck.resolve.pip_platform import wheels_note
 from envcheck.resolve.recipe import Recipe
 from envcheck.resolve.solve import (
@@ -113,12 +113,12 @@ def build_one(
         pip[platform], held[platform] = resolve_pip_noting_held_back(
             recipe.pip, solved[platform], platform, recipe.system,
             extra_index=recipe.pip_extra_index,
-        )  # fmt: skip
+        )
         check_glibc(recipe, channels, platform, solved[platform], pip[platform])
     extra = {}
     if recipe.pip:
         extra["pip_index"] = "https://pypi.org/simple (resolved with uv)" + "".join(
-            f"; extra index {u}" for u in recipe.pip_extra_index)  # fmt: skip
+            f"; extra index {u}" for u in recipe.pip_extra_index)
     if data:
         extra["recipe_channels"] = ", ".join(resolve_channel(c) for c in recipe.channels)
     if carried and old is not None:
@@ -148,10 +148,10 @@ def build_one(
             Result(f"build {recipe.name}", Status.PASS, msg, node=platform, group="build")
         )
         note = wheels_note([p.url.rsplit("/", 1)[-1] for p in pip[platform]], platform,
-                           recipe.system)  # fmt: skip
+                           recipe.system)
         if note:
             results.append(Result(f"pip wheels {recipe.name}", Status.PASS, note, node=platform,
-                                  group="build"))  # fmt: skip
+                                  group="build"))
         results += [
             Result(f"pip held back {recipe.name}", Status.WARN, line, node=platform, group="build")
             for line in held[platform]
@@ -213,7 +213,7 @@ def _build_linted(
     if opts.check:
         report = check_all(recipes, out)
         return Report(report.title, results=report.results, tables=(*notes, *report.tables),
-                      environment=report.environment)  # fmt: skip
+                      environment=report.environment)
     for c in opts.channel_data:
         resolve_channel(c)  # a URL the solver cannot read is bad input before any work
     if opts.try_:

@@ -35,7 +35,7 @@ from envcheck.lockfile.read import read_lock_records
 from envcheck.provision import linker, pip_part, unpacked
 from envcheck.provision.fetch import DEADLINE_S as FETCH_DEADLINE_S
 from envcheck.provision.fetch import fetch_all
-from envcheck.provision.options import InstallOptions
+from envcheck.provision.install.options import InstallOptions
 from envcheck.provision.plan import Plan
 from envcheck.provision.prefix import (
     cache_lock_path,
@@ -184,13 +184,13 @@ def install(
             fetched = fetch_all(
                 [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout,
                 sizes=plan.sizes, checked=on_checked,
-            )  # fmt: skip
+            )
             conda = [(f.artifact, f.path) for f in fetched if f.artifact.manager == "conda"]
             pip = [f for f in fetched if f.artifact.manager == "pip"]
             on_linked = [] if reporter is None else [reporter.on_link_complete]
             locked = hold(cache_lock_path(cache), f"cache {cache}", lock_timeout, say)
             with locked, one_line_errors(target), staged(target, plan) as stage, \
-                    unpacked.verified(conda, cache, child.extract) as renewal:  # fmt: skip
+                    unpacked.verified(conda, cache, child.extract) as renewal:
                 before_link()
                 archives = {a.url: str(path) for a, path in conda}
                 child.link(stage, target, archives, [renewal.linked, *on_linked])
@@ -252,12 +252,12 @@ class Bars:
             TextColumn("fetch + check"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
             TextColumn("{task.fields[mb]}"), TimeElapsedColumn(), console=console,
             transient=True,
-        )  # fmt: skip
+        )
         self.fetch_task = self.fetch.add_task("fetch", total=files, mb=_mb(0))
         self.link = Progress(
             TextColumn("link"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             console=console, transient=True,
-        )  # fmt: skip
+        )
         self.reporter = LinkReporter(self.link, self.link.add_task("link", total=links))
 
     def on_fetch(self, n: int) -> None:

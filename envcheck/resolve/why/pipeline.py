@@ -1,7 +1,8 @@
 """envcheck why PKG LOCK: the chains from recipe entries to a package; --not PKG RECIPE: which
 entry would pull in a package the recipe excludes (a real solve without the exclusion).
 
-The pipeline: WhyOptions (why_options.py) -> why() -> Report; the flags are why_command.py."""
+The pipeline: WhyOptions (options.py) -> why() -> Report; command.py makes the
+flags from WhyOptions."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from envcheck.lockfile.model import LockedPackage, spec_name
 from envcheck.lockfile.names import normalize_name
 from envcheck.report import Report, Result, Status, Table
 from envcheck.resolve.lockgraph import read_graph
-from envcheck.resolve.why_options import WhyOptions
+from envcheck.resolve.why.options import WhyOptions
 
 MAX_CHAINS = 10
 

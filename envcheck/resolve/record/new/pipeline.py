@@ -4,7 +4,7 @@ Combinations the record rules out (RAPIDS 24.06+ on glibc 2.17, a Python the rel
 built for, a CUDA major it does not ship) are refused with the rule and its source; no solver
 is started.
 
-The pipeline: Options (new_options.py) -> recipe_new() -> Report; the flags are new_command.py.
+The pipeline: Options (options.py) -> recipe_new() -> Report; the flags are command.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from envcheck.resolve.record.conda_version import package_spec
 from envcheck.resolve.record.cuda import runnable, toolkit_min
 from envcheck.resolve.record.finding import Finding
 from envcheck.resolve.record.lint import ERROR, lint
-from envcheck.resolve.record.new_options import OSES, Options
+from envcheck.resolve.record.new.options import LIBS, OSES, Options
 from envcheck.resolve.record.refusal import nearest, refusal_line, short_reason, version_key
 from envcheck.resolve.record.table import (
     Record,
@@ -35,7 +35,6 @@ from envcheck.text import shown
 if TYPE_CHECKING:
     from envcheck.report import Report
 
-LIBS = ("cudf", "dask-cudf", "dask-cuda", "cuml", "cugraph", "cuspatial", "cuxfilter", "cucim")
 LIBS_OLD = (*LIBS, "cusignal")  # cusignal is a member of the meta-package up to 23.08
 RECORD = "envcheck/resolve/record/rapids.json"
 DRIVER_NOTE = "# The driver (CUDA "  # the header line saying which toolkit a newer driver takes
@@ -166,7 +165,7 @@ def _python(release: Release, opts: Options) -> tuple[str, str]:
     if not py.known:
         if not opts.python:
             raise BadInput(f"the record does not say which Pythons RAPIDS {release.version} "
-                           "was built for: pass --python")  # fmt: skip
+                           "was built for: pass --python")
         return opts.python, "the record does not say which Pythons this release was built for"
     chosen = opts.python or py.value[-1]
     return chosen, f"built for Python {', '.join(py.value)} ({cite(py)})"
@@ -372,7 +371,7 @@ def _compose(opts: Options, record: Record) -> str:
             lines.add(f"pytorch {v.value} *cuda*", f"{cite(v)}; a CUDA build")
         else:
             lines.add("pytorch * *cuda*", "a CUDA build; the record has no PyTorch range for "
-                      f"RAPIDS {rel}")  # fmt: skip
+                      f"RAPIDS {rel}")
     pandas = release.get("pandas")
     in_versions = any("versions.yaml" in p for p in pandas.sources)
     _range(release, "pandas", lines, advice="; RAPIDS' own environments" if in_versions else "")

@@ -1,6 +1,7 @@
 """envcheck diff OLD NEW: what a lock change adds, removes and changes, per platform.
 
-The pipeline: DiffOptions (diff_options.py) -> diff() -> Report; the flags are diff_command.py."""
+The pipeline: DiffOptions (options.py) -> diff() -> Report; command.py makes the
+flags from DiffOptions."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from envcheck.report import Report, Result, Status
 from envcheck.resolve.changes import Change, changes_table, compare, markdown, version_build
-from envcheck.resolve.diff_options import DiffOptions
+from envcheck.resolve.diff.options import DiffOptions
 from envcheck.resolve.lockgraph import LockGraph, read_graph
 
 

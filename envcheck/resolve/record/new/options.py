@@ -11,6 +11,7 @@ from pathlib import Path
 from envcheck import values
 from envcheck.errors import BadInput
 from envcheck.lockfile.names import NAME
+from envcheck.option import REQUIRED, Option, declared
 from envcheck.resolve.record.conda_version import check_package_spec
 
 # target OS -> (glibc it ships, words for the header); each distribution's own glibc package
@@ -34,23 +35,47 @@ OSES = {
 DEFAULT_CHANNELS = ("rapidsai", "conda-forge", "nvidia")
 
 
+LIBS = ("cudf", "dask-cudf", "dask-cuda", "cuml", "cugraph", "cuspatial", "cuxfilter", "cucim")
+
+
+def comma_list(text: str) -> tuple[str, ...]:
+    """'cudf, dask-cudf' -> ('cudf', 'dask-cudf'): how --libs, --with, --exclude and
+    --channels take a list."""
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
 @dataclass(frozen=True)
+@declared
 class Options:
-    rapids: str
-    cuda: str  # the target drivers' CUDA version (system.cuda)
-    os: str
-    python: str | None = None
-    toolkit: str | None = None  # the CUDA toolkit to build against; default: cuda
-    libs: tuple[str, ...] | None = None  # default: LIBS the release has
-    with_: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    exclude_reason: str = ""
-    pip: tuple[str, ...] = ()
-    name: str | None = None
-    description: str = ""
-    targets: tuple[str, ...] = ()
-    channels: tuple[str, ...] = DEFAULT_CHANNELS
-    out: Path | None = None  # write the recipe here (a regular file or absent), else print it
+    """Each field's flag and help declared beside it (envcheck/option.py); the checks are
+    _check's, below."""
+
+    rapids: str = Option(REQUIRED, help="RAPIDS release, e.g. 22.08")
+    cuda: str = Option(  # the target drivers' CUDA version (system.cuda)
+        REQUIRED, help="CUDA version the target's drivers support")
+    os: str = Option(REQUIRED, choices=sorted(OSES), help="target OS (sets glibc)")
+    python: str | None = Option(
+        help="Python X.Y (default: the newest the release was built for)")
+    toolkit: str | None = Option(  # the CUDA toolkit to build against; default: cuda
+        help="CUDA toolkit X.Y to build against (default: --cuda)")
+    libs: tuple[str, ...] | None = Option(  # default: LIBS the release has
+        type=comma_list, help=f"RAPIDS libraries (default: {','.join(LIBS)})")
+    with_: tuple[str, ...] = Option(
+        (), flag="--with", type=comma_list, metavar="LIST",
+        help="extras: xgboost, ucx, torch, or any package name/spec")
+    exclude: tuple[str, ...] = Option(
+        (), type=comma_list, metavar="LIST",
+        help="packages the solve must not install (recipe `exclude:`)")
+    exclude_reason: str = Option("", help="why (goes into the recipe)")
+    pip: tuple[str, ...] = Option((), action="append", help="a pip requirement (repeatable)")
+    channels: tuple[str, ...] = Option(DEFAULT_CHANNELS, type=comma_list)
+    name: str | None = Option(help="recipe name (default: rapids-RELEASE-OS)")
+    description: str = Option("")
+    targets: tuple[str, ...] = Option(
+        (), flag="--target", action="append", metavar="TARGET",
+        help="a target machine (repeatable)")
+    out: Path | None = Option(  # write the recipe here (a regular file or absent), else print it
+        type=Path, help="write here instead of printing")
 
     def __post_init__(self) -> None:
         _check(self)
@@ -99,7 +124,7 @@ _SPECS = ("libs", "with_", "exclude")
 
 def flag(name: str) -> str:
     """The flag of an Options field: with_ -> --with, targets -> --target."""
-    return {"targets": "--target"}.get(name) or "--" + name.rstrip("_").replace("_", "-")
+    return Options.__options__[name].flag
 
 
 def _check(opts: Options) -> None:
@@ -142,9 +167,3 @@ def _check_specs(opts: Options) -> None:
                 check_package_spec(spec)
             except BadInput as e:
                 raise BadInput(f"{flag(name)} {e}") from None
-
-
-def comma_list(text: str) -> tuple[str, ...]:
-    """'cudf, dask-cudf' -> ('cudf', 'dask-cudf'): how --libs, --with, --exclude and
-    --channels take a list."""
-    return tuple(x.strip() for x in text.split(",") if x.strip())

@@ -1,0 +1,1 @@
+"""install: create an environment from a lock, every hash checked (command, options, pipeline)."""

@@ -1,0 +1,1 @@
+"""build: solve recipes into conda-lock lockfiles (command, options, pipeline)."""

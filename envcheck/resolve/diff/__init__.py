@@ -1,0 +1,1 @@
+"""diff: what changed between two lock files, per platform (command, options, pipeline)."""

@@ -1,0 +1,1 @@
+"""recipe new: a recipe pinned from the RAPIDS release record (command, options, pipeline)."""

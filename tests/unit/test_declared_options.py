@@ -1,0 +1,125 @@
+"""An option is declared once (envcheck/option.py): the command line and the Python API build
+the same Options, so every API keyword's default is the command line's, and docs/api.md shows
+api.py's signatures as they are."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from envcheck import api, cli
+from envcheck.option import DEFAULT
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# api function -> (the shortest command line of its verb, its command module, api keyword ->
+# Options field where the names differ)
+VERBS = {
+    "build": (["build", "r.yaml"], "envcheck.resolve.build.command", {"recipe": "recipes"}),
+    "install": (["install", "l.yml", "--prefix", "p"], "envcheck.provision.install.command", {}),
+    "image": (["image", "l.yml", "--os", "rhel7"], "envcheck.provision.image.command",
+              {"os": "os_name"}),
+    "recipe_new": (["recipe", "new", "--rapids", "24.04", "--cuda", "12.0", "--os", "el7"],
+                   "envcheck.resolve.record.new.command", {}),
+    "why": (["why", "dask", "l.yml"], "envcheck.resolve.why.command", {}),
+    "diff": (["diff", "a.yml", "b.yml"], "envcheck.resolve.diff.command", {}),
+    "slurm_script": (["slurm", "script"], "envcheck.slurm.command", {}),
+    "verify_node": (["verify", "node"], "envcheck.verify.node.command", {}),
+    "verify_cluster": (["verify", "cluster"], "envcheck.verify.cluster.command",
+                       {"client_or_address": "address"}),
+    "verify_job": (["verify", "job"], "envcheck.verify.job.command", {}),
+    "verify_ray": (["verify", "ray"], "envcheck.verify.ray.command", {}),
+}
+POSITIONAL = {"build": ("recipes",), "install": ("lock", "prefix"), "image": ("lock", "os_name"),
+              "recipe_new": ("rapids", "cuda", "os"), "why": ("package", "file"),
+              "diff": ("old", "new")}
+
+
+def _cli_options(name: str) -> object:
+    argv, module, _ = VERBS[name]
+    args = cli.build_parser(argv).parse_args(argv)
+    return importlib.import_module(module).options_from_args(args)
+
+
+@pytest.mark.parametrize("name", sorted(VERBS))
+def test_every_api_default_is_the_command_lines(name):
+    """Each keyword left out gives the Options field the command line gives it with its flag
+    left out (a DEFAULT keyword takes the field's declared default)."""
+    _, _, renamed = VERBS[name]
+    from_cli = _cli_options(name)
+    cls = type(from_cli)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    given = {f: getattr(from_cli, f) for f in POSITIONAL.get(name, ())}
+    compared = 0
+    for p in inspect.signature(getattr(api, name)).parameters.values():
+        field = renamed.get(p.name, p.name)
+        if field not in fields or field in given or field == "expect":
+            continue
+        kw = {} if p.default is DEFAULT else {field: p.default}
+        assert getattr(cls(**given, **kw), field) == getattr(from_cli, field), (
+            f"{name}({p.name}=...) defaults to {p.default!r}, the command line to "
+            f"{getattr(from_cli, field)!r}")
+        compared += 1
+    assert compared >= 2, name
+
+
+def test_declared_verbs_retype_no_default():
+    """Where a verb's Options declare a field, api.py's keyword takes the declared default."""
+    checked = 0
+    for name, (_, _, renamed) in VERBS.items():
+        cls = type(_cli_options(name))
+        options = getattr(cls, "__options__", {})
+        for p in inspect.signature(getattr(api, name)).parameters.values():
+            field = renamed.get(p.name, p.name)
+            if field in options and p.kind is p.KEYWORD_ONLY:
+                assert p.default is DEFAULT, f"{name}({p.name}=) retypes {p.default!r}"
+                checked += 1
+    assert checked >= 20
+
+
+def _shown(name: str) -> str:
+    """api.py's signature of ``name`` as docs/api.md shows it: DEFAULT as the Options field's
+    default, no annotations."""
+    cls = type(_cli_options(name))
+    options = getattr(cls, "__options__", {})
+    params = []
+    for p in inspect.signature(getattr(api, name)).parameters.values():
+        default = p.default
+        if default is DEFAULT:
+            default = options[VERBS[name][2].get(p.name, p.name)].default
+        params.append(p.replace(annotation=p.empty, default=default))
+    return f"envcheck.{name}{inspect.Signature(params)}"
+
+
+def test_docs_show_every_api_signature_as_api_py_has_it():
+    text = (ROOT / "docs" / "api.md").read_text()
+    block = re.search(r"## Signatures\n.*?```python\n(.*?)```", text, re.S)
+    assert block, "docs/api.md has no ## Signatures block"
+    documented = " ".join(block[1].split())
+    expected = " ".join(_shown(name) for name in api.__all__)
+    assert documented.replace("( ", "(").replace(" )", ")").replace(", )", ")") == expected, (
+        "docs/api.md ## Signatures should read:\n" + "\n".join(_shown(n) for n in api.__all__))
+
+
+def test_a_client_of_the_callers_is_never_the_embedded_cluster():
+    """ClusterOptions.embedded is the one decision the pipeline asks: a caller's client (as
+    api.verify_cluster passes it) is not embedded, whatever else is left out."""
+    from envcheck.errors import BadInput
+    from envcheck.verify.cluster.options import ClusterOptions
+
+    class Client:  # a synchronous client as distributed's reads to the options
+        asynchronous = False
+
+    assert ClusterOptions().embedded
+    assert not ClusterOptions(client=Client(), bench=True).embedded
+    assert not ClusterOptions(address="tcp://h:1").embedded
+    with pytest.raises(BadInput, match="not more than one"):
+        ClusterOptions(client=Client(), jobqueue="slurm", workers=1)
+    Client.asynchronous = True
+    with pytest.raises(BadInput, match="synchronous Client"):
+        ClusterOptions(client=Client())
