@@ -148,21 +148,17 @@ def recipe_new(
 
 
 def recipe_import(
-    environment: PathLike, *, platform: str | None = None, out: PathLike | None = None,
+    environment: PathLike, *, platform: str | None = DEFAULT, out: PathLike | None = DEFAULT,
 ) -> Report:
     """``envcheck recipe import``: the recipe a conda environment.yml reads as; its text is
     ``report.output``, or it is written to ``out``. ``platform``: the one to lock when the
     file names none (None: this machine's)."""
-    from envcheck.extras import require_build_extra
+    from envcheck.resolve.recipe_import.options import ImportOptions
+    from envcheck.resolve.recipe_import.pipeline import recipe_import as run
 
-    require_build_extra("recipe import")
-    from envcheck import values
-    from envcheck.resolve.recipe_import import recipe_import as run
-
-    path = values.path(environment, "ENVIRONMENT_YML")
-    values.optional_text(platform, "--platform")
+    options = ImportOptions(**given(ImportOptions, locals()))
     with interrupts.scope():
-        return run(path, platform, None if out is None else values.path(out, "--out"))
+        return run(options)
 
 
 def why(

@@ -63,7 +63,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
         "write a recipe pinned from the RAPIDS release record",
     ),
     ("recipe", "import"): (
-        "envcheck.resolve.import_command",
+        "envcheck.resolve.recipe_import.command",
         "write a recipe from a conda environment.yml (build takes either)",
     ),
     ("verify", "node"): ("envcheck.verify.node.command", "check this machine before a GPU job"),

@@ -26,6 +26,8 @@ VERBS = {
               {"os": "os_name"}),
     "recipe_new": (["recipe", "new", "--rapids", "24.04", "--cuda", "12.0", "--os", "el7"],
                    "envcheck.resolve.record.new.command", {}),
+    "recipe_import": (["recipe", "import", "environment.yml"],
+                      "envcheck.resolve.recipe_import.command", {}),
     "why": (["why", "dask", "l.yml"], "envcheck.resolve.why.command", {}),
     "diff": (["diff", "a.yml", "b.yml"], "envcheck.resolve.diff.command", {}),
     "slurm_script": (["slurm", "script"], "envcheck.slurm.command", {}),
@@ -36,7 +38,8 @@ VERBS = {
     "verify_ray": (["verify", "ray"], "envcheck.verify.ray.command", {}),
 }
 POSITIONAL = {"build": ("recipes",), "install": ("lock", "prefix"), "image": ("lock", "os_name"),
-              "recipe_new": ("rapids", "cuda", "os"), "why": ("package", "file"),
+              "recipe_new": ("rapids", "cuda", "os"),
+              "recipe_import": ("environment",), "why": ("package", "file"),
               "diff": ("old", "new")}
 
 

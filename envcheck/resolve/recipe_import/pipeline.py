@@ -1,20 +1,23 @@
-"""`envcheck recipe import` as a function: an environment.yml -> the recipe it reads as
-(envcheck.resolve.environment_yml), as the report's output or written to a file."""
+"""`envcheck recipe import`: ImportOptions (options.py) -> recipe_import() -> Report: an
+environment.yml -> the recipe it reads as (envcheck.resolve.environment_yml), as the report's
+output or written to a file."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from envcheck.report import Report, Result, Status
+from envcheck.resolve.recipe_import.options import ImportOptions
 
 
-def recipe_import(environment: Path, platform: str | None = None,
-                  out: Path | None = None) -> Report:
+def recipe_import(options: ImportOptions) -> Report:
+    from envcheck.extras import require_build_extra
+
+    require_build_extra("recipe import")
     from envcheck.destinations import check_destination
     from envcheck.inputs import read_text
     from envcheck.resolve.environment_yml import from_environment, recipe_text
     from envcheck.resolve.recipe import MAX_RECIPE_BYTES, _compose
 
+    environment, platform, out = options.environment, options.platform, options.out
     if out is not None:
         check_destination(out, f"--out {out}")
     text = read_text(environment, "environment.yml", MAX_RECIPE_BYTES)

@@ -1,0 +1,1 @@
+"""`envcheck recipe import`: a conda environment.yml -> the recipe it reads as."""
