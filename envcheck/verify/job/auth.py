@@ -135,26 +135,63 @@ def remove_file(secret: Secret) -> None:
             os.unlink(secret.path)
 
 
-def mac(key: bytes, name: str, body: bytes) -> str:
-    """HMAC-SHA256 over the value's name (what it is, where it goes) and its bytes."""
-    return hmac.new(key, name.encode() + b"\0" + body, hashlib.sha256).hexdigest()
+NONCE_BYTES = 16  # of every fresh value a rank draws for one launch
 
 
-def sign(key: bytes, name: str, value: Any) -> str:
-    """`value` as JSON behind its MAC: '<64 hex digits> <json>'."""
-    body = json.dumps(value, separators=(",", ":"), allow_nan=False)
-    return f"{mac(key, name, body.encode())} {body}"
+def fresh_nonce() -> str:
+    """A value no earlier launch used (hex): rank 0's announces the launch, every other
+    rank's proves that what rank 0 signs after the roll call was made for this launch."""
+    return secrets.token_bytes(NONCE_BYTES).hex()
 
 
-def verify(key: bytes, name: str, raw: bytes | str, limit: int = MAX_VALUE) -> Any:
-    """The value `sign` wrote under `name`; AuthError when unsigned, forged or too big."""
-    data = raw.encode() if isinstance(raw, str) else bytes(raw)
+def session_nonce(rank0: str, nonces: list[str]) -> str:
+    """The nonce every message after the roll call is bound to: rank 0's and every rank's
+    (rank order, "" for a rank that did not arrive), hashed together."""
+    blob = json.dumps([rank0, nonces], separators=(",", ":")).encode()
+    return hashlib.sha256(b"envcheck session\0" + blob).hexdigest()
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What every message's MAC covers besides its bytes: the key, and the launch it belongs
+    to (its nonce, run id, MASTER_ADDR:PORT and world size). A message is bound further to its
+    sender rank and its phase (its store key, or the gather's step): a message recorded from
+    another launch, phase or rank does not verify."""
+
+    key: bytes
+    run_id: str
+    where: str  # MASTER_ADDR:PORT of the store
+    world: int
+    nonce: str = ""  # hex: rank 0's nonce before the roll call, session_nonce after it
+
+    def mac(self, sender: int, phase: str, body: bytes) -> str:
+        head = json.dumps([self.nonce, self.run_id, self.where, self.world, sender, phase],
+                          separators=(",", ":")).encode()
+        return hmac.new(self.key, head + b"\0" + body, hashlib.sha256).hexdigest()
+
+    def sign(self, sender: int, phase: str, value: Any) -> str:
+        """`value` as JSON behind its MAC: '<64 hex digits> <json>'."""
+        body = json.dumps(value, separators=(",", ":"), allow_nan=False)
+        return f"{self.mac(sender, phase, body.encode())} {body}"
+
+    def verify(self, sender: int, phase: str, raw: bytes | str, limit: int = MAX_VALUE) -> Any:
+        """The value `sign` wrote as `sender` in `phase` of this launch; AuthError when
+        unsigned, forged, from another launch, phase or rank, or too big."""
+        tag, body = split(raw, limit)
+        if len(tag) != MAC_HEX or not hmac.compare_digest(
+                tag, self.mac(sender, phase, body).encode()):
+            raise AuthError("not signed with this job's secret for this launch, phase and "
+                            "rank (another launch's message, or another secret)")
+        return loads(body)
+
+
+def split(raw: bytes | str, limit: int = MAX_VALUE) -> tuple[bytes, bytes]:
+    """(MAC, JSON bytes) of a signed value, unverified; AuthError when over `limit`."""
+    data = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else bytes(raw)
     if len(data) > limit:
         raise AuthError(f"{len(data)} bytes, more than the {limit} allowed")
     tag, _, body = data.partition(b" ")
-    if len(tag) != MAC_HEX or not hmac.compare_digest(tag, mac(key, name, body).encode()):
-        raise AuthError("not signed with this job's secret")
-    return loads(body)
+    return tag, body
 
 
 def loads(body: bytes) -> Any:

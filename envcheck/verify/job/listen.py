@@ -170,7 +170,8 @@ def find_rank0(launch: LaunchInfo, timeout: float, deadline: float,
                 raise GroupError(f"rank {launch.rank}: rank 0's rendezvous at "
                                  f"{launch.master_addr} did not answer within {timeout:g} s on "
                                  f"any of ports {ports} ({launch.port_source}): {why}")
-            got = ask(launch.master_addr, port, min(PROBE, left), want, secret.key)
+            got = ask(launch.master_addr, port, min(PROBE, left), want,
+                      announce_binding(launch, secret, port))
             if isinstance(got, int):
                 return port, got, secret
             seen[port] = got
@@ -179,7 +180,15 @@ def find_rank0(launch: LaunchInfo, timeout: float, deadline: float,
         time.sleep(max(min(0.1, deadline - time.monotonic()), 0))
 
 
-def ask(host: str, port: int, limit: float, want: str, key: bytes) -> int | str:
+def announce_binding(launch: LaunchInfo, secret: auth.Secret, port: int) -> auth.Binding:
+    """What rank 0's announcement on candidate `port` is bound to (no nonce: it comes before
+    any; the hello in the store carries rank 0's)."""
+    return auth.Binding(secret.key, launch.run_id, f"{launch.master_addr}:{port}",
+                        launch.world_size)
+
+
+def ask(host: str, port: int, limit: float, want: str,
+        binding: auth.Binding) -> int | str:
     """The store port rank 0 of launch `want` announces on host:port, or why not (a phrase)."""
     end = time.monotonic() + limit
     data = b""
@@ -208,7 +217,7 @@ def ask(host: str, port: int, limit: float, want: str, key: bytes) -> int | str:
     if who != want:
         return f"another launch's rendezvous ({who[:200]!r})"
     try:
-        auth.verify(key, want, body, 4096)
+        binding.verify(0, "announce", body, 4096)
     except auth.AuthError:
         return "a rendezvous not signed with this job's secret"
     return store if 0 < store < 65536 else "not an envcheck rendezvous"

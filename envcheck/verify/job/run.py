@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import time
 from typing import Any, Callable
 
@@ -17,7 +18,7 @@ from envcheck.report import Measurement, Report, Result, Status
 from envcheck.text import first_line
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import collect_node_facts, facts_to_dict
-from envcheck.verify.job import bench, facts_wire, tf_job, wire
+from envcheck.verify.job import bench, facts_wire, roll, tf_job, wire
 from envcheck.verify.job import group as grp
 from envcheck.verify.job.bench import Timing, bench_measurements
 from envcheck.verify.job.checks import (
@@ -81,6 +82,7 @@ class JobRun:
         self.rv: grp.Rendezvous | None = None
         self.heard_rank0 = False
         self._gathers = 0  # numbers each gather: a rank's bytes are signed for one step only
+        self._digest = hashlib.sha256()  # of every byte gathered: rank 0's verdict names it
         self._step_t0 = time.monotonic()  # when the current step began
         self.t0 = time.monotonic()
         self.watchdog = Watchdog(self._fired)
@@ -115,15 +117,17 @@ class JobRun:
             return self._verdict(int(ExitCode.ERROR), str(e))
         self.watchdog.arm(self.timeout + GRACE, "the roll call")
         if rank0:
-            missing = grp.roll_call(rv, self.timeout)
-            rv.set_json("roll", sorted(missing + list(rv.refused)))
+            missing = roll.roll_call(rv, self.timeout)
+            roll.publish_roll(rv, missing)
             if missing or rv.refused:
                 return self._missing(missing)
             grp.watch_beats(rv)
         else:
-            missing = self._await_roll()
-            if missing:
-                return self._verdict_or_error("roll call")
+            got, why = roll.await_roll(rv, time.monotonic() + self.timeout + 5)
+            if got is None and why.startswith(roll.NOT_MINE):  # no verdict can be bound to it
+                return self._verdict(int(ExitCode.ERROR), f"the roll call: {why}")
+            if got is None or got:
+                return self._verdict_or_error("the roll call")
         try:
             return self._steps()
         except StepFailed as e:
@@ -140,8 +144,9 @@ class JobRun:
         mine = self._collect()
         rv.reached("gather")
         gathered = self._step("gathering every rank's facts", lambda: wire.gather(
-            dist, rv.key_bytes, "facts", mine, wire.MAX_FACTS))
-        read = [facts_wire.read(g) for g in gathered]
+            dist, rv.binding, "facts", mine, wire.MAX_FACTS, self._digest))
+        world = self.launch.world_size
+        read = [facts_wire.read(g, r, world) for r, g in enumerate(gathered)]
         unusable = [(r, got) for r, got in enumerate(read) if isinstance(got, wire.Bad)]
         if unusable:  # every rank read the same bytes alike: all stop here
             if self.launch.rank != 0:
@@ -167,7 +172,7 @@ class JobRun:
         self.watchdog.disarm()
         if self.launch.rank != 0:
             return self._verdict_or_error("the verdict")
-        odd = grp.intruders(rv)
+        odd = roll.intruders(rv)
         if odd:
             return self._report([_err("job.ranks", why) for why in odd])
         job = JobFacts(self.launch, ranks, facts, collectives=tuple(collectives),
@@ -249,17 +254,17 @@ class JobRun:
 
     # --- failures ---------------------------------------------------------------------------
 
-    def _await_roll(self) -> list[int]:
-        rv = self.rv
-        assert rv is not None
-        roll, _ = rv.wait_signed("roll", time.monotonic() + self.timeout + 5)
-        return list(roll) if isinstance(roll, list) else [-1]
-
     def _gather(self, dist: Any, obj: Any) -> list[Any]:
         """Every rank's `obj` as signed, bounded JSON (wire.gather_all): never pickle."""
         assert self.rv is not None
         self._gathers += 1
-        return wire.gather_all(dist, self.rv.key_bytes, f"step{self._gathers}", obj)
+        return wire.gather_all(dist, self.rv.binding, f"step{self._gathers}", obj,
+                               digest=self._digest)
+
+    def _facts(self) -> str:
+        """The digest of every byte gathered ("" before the first gather)."""
+        got = self._digest.hexdigest()
+        return "" if got == hashlib.sha256().hexdigest() else got
 
     def _verdict_or_error(self, step: str, failed: bool = False) -> Report:
         """Rank 0's verdict. After a failed step (``failed``) rank 0 gave up on the same step
@@ -272,7 +277,7 @@ class JobRun:
             wait = max(grp.STALE + 2 * grp.BEAT + 4, wait - spent)
         self.watchdog.arm(wait + GRACE, "waiting for rank 0's verdict")
         try:
-            return self._verdict(*grp.await_verdict(self.rv, wait))
+            return self._verdict(*roll.await_verdict(self.rv, wait, self._facts()))
         except Exception as e:
             self.heard_rank0 = False
             return self._verdict(int(ExitCode.ERROR), f"{step}: rank 0 "
@@ -297,7 +302,7 @@ class JobRun:
                          f"{self.timeout:g} s", node=f"rank {r}",
                          fix="look at that rank's output and host: it failed to start, "
                          "crashed, or cannot reach MASTER_ADDR:MASTER_PORT") for r in missing]
-        results += [_err("job.ranks", why) for why in grp.intruders(rv)]
+        results += [_err("job.ranks", why) for why in roll.intruders(rv)]
         return self._report(results)
 
     def _diagnose(self, failed: StepFailed) -> list[Result]:
@@ -339,7 +344,7 @@ class JobRun:
             line += "; stuck: " + ", ".join(stuck)
         if self.rv is not None:
             with contextlib.suppress(Exception):
-                grp.publish_verdict(self.rv, int(ExitCode.ERROR), line[:2000])
+                roll.publish_verdict(self.rv, int(ExitCode.ERROR), line[:2000], self._facts())
         report = self._final or Report(
             title="verify job", code=ExitCode.ERROR, environment=self._environment(None),
             results=(_err("job.ranks.watchdog", line, fix="look at the stuck rank's host (a driver "
@@ -385,10 +390,10 @@ class JobRun:
             line = f"verify job: {report.status.value}" + (f": {first}" if first else "")
             self._final = report
             # the acks wait has its own bound: the step before it must not run the watchdog out
-            self.watchdog.arm(grp.ACK_WAIT + GRACE, "waiting for the ranks to read the verdict")
+            self.watchdog.arm(roll.ACK_WAIT + GRACE, "waiting for the ranks to read the verdict")
             with contextlib.suppress(Exception):
-                grp.publish_verdict(self.rv, code, line[:2000])
-                grp.await_acks(self.rv, len(self.rv.arrived) - 1)
+                roll.publish_verdict(self.rv, code, line[:2000], self._facts())
+                roll.await_acks(self.rv, len(self.rv.arrived) - 1)
         return report
 
     def _environment(self, job: JobFacts | None) -> dict[str, str]:
