@@ -47,6 +47,7 @@ from envcheck.verify.job.listen import td as _td
 
 BEAT = 0.5  # seconds between heartbeats
 STALE = 3.0  # a heartbeat that has not moved for this long: the rank is dead or stopped
+NOTHING = "nothing was written"  # why Rendezvous.wait_signed found no value
 
 
 @dataclass
@@ -95,7 +96,7 @@ class Rendezvous:
                     check: Any = None) -> tuple[Any, str]:
         """(the verified value at `key`, "") once one is there (and `check(value)` says ""
         of it); (None, why) at `deadline`: a value that fails is never returned, only named."""
-        why = "nothing was written"
+        why = NOTHING
         while True:
             try:
                 if self.has(key):

@@ -124,7 +124,8 @@ class JobRun:
             grp.watch_beats(rv)
         else:
             got, why = roll.await_roll(rv, time.monotonic() + self.timeout + 5)
-            if got is None and why.startswith(roll.NOT_MINE):  # no verdict can be bound to it
+            if got is None and not why.startswith(grp.NOTHING):
+                # a roll call was there and refused: no verdict can be bound to this rank
                 return self._verdict(int(ExitCode.ERROR), f"the roll call: {why}")
             if got is None or got:
                 return self._verdict_or_error("the roll call")
