@@ -194,7 +194,7 @@ def test_a_forged_verdict_is_never_taken(tmp):
     assert codes[1] != 0, _log(tmp, "rank1")
     rank1 = _log(tmp, "rank1")
     assert ("rank 2 (host unknown) did not arrive" in rank1
-            or "a value that is not the job's was refused" in rank1), rank1
+            or "a value that is not this launch's was refused" in rank1), rank1
 
 
 def test_a_second_claimant_of_a_rank_is_named(tmp):

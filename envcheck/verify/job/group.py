@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from envcheck.verify.job import auth, listen
+from envcheck.verify.job import auth, listen, store
 from envcheck.verify.job.launch import LaunchInfo
 from envcheck.verify.job.listen import GroupError, route_ip
 from envcheck.verify.job.listen import td as _td
@@ -66,7 +66,7 @@ class Rendezvous:
     refused: dict[int, str] = field(default_factory=dict)  # rank -> why it was not admitted
     beats: dict[int, tuple[int, float]] = field(default_factory=dict)  # r -> (count, seen at)
     _beat_stop: threading.Event = field(default_factory=threading.Event)
-    _keep: list[Any] = field(default_factory=list)  # the listening socket TCPStore serves on
+    _keep: list[Any] = field(default_factory=list)  # rank 0: its store (store.BoundedStore)
 
     @property
     def binding(self) -> auth.Binding:
@@ -76,6 +76,12 @@ class Rendezvous:
         return auth.Binding(self.secret.key, self.launch.run_id,
                             f"{self.launch.master_addr}:{self.port}", self.launch.world_size,
                             self.session or self.rank0_nonce)
+
+    @property
+    def early(self) -> auth.Binding:
+        """The binding of what ranks write before the roll call (rank 0's nonce): arrivals,
+        second claimants, a WORLD_SIZE that differs."""
+        return dataclasses.replace(self.binding, nonce=self.rank0_nonce)
 
     def key(self, *parts: object) -> str:
         return self.prefix + "/".join(str(p) for p in parts)
@@ -117,6 +123,9 @@ class Rendezvous:
 
     def stop(self) -> None:
         self._beat_stop.set()
+        for kept in self._keep:
+            with contextlib.suppress(Exception):
+                kept.close()
         if self.launch.rank == 0 and self.secret is not None:
             auth.remove_file(self.secret)
 
@@ -228,7 +237,8 @@ def _connect_given(launch: LaunchInfo, timeout: float, prefix: str,
     keep: list[Any] = []
     try:
         if master:
-            store, sock = listen.serve(listen.bind_address(launch), launch.master_port, timeout)
+            store, sock = listen.serve(listen.bind_address(launch), launch.master_port, timeout,
+                                       launch.world_size)
             keep.append(sock)
         else:
             store = TCPStore(launch.master_addr, launch.master_port, None, False,
@@ -253,7 +263,8 @@ def _connect_derived(launch: LaunchInfo, timeout: float, prefix: str,
     if launch.rank == 0:
         sock, port = listen.listen_candidate(launch)
         try:
-            store, store_sock = listen.serve(listen.bind_address(launch), 0, timeout)
+            store, store_sock = listen.serve(listen.bind_address(launch), 0, timeout,
+                                             launch.world_size)
         except Exception as e:
             sock.close()
             raise GroupError(f"rank 0 cannot serve the rendezvous store on "
@@ -412,6 +423,17 @@ def init_group(rv: Rendezvous, timeout: float) -> Any:
     dist.init_process_group("gloo", store=store, rank=launch.rank,
                             world_size=launch.world_size, timeout=_td(timeout))
     return dist
+
+
+def store_refusals(rv: Rendezvous) -> str:
+    """Rank 0: the connections its store closed for breaking TCPStore's protocol or a limit,
+    as a sentence ("" when none)."""
+    served = [k for k in rv._keep if isinstance(k, store.BoundedStore)]
+    if not served or not served[0].closed:
+        return ""
+    s = served[0]
+    return (f"the rendezvous store closed {s.closed} connection(s) that broke its protocol or "
+            f"its limits: " + "; ".join(s.refused[:4]))
 
 
 def debug_line(launch: LaunchInfo, text: str) -> None:

@@ -1,7 +1,8 @@
 """The rendezvous's sockets: the store bound to MASTER_ADDR, and the derived-port announcement.
 
-Rank 0 serves the store on a socket bound to the address the launcher gives (MASTER_ADDR, or
-the Slurm step's first node), handed to TCPStore (master_listen_fd): never on every interface.
+Rank 0 serves the store (store.py: TCPStore's protocol, every byte bounded) on a socket bound
+to the address the launcher gives (MASTER_ADDR, or the Slurm step's first node): never on
+every interface.
 
 Without MASTER_PORT the launch's ids give a few candidate ports (launch.derived_ports): rank 0
 listens on the first one free on its host and answers every connection there with one line,
@@ -28,7 +29,7 @@ import threading
 import time
 from typing import Any
 
-from envcheck.verify.job import auth
+from envcheck.verify.job import auth, store
 from envcheck.verify.job.launch import LaunchInfo
 
 MAGIC = "envcheck-job-rendezvous/1"  # the first word of rank 0's answer on a derived port
@@ -49,19 +50,19 @@ def secret_name(launch: LaunchInfo) -> str:
     return f"{launch.launcher}/{launch.run_id}/{launch.master_addr}/{where}"
 
 
-def serve(addr: str, port: int, timeout: float) -> tuple[Any, socket.socket]:
-    """Rank 0: the store on a socket bound to `addr` (not every interface); OSError as bind
-    raised it, RuntimeError from TCPStore."""
+def serve(addr: str, port: int, timeout: float, world: int) -> tuple[Any, Any]:
+    """Rank 0: (a TCPStore client of the store, the store): envcheck's bounded store
+    (store.py) on a socket bound to `addr` (not every interface); OSError as bind raised it,
+    RuntimeError from TCPStore."""
     from torch.distributed import TCPStore
 
-    sock = listen(addr, port)
+    server = store.BoundedStore(listen(addr, port), store.Limits.for_world(world))
     try:
-        store = TCPStore(addr, int(sock.getsockname()[1]), None, True, td(timeout),
-                         wait_for_workers=False, master_listen_fd=sock.fileno())
+        client = TCPStore(addr, server.port, None, False, td(timeout), wait_for_workers=False)
     except Exception:
-        sock.close()
+        server.close()
         raise
-    return store, sock
+    return client, server
 
 
 def identity(launch: LaunchInfo) -> str:

@@ -73,7 +73,7 @@ def intruders(rv: Rendezvous) -> list[str]:
     for r in range(rv.launch.world_size):
         if rv.has(f"dup/{r}"):
             with contextlib.suppress(auth.AuthError):
-                other = rv.get_json(f"dup/{r}", r)
+                other = rv.early.verify(r, f"dup/{r}", rv.store.get(rv.key(f"dup/{r}")))
                 out.append(f"rank {r} is claimed twice: by {describe(rv, r)} and by "
                            f"{_who(other)}")
     if rv.has("stranger"):
@@ -82,7 +82,7 @@ def intruders(rv: Rendezvous) -> list[str]:
             sender = auth.loads(body)["rank"]  # the MAC covers it: checked next
             if type(sender) is not int or not 0 < sender < MAX_WORLD:
                 raise ValueError(sender)
-            s = rv.get_json("stranger", sender)
+            s = rv.early.verify(sender, "stranger", rv.store.get(rv.key("stranger")))
             out.append(f"rank {_text(s.get('rank'))} ({_who(s)}) has WORLD_SIZE "
                        f"{_text(s.get('world'))}, rank 0 has {rv.launch.world_size}: WORLD_SIZE "
                        "differs between ranks")

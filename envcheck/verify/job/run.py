@@ -377,6 +377,12 @@ class JobRun:
     def _report(self, results: list[Result], job: JobFacts | None = None,
                 measurements: list[Measurement] = ()) -> Report:  # type: ignore[assignment]
         tables = (skew_table(job)[0],) if job is not None and job.ranks else ()
+        flood = grp.store_refusals(self.rv) if self.rv is not None else ""
+        if flood:
+            results = [*results, Result(
+                "job.ranks.store", Status.WARN, flood, group="job",
+                fix="something other than the launch's ranks reaches MASTER_ADDR:MASTER_PORT; "
+                "see docs/security.md")]
         report = Report(
             title="verify job",
             results=tuple(results),
