@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envcheck.errors import BadInput
+
 SECRET_ENV = "ENVCHECK_JOB_SECRET"
 SECRET_DIR_ENV = "ENVCHECK_JOB_SECRET_DIR"
 MIN_SECRET = 32  # characters of ENVCHECK_JOB_SECRET
@@ -62,7 +64,11 @@ def secret_dir(env: Mapping[str, str]) -> Path:
     given = env.get(SECRET_DIR_ENV, "").strip()
     if given:
         return Path(given)
-    return Path(env.get("HOME") or os.path.expanduser("~")) / ".cache/envcheck/job-secrets"
+    return home(env) / ".cache/envcheck/job-secrets"
+
+
+def home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or os.path.expanduser("~"))
 
 
 def secret_path(env: Mapping[str, str], launch_id: str) -> Path:
@@ -71,21 +77,35 @@ def secret_path(env: Mapping[str, str], launch_id: str) -> Path:
 
 
 def from_env(env: Mapping[str, str]) -> Secret | None:
-    """The secret the launch exported (None when it exported none)."""
+    """The secret the launch exported (None when it exported none); BadInput when it is not
+    UTF-8 text of at least MIN_SECRET characters."""
     text = env.get(SECRET_ENV)
     if text is None:
         return None
+    try:
+        raw = text.strip().encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 (os.environ's surrogate escapes)
+        raise BadInput(f"{SECRET_ENV} is not UTF-8 text: export a random one, e.g. "
+                       "$(openssl rand -hex 32)") from None
     if len(text.strip()) < MIN_SECRET:
-        raise AuthError(f"{SECRET_ENV} is set but shorter than {MIN_SECRET} characters: "
-                        "export a random one, e.g. $(openssl rand -hex 32)")
-    return Secret(_derive(text.strip().encode()), SECRET_ENV)
+        raise BadInput(f"{SECRET_ENV} is set but shorter than {MIN_SECRET} characters: "
+                       "export a random one, e.g. $(openssl rand -hex 32)")
+    return Secret(_derive(raw), SECRET_ENV)
 
 
-def _private_dir(path: Path) -> None:
-    """Make `path` (0700) or check it: a directory of this uid that nobody else can enter."""
-    with contextlib.suppress(FileExistsError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.mkdir(mode=0o700)
+def _private_dir(env: Mapping[str, str], path: Path) -> None:
+    """Make `path` (0700) or check it: a directory of this uid that nobody else can enter.
+    A missing $HOME is never made: BadInput."""
+    if not env.get(SECRET_DIR_ENV, "").strip() and not home(env).is_dir():
+        raise BadInput(f"$HOME ({home(env)}) is not a directory, and the job's secret file "
+                       f"goes under it: export {SECRET_ENV}, or set {SECRET_DIR_ENV}")
+    try:
+        with contextlib.suppress(FileExistsError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.mkdir(mode=0o700)
+    except OSError as e:
+        raise BadInput(f"cannot make the secret directory {path}: {e.strerror}; export "
+                       f"{SECRET_ENV}, or set {SECRET_DIR_ENV}") from None
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
         raise AuthError(f"secret directory {path} must be a directory of uid {os.geteuid()} "
@@ -96,17 +116,20 @@ def _private_dir(path: Path) -> None:
 def create_file(env: Mapping[str, str], launch_id: str) -> Secret:
     """Rank 0: a fresh secret in the launch's secret file, mode 0600 (an old one replaced)."""
     path = secret_path(env, launch_id)
-    _private_dir(path.parent)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    _private_dir(env, path.parent)
     raw = secrets.token_hex(32).encode()
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    part = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+    try:  # whole or not there: a rank never reads it half-written
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        os.rename(part, path)
     except OSError as e:
-        raise AuthError(f"cannot write the job's secret file {path}: {e.strerror}; or export "
-                        f"{SECRET_ENV}") from None
-    with os.fdopen(fd, "wb") as f:
-        f.write(raw)
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        what = "is a directory" if path.is_dir() else "cannot be written"
+        raise BadInput(f"the job's secret file {path} {what} ({e.strerror}); remove it, or "
+                       f"export {SECRET_ENV}") from None
     return Secret(_derive(raw), str(path), str(path))
 
 
@@ -119,14 +142,22 @@ def read_file(env: Mapping[str, str], launch_id: str) -> Secret | None:
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise AuthError(f"cannot read the job's secret file {path}: {e.strerror}") from None
+        raise BadInput(f"cannot read the job's secret file {path}: {e.strerror}") from None
+    st = os.fstat(fd)  # before fdopen: Python refuses a directory there, naming no path
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise BadInput(f"the job's secret file {path} is "
+                       f"{'a directory' if stat.S_ISDIR(st.st_mode) else 'not a regular file'}"
+                       f": remove it, or export {SECRET_ENV}")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        if st.st_uid != os.geteuid() or st.st_mode & 0o077:
             raise AuthError(f"the job's secret file {path} must be a regular file of uid "
                             f"{os.geteuid()} with mode 0600")
         raw = f.read(256)
-    return Secret(_derive(raw), str(path)) if len(raw) >= MIN_SECRET else None
+    if len(raw) < MIN_SECRET:  # rank 0 writes it whole (a rename): never half-written
+        raise BadInput(f"the job's secret file {path} holds {len(raw)} bytes, fewer than "
+                       f"{MIN_SECRET}: remove it, or export {SECRET_ENV}")
+    return Secret(_derive(raw), str(path))
 
 
 def remove_file(secret: Secret) -> None:

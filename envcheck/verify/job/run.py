@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import signal
+import threading
 import time
 from typing import Any, Callable
 
@@ -40,7 +42,7 @@ from envcheck.verify.job.rank import (
     collect_rank_facts,
     rank_facts_to_dict,
 )
-from envcheck.verify.job.watchdog import Watchdog
+from envcheck.verify.job.watchdog import SignalWatch, Watchdog
 
 GRACE = 10.0  # the watchdog fires this long after a step's own timeout should have
 COLLECT_LIMIT = 120.0  # the facts of one rank (probes have their own --probe-timeout)
@@ -86,6 +88,7 @@ class JobRun:
         self._step_t0 = time.monotonic()  # when the current step began
         self.t0 = time.monotonic()
         self.watchdog = Watchdog(self._fired)
+        self.signals = SignalWatch(self._signalled)  # SIGTERM inside a collective
 
     # --- the steps --------------------------------------------------------------------------
 
@@ -94,6 +97,7 @@ class JobRun:
         try:
             return self._run()
         finally:
+            self.signals.stop()
             self.watchdog.stop()
             if self.rv is not None:
                 self.rv.stop()
@@ -356,6 +360,28 @@ class JobRun:
                 self.on_abort(report)
             except Exception as e:  # the process ends anyway: say why the files are missing
                 grp.debug_line(self.launch, f"the report cannot be written: {first_line(e)}")
+
+    def _signalled(self, signum: int) -> None:
+        """A signal the main thread could not take within SignalWatch.LATE (it is inside a
+        collective or a store call), before the process ends with 128 + signum: rank 0
+        leaves a verdict for the others and writes its report; every rank says one line."""
+        name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+        code = ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED
+        line = f"terminated by {name} during {self.watchdog.what or 'the run'}"
+        grp.debug_line(self.launch, line)
+        if self.launch.rank != 0:
+            return
+        if self.rv is not None:  # on its own thread: a store call may hang where main does
+            rv, facts = self.rv, self._facts()
+            t = threading.Thread(target=lambda: roll.publish_verdict(
+                rv, int(code), f"verify job: error: {line}", facts), daemon=True)
+            t.start()
+            t.join(0.5)
+        report = Report(title="verify job", code=code, environment=self._environment(None),
+                        results=(_err("job.ranks.signal", line),))
+        if self.on_abort is not None:
+            with contextlib.suppress(Exception):
+                self.on_abort(report)
 
     def _stuck(self, what: str) -> list[str]:
         """The ranks that hold `what` up: heartbeat stopped, else never reached its phase."""
