@@ -9,17 +9,19 @@ deadline anyway (a collective stuck in native code, a store that never answers).
 Without MASTER_PORT, rank 0 announces the store on a port derived from the launch's ids
 (listen.py).
 
-The store listens on MASTER_ADDR's address only (a socket bound there, handed to TCPStore),
-never on every interface. Every value set in it is signed (auth.py): '<HMAC> <json>' under a
-key only the launch's processes can derive, over the key's name and the JSON. A rank acts on
-no value it cannot verify; a value that fails is named as unauthenticated. The derived port's
-announcement is signed alike.
+The store listens on MASTER_ADDR's address only (store.py, on a socket bound there), never on
+every interface. Every value set in it is signed (auth.Binding): '<HMAC> <json>' under a key
+only the launch's processes can derive, over the launch (its nonce, run id, MASTER_ADDR:PORT,
+world size), the sender rank, the key's name and the JSON. A rank acts on no value it cannot
+verify; a value that fails is named as unauthenticated. The derived port's announcement is
+signed alike.
 
 Store keys, under envcheck-job/<run id>/ (signed JSON unless said otherwise):
-  hello           {"world", "host", "pid"}: rank 0 is up; the others check its signature and
-                  WORLD_SIZE against their own
-  arrived/<r>     {"host", "pid", "local_rank", "world"} when rank r has joined; set only
-                  where unset (compare_set): a second claimant of r finds it taken
+  hello           {"world", "host", "pid", "nonce"}: rank 0 is up, and its fresh nonce for
+                  this launch; the others check its signature and WORLD_SIZE against their own
+  arrived/<r>     {"host", "pid", "local_rank", "world", "nonce"} when rank r has joined, with
+                  its own fresh nonce, signed under rank 0's; set only where unset
+                  (compare_set): a second claimant of r finds it taken
   dup/<r>         a second claimant of rank r: {"host", "pid"}
   stranger        a rank whose WORLD_SIZE differs from rank 0's: {"rank", "world", "host", "pid"}
   beat/<r>        a counter rank r's heartbeat thread increments every BEAT seconds (unsigned:
