@@ -88,16 +88,16 @@ class JobRun:
         self._step_t0 = time.monotonic()  # when the current step began
         self.t0 = time.monotonic()
         self.watchdog = Watchdog(self._fired)
-        self.signals = SignalWatch(self._signalled)  # SIGTERM inside a collective
 
     # --- the steps --------------------------------------------------------------------------
 
     def run(self) -> Report:
         """Rank 0: the Report. Other ranks: a Report of rank 0's verdict, not shown."""
+        signals = SignalWatch(self._signalled)  # SIGTERM while inside a collective
         try:
             return self._run()
         finally:
-            self.signals.stop()
+            signals.stop()
             self.watchdog.stop()
             if self.rv is not None:
                 self.rv.stop()
