@@ -116,3 +116,26 @@ def test_a_rank_whose_rank_0_hangs_ends_in_time_with_one_line(tmp_path):
     assert took < HANG, took  # --timeout held: its 60 s default would not
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "rank 1/2" in lines[0] and "rank 0" in lines[0], err
+
+
+def test_sigterm_inside_a_gloo_collective_ends_the_rank_with_143_and_a_report(tmp_path):
+    """Rank 0 inside the facts gather (rank 1 sits in a minute-long import probe), with a
+    --timeout far past the deadline here: the collective alone would hold it two minutes.
+    SIGTERM ends it with 143 and a report naming the signal and the step."""
+    port, procs = start_ranks(ENVCHECK, 2, range(2), tmp_path, 150, slow=1)
+    try:
+        arrived(port, 1)
+        time.sleep(2)  # rank 0 is in the gather, waiting for rank 1
+        t0 = time.monotonic()
+        procs[0].send_signal(signal.SIGTERM)
+        out, err = procs[0].communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        _end(procs)
+    print(f"SIGTERM to rank 0 inside the gather: exit {procs[0].returncode} after {took:.2f} s")
+    assert procs[0].returncode == 143, out + err
+    errors = _errors(tmp_path / "r0.json")
+    assert errors and errors[0]["message"].startswith(
+        "terminated by SIGTERM during gathering every rank's facts"), errors
+    assert err.strip().splitlines()[-1].endswith(
+        "terminated by SIGTERM during gathering every rank's facts"), err

@@ -19,6 +19,7 @@ from contextlib import ExitStack, contextmanager
 import pytest
 
 from envcheck.verify.job import group as grp
+from envcheck.verify.job import roll
 from envcheck.verify.job.launch import CANDIDATES, LaunchInfo, launch_info
 
 pytest.importorskip("torch.distributed")
@@ -135,7 +136,7 @@ def _works(rv0: grp.Rendezvous, rv1: grp.Rendezvous) -> None:
     """The two ranks share one store: rank 1's roll call and heartbeat reach rank 0."""
     grp.arrive(rv0)
     grp.arrive(rv1)
-    assert grp.roll_call(rv0, 10) == []
+    assert roll.roll_call(rv0, 10) == []
     assert rv0.arrived[1]["local_rank"] == 1
     grp.watch_beats(rv0)
     deadline = time.monotonic() + 10
@@ -285,6 +286,8 @@ def test_the_watchdog_names_the_stuck_rank_and_hands_over_the_report(capsys):
             run._fired("gathering every rank's facts")
         finally:
             run.watchdog.stop()
+        # the other ranks get rank 0's verdict (while rank 0's store is up)
+        assert roll.await_verdict(rv1, 5)[0] == 3
     [report] = got
     [result] = report.results
     assert result.check == "job.ranks.watchdog" and result.status.value == "error"
@@ -293,4 +296,3 @@ def test_the_watchdog_names_the_stuck_rank_and_hands_over_the_report(capsys):
     assert int(report.exit_code) == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "stuck: rank 1 (host" in err[0], err
-    assert grp.await_verdict(rv1, 5)[0] == 3  # the other ranks get rank 0's verdict

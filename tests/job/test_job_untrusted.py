@@ -194,7 +194,7 @@ def test_a_forged_verdict_is_never_taken(tmp):
     assert codes[1] != 0, _log(tmp, "rank1")
     rank1 = _log(tmp, "rank1")
     assert ("rank 2 (host unknown) did not arrive" in rank1
-            or "a value that is not the job's was refused" in rank1), rank1
+            or "a value that is not this launch's was refused" in rank1), rank1
 
 
 def test_a_second_claimant_of_a_rank_is_named(tmp):
@@ -268,9 +268,14 @@ from envcheck.cli import main
 from envcheck.verify.job import run
 
 kind = sys.argv[1]
+own = run.JobRun._collect
 
 
 def collect(self):
+    if kind in ("another", "huge"):  # its real facts, claiming rank 0's number, or 10**4000
+        got = own(self)
+        got["rank"]["rank"] = 0 if kind == "another" else 10**4000
+        return got
     if kind == "oversize":
         return {"rank": {}, "facts": {"host": "x" * (5 << 20)}}
     return {"rank": {"rank": "one"}, "facts": {"gpus": 5}}
@@ -284,6 +289,8 @@ sys.exit(main(sys.argv[2:]))
 @pytest.mark.parametrize(("kind", "says"), [
     ("malformed", "facts do not match envcheck's model (rank.rank: str, not int)"),
     ("oversize", "more than the 4194304 allowed"),
+    ("another", "its facts claim rank 0, but it sent them as rank 1 of 2"),
+    ("huge", "its facts claim rank a number of 4001 digits, but it sent them as rank 1 of 2"),
 ])
 def test_a_ranks_unusable_facts_are_an_error_naming_it(tmp, kind, says):
     port = free_port()

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envcheck.errors import BadInput
+
 SECRET_ENV = "ENVCHECK_JOB_SECRET"
 SECRET_DIR_ENV = "ENVCHECK_JOB_SECRET_DIR"
 MIN_SECRET = 32  # characters of ENVCHECK_JOB_SECRET
@@ -62,7 +64,11 @@ def secret_dir(env: Mapping[str, str]) -> Path:
     given = env.get(SECRET_DIR_ENV, "").strip()
     if given:
         return Path(given)
-    return Path(env.get("HOME") or os.path.expanduser("~")) / ".cache/envcheck/job-secrets"
+    return home(env) / ".cache/envcheck/job-secrets"
+
+
+def home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or os.path.expanduser("~"))
 
 
 def secret_path(env: Mapping[str, str], launch_id: str) -> Path:
@@ -71,21 +77,35 @@ def secret_path(env: Mapping[str, str], launch_id: str) -> Path:
 
 
 def from_env(env: Mapping[str, str]) -> Secret | None:
-    """The secret the launch exported (None when it exported none)."""
+    """The secret the launch exported (None when it exported none); BadInput when it is not
+    UTF-8 text of at least MIN_SECRET characters."""
     text = env.get(SECRET_ENV)
     if text is None:
         return None
+    try:
+        raw = text.strip().encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 (os.environ's surrogate escapes)
+        raise BadInput(f"{SECRET_ENV} is not UTF-8 text: export a random one, e.g. "
+                       "$(openssl rand -hex 32)") from None
     if len(text.strip()) < MIN_SECRET:
-        raise AuthError(f"{SECRET_ENV} is set but shorter than {MIN_SECRET} characters: "
-                        "export a random one, e.g. $(openssl rand -hex 32)")
-    return Secret(_derive(text.strip().encode()), SECRET_ENV)
+        raise BadInput(f"{SECRET_ENV} is set but shorter than {MIN_SECRET} characters: "
+                       "export a random one, e.g. $(openssl rand -hex 32)")
+    return Secret(_derive(raw), SECRET_ENV)
 
 
-def _private_dir(path: Path) -> None:
-    """Make `path` (0700) or check it: a directory of this uid that nobody else can enter."""
-    with contextlib.suppress(FileExistsError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.mkdir(mode=0o700)
+def _private_dir(env: Mapping[str, str], path: Path) -> None:
+    """Make `path` (0700) or check it: a directory of this uid that nobody else can enter.
+    A missing $HOME is never made: BadInput."""
+    if not env.get(SECRET_DIR_ENV, "").strip() and not home(env).is_dir():
+        raise BadInput(f"$HOME ({home(env)}) is not a directory, and the job's secret file "
+                       f"goes under it: export {SECRET_ENV}, or set {SECRET_DIR_ENV}")
+    try:
+        with contextlib.suppress(FileExistsError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.mkdir(mode=0o700)
+    except OSError as e:
+        raise BadInput(f"cannot make the secret directory {path}: {e.strerror}; export "
+                       f"{SECRET_ENV}, or set {SECRET_DIR_ENV}") from None
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
         raise AuthError(f"secret directory {path} must be a directory of uid {os.geteuid()} "
@@ -96,17 +116,20 @@ def _private_dir(path: Path) -> None:
 def create_file(env: Mapping[str, str], launch_id: str) -> Secret:
     """Rank 0: a fresh secret in the launch's secret file, mode 0600 (an old one replaced)."""
     path = secret_path(env, launch_id)
-    _private_dir(path.parent)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    _private_dir(env, path.parent)
     raw = secrets.token_hex(32).encode()
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    part = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+    try:  # whole or not there: a rank never reads it half-written
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        os.rename(part, path)
     except OSError as e:
-        raise AuthError(f"cannot write the job's secret file {path}: {e.strerror}; or export "
-                        f"{SECRET_ENV}") from None
-    with os.fdopen(fd, "wb") as f:
-        f.write(raw)
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        what = "is a directory" if path.is_dir() else "cannot be written"
+        raise BadInput(f"the job's secret file {path} {what} ({e.strerror}); remove it, or "
+                       f"export {SECRET_ENV}") from None
     return Secret(_derive(raw), str(path), str(path))
 
 
@@ -119,14 +142,22 @@ def read_file(env: Mapping[str, str], launch_id: str) -> Secret | None:
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise AuthError(f"cannot read the job's secret file {path}: {e.strerror}") from None
+        raise BadInput(f"cannot read the job's secret file {path}: {e.strerror}") from None
+    st = os.fstat(fd)  # before fdopen: Python refuses a directory there, naming no path
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise BadInput(f"the job's secret file {path} is "
+                       f"{'a directory' if stat.S_ISDIR(st.st_mode) else 'not a regular file'}"
+                       f": remove it, or export {SECRET_ENV}")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        if st.st_uid != os.geteuid() or st.st_mode & 0o077:
             raise AuthError(f"the job's secret file {path} must be a regular file of uid "
                             f"{os.geteuid()} with mode 0600")
         raw = f.read(256)
-    return Secret(_derive(raw), str(path)) if len(raw) >= MIN_SECRET else None
+    if len(raw) < MIN_SECRET:  # rank 0 writes it whole (a rename): never half-written
+        raise BadInput(f"the job's secret file {path} holds {len(raw)} bytes, fewer than "
+                       f"{MIN_SECRET}: remove it, or export {SECRET_ENV}")
+    return Secret(_derive(raw), str(path))
 
 
 def remove_file(secret: Secret) -> None:
@@ -135,26 +166,63 @@ def remove_file(secret: Secret) -> None:
             os.unlink(secret.path)
 
 
-def mac(key: bytes, name: str, body: bytes) -> str:
-    """HMAC-SHA256 over the value's name (what it is, where it goes) and its bytes."""
-    return hmac.new(key, name.encode() + b"\0" + body, hashlib.sha256).hexdigest()
+NONCE_BYTES = 16  # of every fresh value a rank draws for one launch
 
 
-def sign(key: bytes, name: str, value: Any) -> str:
-    """`value` as JSON behind its MAC: '<64 hex digits> <json>'."""
-    body = json.dumps(value, separators=(",", ":"), allow_nan=False)
-    return f"{mac(key, name, body.encode())} {body}"
+def fresh_nonce() -> str:
+    """A value no earlier launch used (hex): rank 0's announces the launch, every other
+    rank's proves that what rank 0 signs after the roll call was made for this launch."""
+    return secrets.token_bytes(NONCE_BYTES).hex()
 
 
-def verify(key: bytes, name: str, raw: bytes | str, limit: int = MAX_VALUE) -> Any:
-    """The value `sign` wrote under `name`; AuthError when unsigned, forged or too big."""
-    data = raw.encode() if isinstance(raw, str) else bytes(raw)
+def session_nonce(rank0: str, nonces: list[str]) -> str:
+    """The nonce every message after the roll call is bound to: rank 0's and every rank's
+    (rank order, "" for a rank that did not arrive), hashed together."""
+    blob = json.dumps([rank0, nonces], separators=(",", ":")).encode()
+    return hashlib.sha256(b"envcheck session\0" + blob).hexdigest()
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What every message's MAC covers besides its bytes: the key, and the launch it belongs
+    to (its nonce, run id, MASTER_ADDR:PORT and world size). A message is bound further to its
+    sender rank and its phase (its store key, or the gather's step): a message recorded from
+    another launch, phase or rank does not verify."""
+
+    key: bytes
+    run_id: str
+    where: str  # MASTER_ADDR:PORT of the store
+    world: int
+    nonce: str = ""  # hex: rank 0's nonce before the roll call, session_nonce after it
+
+    def mac(self, sender: int, phase: str, body: bytes) -> str:
+        head = json.dumps([self.nonce, self.run_id, self.where, self.world, sender, phase],
+                          separators=(",", ":")).encode()
+        return hmac.new(self.key, head + b"\0" + body, hashlib.sha256).hexdigest()
+
+    def sign(self, sender: int, phase: str, value: Any) -> str:
+        """`value` as JSON behind its MAC: '<64 hex digits> <json>'."""
+        body = json.dumps(value, separators=(",", ":"), allow_nan=False)
+        return f"{self.mac(sender, phase, body.encode())} {body}"
+
+    def verify(self, sender: int, phase: str, raw: bytes | str, limit: int = MAX_VALUE) -> Any:
+        """The value `sign` wrote as `sender` in `phase` of this launch; AuthError when
+        unsigned, forged, from another launch, phase or rank, or too big."""
+        tag, body = split(raw, limit)
+        if len(tag) != MAC_HEX or not hmac.compare_digest(
+                tag, self.mac(sender, phase, body).encode()):
+            raise AuthError("not signed with this job's secret for this launch, phase and "
+                            "rank (another launch's message, or another secret)")
+        return loads(body)
+
+
+def split(raw: bytes | str, limit: int = MAX_VALUE) -> tuple[bytes, bytes]:
+    """(MAC, JSON bytes) of a signed value, unverified; AuthError when over `limit`."""
+    data = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else bytes(raw)
     if len(data) > limit:
         raise AuthError(f"{len(data)} bytes, more than the {limit} allowed")
     tag, _, body = data.partition(b" ")
-    if len(tag) != MAC_HEX or not hmac.compare_digest(tag, mac(key, name, body).encode()):
-        raise AuthError("not signed with this job's secret")
-    return loads(body)
+    return tag, body
 
 
 def loads(body: bytes) -> Any:

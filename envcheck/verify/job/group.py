@@ -9,25 +9,25 @@ deadline anyway (a collective stuck in native code, a store that never answers).
 Without MASTER_PORT, rank 0 announces the store on a port derived from the launch's ids
 (listen.py).
 
-The store listens on MASTER_ADDR's address only (a socket bound there, handed to TCPStore),
-never on every interface. Every value set in it is signed (auth.py): '<HMAC> <json>' under a
-key only the launch's processes can derive, over the key's name and the JSON. A rank acts on
-no value it cannot verify; a value that fails is named as unauthenticated. The derived port's
-announcement is signed alike.
+The store listens on MASTER_ADDR's address only (store.py, on a socket bound there), never on
+every interface. Every value set in it is signed (auth.Binding): '<HMAC> <json>' under a key
+only the launch's processes can derive, over the launch (its nonce, run id, MASTER_ADDR:PORT,
+world size), the sender rank, the key's name and the JSON. A rank acts on no value it cannot
+verify; a value that fails is named as unauthenticated. The derived port's announcement is
+signed alike.
 
 Store keys, under envcheck-job/<run id>/ (signed JSON unless said otherwise):
-  hello           {"world", "host", "pid"}: rank 0 is up; the others check its signature and
-                  WORLD_SIZE against their own
-  arrived/<r>     {"host", "pid", "local_rank", "world"} when rank r has joined; set only
-                  where unset (compare_set): a second claimant of r finds it taken
+  hello           {"world", "host", "pid", "nonce"}: rank 0 is up, and its fresh nonce for
+                  this launch; the others check its signature and WORLD_SIZE against their own
+  arrived/<r>     {"host", "pid", "local_rank", "world", "nonce"} when rank r has joined, with
+                  its own fresh nonce, signed under rank 0's; set only where unset
+                  (compare_set): a second claimant of r finds it taken
   dup/<r>         a second claimant of rank r: {"host", "pid"}
   stranger        a rank whose WORLD_SIZE differs from rank 0's: {"rank", "world", "host", "pid"}
   beat/<r>        a counter rank r's heartbeat thread increments every BEAT seconds (unsigned:
                   store.add; only ever used to name a rank as silent)
   phase/<p>/<r>   rank r reached phase p
-  roll            the ranks rank 0 found missing or refused at the roll call
-  verdict         {"code", "line"}: rank 0's judgement, read by every other rank
-  acked           how many ranks read the verdict (unsigned counter: only bounds rank 0's wait)
+  roll, verdict, acked: roll.py
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from envcheck.verify.job import auth, listen
+from envcheck.verify.job import auth, listen, store
 from envcheck.verify.job.launch import LaunchInfo
 from envcheck.verify.job.listen import GroupError, route_ip
 from envcheck.verify.job.listen import td as _td
 
 BEAT = 0.5  # seconds between heartbeats
 STALE = 3.0  # a heartbeat that has not moved for this long: the rank is dead or stopped
-ACK_WAIT = 10.0  # rank 0 waits at most this long for the others to read the verdict
+NOTHING = "nothing was written"  # why Rendezvous.wait_signed found no value
 
 
 @dataclass
@@ -61,40 +61,59 @@ class Rendezvous:
     prefix: str
     port: int = 0  # the store's (launch.master_port unless the port was derived)
     secret: auth.Secret | None = None  # what signs and verifies every value
+    nonce: str = field(default_factory=auth.fresh_nonce)  # this rank's, for this launch
+    rank0_nonce: str = ""  # from rank 0's hello (rank 0: its own nonce)
+    session: str = ""  # auth.session_nonce once the roll call is verified
     arrived: dict[int, dict[str, Any]] = field(default_factory=dict)
     refused: dict[int, str] = field(default_factory=dict)  # rank -> why it was not admitted
     beats: dict[int, tuple[int, float]] = field(default_factory=dict)  # r -> (count, seen at)
     _beat_stop: threading.Event = field(default_factory=threading.Event)
-    _keep: list[Any] = field(default_factory=list)  # the listening socket TCPStore serves on
+    _keep: list[Any] = field(default_factory=list)  # rank 0: its store (store.BoundedStore)
 
     @property
-    def key_bytes(self) -> bytes:
+    def binding(self) -> auth.Binding:
+        """What this rank signs and verifies with now: the launch's facts and its nonce
+        (rank 0's until the roll call, the session's after it)."""
         assert self.secret is not None
-        return self.secret.key
+        return auth.Binding(self.secret.key, self.launch.run_id,
+                            f"{self.launch.master_addr}:{self.port}", self.launch.world_size,
+                            self.session or self.rank0_nonce)
+
+    @property
+    def early(self) -> auth.Binding:
+        """The binding of what ranks write before the roll call (rank 0's nonce): arrivals,
+        second claimants, a WORLD_SIZE that differs."""
+        return dataclasses.replace(self.binding, nonce=self.rank0_nonce)
 
     def key(self, *parts: object) -> str:
         return self.prefix + "/".join(str(p) for p in parts)
 
     def set_json(self, key: str, value: Any) -> None:
-        self.store.set(self.key(key), auth.sign(self.key_bytes, self.key(key), value))
+        """`value` at `key`, signed as this rank's message in phase `key` of this launch."""
+        self.store.set(self.key(key), self.binding.sign(self.launch.rank, key, value))
 
-    def get_json(self, key: str) -> Any:
-        """The value at `key`, verified; auth.AuthError when it is not signed by the job."""
-        return auth.verify(self.key_bytes, self.key(key), self.store.get(self.key(key)))
+    def get_json(self, key: str, sender: int) -> Any:
+        """The value at `key`, verified as `sender`'s in phase `key` of this launch;
+        auth.AuthError when it is not."""
+        return self.binding.verify(sender, key, self.store.get(self.key(key)))
 
     def has(self, *keys: str) -> bool:
         return bool(self.store.check([self.key(k) for k in keys]))
 
-    def wait_signed(self, key: str, deadline: float) -> tuple[Any, str]:
-        """(the verified value at `key`, "") once one is there; (None, why) at `deadline`:
-        an unsigned or forged value is never returned, only named."""
-        why = "nothing was written"
+    def wait_signed(self, key: str, sender: int, deadline: float,
+                    check: Any = None) -> tuple[Any, str]:
+        """(the verified value at `key`, "") once one is there (and `check(value)` says ""
+        of it); (None, why) at `deadline`: a value that fails is never returned, only named."""
+        why = NOTHING
         while True:
             try:
                 if self.has(key):
-                    return self.get_json(key), ""
+                    got = self.get_json(key, sender)
+                    why = check(got) if check is not None else ""
+                    if not why:
+                        return got, ""
             except auth.AuthError as e:
-                why = f"a value that is not the job's was refused ({e})"
+                why = f"a value that is not this launch's was refused ({e})"
             except Exception as e:  # the store went away: say what was seen before
                 return None, f"{why}; then the store stopped answering ({listen.line(e)})"
             if time.monotonic() > deadline:
@@ -106,6 +125,9 @@ class Rendezvous:
 
     def stop(self) -> None:
         self._beat_stop.set()
+        for kept in self._keep:
+            with contextlib.suppress(Exception):
+                kept.close()
         if self.launch.rank == 0 and self.secret is not None:
             auth.remove_file(self.secret)
 
@@ -129,11 +151,30 @@ def connect(launch: LaunchInfo, timeout: float) -> Rendezvous:
     except auth.AuthError as e:
         raise GroupError(f"rank {launch.rank}: {e}") from None
     if launch.rank == 0:
-        rv.set_json("hello", {"world": launch.world_size, "host": socket.gethostname(),
-                              "pid": os.getpid()})
+        rv.rank0_nonce = rv.nonce  # drawn for this launch: the hello announces it
+        hello = {"world": launch.world_size, "host": socket.gethostname(), "pid": os.getpid(),
+                 "nonce": rv.nonce}
+        rv.store.set(rv.key("hello"), dataclasses.replace(rv.binding, nonce="").sign(
+            0, "hello", hello))
         return rv
     _check_hello(rv, deadline, timeout)
     return rv
+
+
+def read_hello(rv: Rendezvous) -> dict[str, Any]:
+    """Rank 0's hello, verified as rank 0's for the world size it states (a rank of another
+    size then names both); AuthError when it is not signed for this rendezvous."""
+    tag, body = auth.split(rv.store.get(rv.key("hello")))
+    world = auth.loads(body).get("world") if body.startswith(b"{") else None
+    if type(world) is not int:
+        raise auth.AuthError("a hello without a world size")
+    binding = dataclasses.replace(rv.binding, world=world, nonce="")
+    hello = binding.verify(0, "hello", tag + b" " + body)
+    nonce = hello.get("nonce")
+    if not (isinstance(nonce, str) and len(nonce) == 2 * auth.NONCE_BYTES
+            and all(c in "0123456789abcdef" for c in nonce)):
+        raise auth.AuthError("a hello without rank 0's nonce")
+    return hello
 
 
 def _first_secret(launch: LaunchInfo, deadline: float) -> auth.Secret:
@@ -151,7 +192,7 @@ def _check_hello(rv: Rendezvous, deadline: float, timeout: float) -> None:
     replaced since), and the same WORLD_SIZE; GroupError naming what differs."""
     launch = rv.launch
     while True:
-        hello, why = rv.wait_signed("hello", min(deadline, time.monotonic() + 0.5))
+        hello, why = _wait_hello(rv, min(deadline, time.monotonic() + 0.5))
         if hello is not None:
             break
         if rv.secret is not None and rv.secret.source != auth.SECRET_ENV:
@@ -162,13 +203,31 @@ def _check_hello(rv: Rendezvous, deadline: float, timeout: float) -> None:
                              f"{rv.port} is not this job's (no hello signed with its secret "
                              f"within {timeout:g} s: {why}); every rank needs the same "
                              f"{auth.SECRET_ENV}")
-    world = hello.get("world") if isinstance(hello, dict) else None
+    rv.rank0_nonce, world = hello["nonce"], hello["world"]
     if world != launch.world_size:
-        with contextlib.suppress(Exception):
-            rv.set_json("stranger", {"rank": launch.rank, "world": launch.world_size,
-                                     "host": socket.gethostname(), "pid": os.getpid()})
+        stranger = {"rank": launch.rank, "world": launch.world_size,
+                    "host": socket.gethostname(), "pid": os.getpid()}
+        with contextlib.suppress(Exception):  # signed for rank 0's world: it can verify it
+            rv.store.set(rv.key("stranger"), dataclasses.replace(rv.binding, world=world).sign(
+                launch.rank, "stranger", stranger))
         raise GroupError(f"rank {launch.rank}: WORLD_SIZE differs between ranks: "
                          f"{launch.world_size} here ({launch.launcher}), {world!r} on rank 0")
+
+
+def _wait_hello(rv: Rendezvous, deadline: float) -> tuple[dict[str, Any] | None, str]:
+    """(rank 0's verified hello, "") once there; (None, why) at `deadline`."""
+    why = "nothing was written"
+    while True:
+        try:
+            if rv.has("hello"):
+                return read_hello(rv), ""
+        except (auth.AuthError, AttributeError) as e:
+            why = f"a value that is not this launch's was refused ({e})"
+        except Exception as e:
+            return None, f"{why}; then the store stopped answering ({listen.line(e)})"
+        if time.monotonic() > deadline:
+            return None, why
+        time.sleep(0.05)
 
 
 def _connect_given(launch: LaunchInfo, timeout: float, prefix: str,
@@ -180,7 +239,8 @@ def _connect_given(launch: LaunchInfo, timeout: float, prefix: str,
     keep: list[Any] = []
     try:
         if master:
-            store, sock = listen.serve(listen.bind_address(launch), launch.master_port, timeout)
+            store, sock = listen.serve(listen.bind_address(launch), launch.master_port, timeout,
+                                       launch.world_size)
             keep.append(sock)
         else:
             store = TCPStore(launch.master_addr, launch.master_port, None, False,
@@ -205,15 +265,16 @@ def _connect_derived(launch: LaunchInfo, timeout: float, prefix: str,
     if launch.rank == 0:
         sock, port = listen.listen_candidate(launch)
         try:
-            store, store_sock = listen.serve(listen.bind_address(launch), 0, timeout)
+            store, store_sock = listen.serve(listen.bind_address(launch), 0, timeout,
+                                             launch.world_size)
         except Exception as e:
             sock.close()
             raise GroupError(f"rank 0 cannot serve the rendezvous store on "
                              f"{launch.master_addr}: {listen.line(e)}") from None
         keep.append(store_sock)
         store_port = int(store.port)
-        hello = auth.sign(secret.key, listen.identity(launch),
-                          {"launch": listen.identity(launch), "store": store_port})
+        hello = listen.announce_binding(launch, secret, port).sign(
+            0, "announce", {"launch": listen.identity(launch), "store": store_port})
         line = f"{listen.MAGIC} {hello}\n".encode()
         threading.Thread(target=listen.answer, args=(sock, line, stop),
                          name="envcheck-rendezvous", daemon=True).start()
@@ -239,13 +300,13 @@ def arrive(rv: Rendezvous) -> None:
     rank's heartbeat (its own store connection). GroupError when the rank is taken."""
     launch = rv.launch
     me = {"host": socket.gethostname(), "pid": os.getpid(), "local_rank": launch.local_rank,
-          "world": launch.world_size}
-    key = rv.key("arrived", launch.rank)
-    signed = auth.sign(rv.key_bytes, key, me)
-    held = bytes(rv.store.compare_set(key, "", signed)).decode("utf-8", "replace")
+          "world": launch.world_size, "nonce": rv.nonce}
+    phase = f"arrived/{launch.rank}"
+    signed = rv.binding.sign(launch.rank, phase, me)
+    held = bytes(rv.store.compare_set(rv.key(phase), "", signed)).decode("utf-8", "replace")
     if held != signed:
         try:
-            other = auth.verify(rv.key_bytes, key, held)
+            other = rv.binding.verify(launch.rank, phase, held)
         except auth.AuthError:
             raise GroupError(f"rank {launch.rank} is claimed by a process without this job's "
                              "secret (unauthenticated): another process took its place in the "
@@ -286,62 +347,6 @@ def _beat(rv: Rendezvous) -> None:
             own.add(key, 1)
         except Exception:
             return
-
-
-def roll_call(rv: Rendezvous, timeout: float) -> list[int]:
-    """Rank 0: wait until every rank arrived or `timeout`; the ranks missing (sorted). A rank
-    whose arrival is not signed by the job, or whose WORLD_SIZE differs, is in rv.refused."""
-    world = rv.launch.world_size
-    deadline = time.monotonic() + timeout
-    missing = list(range(world))
-    while True:
-        missing = [r for r in missing if not rv.has(f"arrived/{r}")]
-        if not missing or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    for r in range(world):
-        if r not in missing:
-            why = _admit(rv, r)
-            if why:
-                rv.refused[r] = why
-    return missing
-
-
-def _admit(rv: Rendezvous, r: int) -> str:
-    """Rank 0: read rank r's arrival into rv.arrived; why it is refused ("" when admitted)."""
-    try:
-        seen = rv.get_json(f"arrived/{r}")
-    except auth.AuthError as e:
-        return (f"rank {r} was claimed by a process without this job's secret "
-                f"(unauthenticated, untrusted: {e})")
-    if not (isinstance(seen, dict) and isinstance(seen.get("host"), str)
-            and all(type(seen.get(k)) is int for k in ("pid", "local_rank", "world"))):
-        return f"rank {r} sent a malformed roll-call record"
-    seen["host"] = _text(seen["host"])
-    rv.arrived[r] = seen
-    if seen["world"] != rv.launch.world_size:
-        return (f"{describe(rv, r)}: WORLD_SIZE differs between ranks: {seen['world']} there, "
-                f"{rv.launch.world_size} on rank 0")
-    return ""
-
-
-def intruders(rv: Rendezvous) -> list[str]:
-    """Rank 0: second claimants of a rank, and ranks whose WORLD_SIZE differs from rank 0's
-    that found so at their hello (signed records only), as sentences."""
-    out = []
-    for r in range(rv.launch.world_size):
-        if rv.has(f"dup/{r}"):
-            with contextlib.suppress(auth.AuthError):
-                other = rv.get_json(f"dup/{r}")
-                out.append(f"rank {r} is claimed twice: by {describe(rv, r)} and by "
-                           f"{_who(other)}")
-    if rv.has("stranger"):
-        with contextlib.suppress(auth.AuthError, TypeError, AttributeError):
-            s = rv.get_json("stranger")
-            out.append(f"rank {_text(s.get('rank'))} ({_who(s)}) has WORLD_SIZE "
-                       f"{_text(s.get('world'))}, rank 0 has {rv.launch.world_size}: WORLD_SIZE "
-                       "differs between ranks")
-    return out
 
 
 def watch_beats(rv: Rendezvous) -> None:
@@ -422,34 +427,15 @@ def init_group(rv: Rendezvous, timeout: float) -> Any:
     return dist
 
 
-def publish_verdict(rv: Rendezvous, code: int, line: str) -> None:
-    rv.set_json("verdict", {"code": int(code), "line": line})
-
-
-def await_verdict(rv: Rendezvous, timeout: float) -> tuple[int, str]:
-    """A rank other than 0: rank 0's (code, line), verified, then acknowledge it. A verdict
-    not signed with the job's secret is never taken: GroupError when no signed one came."""
-    got, why = rv.wait_signed("verdict", time.monotonic() + timeout)
-    if not (isinstance(got, dict) and type(got.get("code")) is int
-            and 0 <= got["code"] < 256 and isinstance(got.get("line"), str)):
-        raise GroupError(f"rank 0 ({rv.launch.master_addr}) gave no verdict within "
-                         f"{timeout:g} s" + (f": {why}" if got is None else
-                                             ": its verdict is malformed"))
-    with contextlib.suppress(Exception):
-        rv.store.add(rv.key("acked"), 1)
-    return got["code"], _text(got["line"], 2000)
-
-
-def await_acks(rv: Rendezvous, expected: int) -> None:
-    """Rank 0: keep serving the store until `expected` ranks read the verdict (bounded)."""
-    deadline = time.monotonic() + ACK_WAIT
-    while time.monotonic() < deadline:
-        try:
-            if int(rv.store.add(rv.key("acked"), 0)) >= expected:
-                return
-        except Exception:
-            return
-        time.sleep(0.05)
+def store_refusals(rv: Rendezvous) -> str:
+    """Rank 0: the connections its store closed for breaking TCPStore's protocol or a limit,
+    as a sentence ("" when none)."""
+    served = [k for k in rv._keep if isinstance(k, store.BoundedStore)]
+    if not served or not served[0].closed:
+        return ""
+    s = served[0]
+    return (f"the rendezvous store closed {s.closed} connection(s) that broke its protocol or "
+            f"its limits: " + "; ".join(s.refused[:4]))
 
 
 def debug_line(launch: LaunchInfo, text: str) -> None:

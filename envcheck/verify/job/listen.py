@@ -1,7 +1,8 @@
 """The rendezvous's sockets: the store bound to MASTER_ADDR, and the derived-port announcement.
 
-Rank 0 serves the store on a socket bound to the address the launcher gives (MASTER_ADDR, or
-the Slurm step's first node), handed to TCPStore (master_listen_fd): never on every interface.
+Rank 0 serves the store (store.py: TCPStore's protocol, every byte bounded) on a socket bound
+to the address the launcher gives (MASTER_ADDR, or the Slurm step's first node): never on
+every interface.
 
 Without MASTER_PORT the launch's ids give a few candidate ports (launch.derived_ports): rank 0
 listens on the first one free on its host and answers every connection there with one line,
@@ -28,7 +29,7 @@ import threading
 import time
 from typing import Any
 
-from envcheck.verify.job import auth
+from envcheck.verify.job import auth, store
 from envcheck.verify.job.launch import LaunchInfo
 
 MAGIC = "envcheck-job-rendezvous/1"  # the first word of rank 0's answer on a derived port
@@ -49,19 +50,19 @@ def secret_name(launch: LaunchInfo) -> str:
     return f"{launch.launcher}/{launch.run_id}/{launch.master_addr}/{where}"
 
 
-def serve(addr: str, port: int, timeout: float) -> tuple[Any, socket.socket]:
-    """Rank 0: the store on a socket bound to `addr` (not every interface); OSError as bind
-    raised it, RuntimeError from TCPStore."""
+def serve(addr: str, port: int, timeout: float, world: int) -> tuple[Any, Any]:
+    """Rank 0: (a TCPStore client of the store, the store): envcheck's bounded store
+    (store.py) on a socket bound to `addr` (not every interface); OSError as bind raised it,
+    RuntimeError from TCPStore."""
     from torch.distributed import TCPStore
 
-    sock = listen(addr, port)
+    server = store.BoundedStore(listen(addr, port), store.Limits.for_world(world))
     try:
-        store = TCPStore(addr, int(sock.getsockname()[1]), None, True, td(timeout),
-                         wait_for_workers=False, master_listen_fd=sock.fileno())
+        client = TCPStore(addr, server.port, None, False, td(timeout), wait_for_workers=False)
     except Exception:
-        sock.close()
+        server.close()
         raise
-    return store, sock
+    return client, server
 
 
 def identity(launch: LaunchInfo) -> str:
@@ -170,7 +171,8 @@ def find_rank0(launch: LaunchInfo, timeout: float, deadline: float,
                 raise GroupError(f"rank {launch.rank}: rank 0's rendezvous at "
                                  f"{launch.master_addr} did not answer within {timeout:g} s on "
                                  f"any of ports {ports} ({launch.port_source}): {why}")
-            got = ask(launch.master_addr, port, min(PROBE, left), want, secret.key)
+            got = ask(launch.master_addr, port, min(PROBE, left), want,
+                      announce_binding(launch, secret, port))
             if isinstance(got, int):
                 return port, got, secret
             seen[port] = got
@@ -179,7 +181,15 @@ def find_rank0(launch: LaunchInfo, timeout: float, deadline: float,
         time.sleep(max(min(0.1, deadline - time.monotonic()), 0))
 
 
-def ask(host: str, port: int, limit: float, want: str, key: bytes) -> int | str:
+def announce_binding(launch: LaunchInfo, secret: auth.Secret, port: int) -> auth.Binding:
+    """What rank 0's announcement on candidate `port` is bound to (no nonce: it comes before
+    any; the hello in the store carries rank 0's)."""
+    return auth.Binding(secret.key, launch.run_id, f"{launch.master_addr}:{port}",
+                        launch.world_size)
+
+
+def ask(host: str, port: int, limit: float, want: str,
+        binding: auth.Binding) -> int | str:
     """The store port rank 0 of launch `want` announces on host:port, or why not (a phrase)."""
     end = time.monotonic() + limit
     data = b""
@@ -208,7 +218,7 @@ def ask(host: str, port: int, limit: float, want: str, key: bytes) -> int | str:
     if who != want:
         return f"another launch's rendezvous ({who[:200]!r})"
     try:
-        auth.verify(key, want, body, 4096)
+        binding.verify(0, "announce", body, 4096)
     except auth.AuthError:
         return "a rendezvous not signed with this job's secret"
     return store if 0 < store < 65536 else "not an envcheck rendezvous"

@@ -25,7 +25,7 @@ def verify_job(opts: JobOptions, on_abort: Callable[[Report], None] | None = Non
     launch = launch_info(os.environ)
     exp = expectations_from_options(opts.expect)
     if not opts.debug:  # c10d's own warnings about the broken group: the report says it once
-        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
     try:
         import torch.distributed  # noqa: F401 - the group needs it; say so in one line
     except ImportError as e:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import signal
+import threading
 import time
 from typing import Any, Callable
 
@@ -17,7 +20,7 @@ from envcheck.report import Measurement, Report, Result, Status
 from envcheck.text import first_line
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import collect_node_facts, facts_to_dict
-from envcheck.verify.job import bench, facts_wire, tf_job, wire
+from envcheck.verify.job import bench, facts_wire, roll, tf_job, wire
 from envcheck.verify.job import group as grp
 from envcheck.verify.job.bench import Timing, bench_measurements
 from envcheck.verify.job.checks import (
@@ -39,7 +42,7 @@ from envcheck.verify.job.rank import (
     collect_rank_facts,
     rank_facts_to_dict,
 )
-from envcheck.verify.job.watchdog import Watchdog
+from envcheck.verify.job.watchdog import SignalWatch, Watchdog
 
 GRACE = 10.0  # the watchdog fires this long after a step's own timeout should have
 COLLECT_LIMIT = 120.0  # the facts of one rank (probes have their own --probe-timeout)
@@ -81,6 +84,7 @@ class JobRun:
         self.rv: grp.Rendezvous | None = None
         self.heard_rank0 = False
         self._gathers = 0  # numbers each gather: a rank's bytes are signed for one step only
+        self._digest = hashlib.sha256()  # of every byte gathered: rank 0's verdict names it
         self._step_t0 = time.monotonic()  # when the current step began
         self.t0 = time.monotonic()
         self.watchdog = Watchdog(self._fired)
@@ -89,9 +93,11 @@ class JobRun:
 
     def run(self) -> Report:
         """Rank 0: the Report. Other ranks: a Report of rank 0's verdict, not shown."""
+        signals = SignalWatch(self._signalled)  # SIGTERM while inside a collective
         try:
             return self._run()
         finally:
+            signals.stop()
             self.watchdog.stop()
             if self.rv is not None:
                 self.rv.stop()
@@ -115,15 +121,18 @@ class JobRun:
             return self._verdict(int(ExitCode.ERROR), str(e))
         self.watchdog.arm(self.timeout + GRACE, "the roll call")
         if rank0:
-            missing = grp.roll_call(rv, self.timeout)
-            rv.set_json("roll", sorted(missing + list(rv.refused)))
+            missing = roll.roll_call(rv, self.timeout)
+            roll.publish_roll(rv, missing)
             if missing or rv.refused:
                 return self._missing(missing)
             grp.watch_beats(rv)
         else:
-            missing = self._await_roll()
-            if missing:
-                return self._verdict_or_error("roll call")
+            got, why = roll.await_roll(rv, time.monotonic() + self.timeout + 5)
+            if got is None and not why.startswith(grp.NOTHING):
+                # a roll call was there and refused: no verdict can be bound to this rank
+                return self._verdict(int(ExitCode.ERROR), f"the roll call: {why}")
+            if got is None or got:
+                return self._verdict_or_error("the roll call")
         try:
             return self._steps()
         except StepFailed as e:
@@ -140,8 +149,9 @@ class JobRun:
         mine = self._collect()
         rv.reached("gather")
         gathered = self._step("gathering every rank's facts", lambda: wire.gather(
-            dist, rv.key_bytes, "facts", mine, wire.MAX_FACTS))
-        read = [facts_wire.read(g) for g in gathered]
+            dist, rv.binding, "facts", mine, wire.MAX_FACTS, self._digest))
+        world = self.launch.world_size
+        read = [facts_wire.read(g, r, world) for r, g in enumerate(gathered)]
         unusable = [(r, got) for r, got in enumerate(read) if isinstance(got, wire.Bad)]
         if unusable:  # every rank read the same bytes alike: all stop here
             if self.launch.rank != 0:
@@ -167,7 +177,7 @@ class JobRun:
         self.watchdog.disarm()
         if self.launch.rank != 0:
             return self._verdict_or_error("the verdict")
-        odd = grp.intruders(rv)
+        odd = roll.intruders(rv)
         if odd:
             return self._report([_err("job.ranks", why) for why in odd])
         job = JobFacts(self.launch, ranks, facts, collectives=tuple(collectives),
@@ -249,17 +259,17 @@ class JobRun:
 
     # --- failures ---------------------------------------------------------------------------
 
-    def _await_roll(self) -> list[int]:
-        rv = self.rv
-        assert rv is not None
-        roll, _ = rv.wait_signed("roll", time.monotonic() + self.timeout + 5)
-        return list(roll) if isinstance(roll, list) else [-1]
-
     def _gather(self, dist: Any, obj: Any) -> list[Any]:
         """Every rank's `obj` as signed, bounded JSON (wire.gather_all): never pickle."""
         assert self.rv is not None
         self._gathers += 1
-        return wire.gather_all(dist, self.rv.key_bytes, f"step{self._gathers}", obj)
+        return wire.gather_all(dist, self.rv.binding, f"step{self._gathers}", obj,
+                               digest=self._digest)
+
+    def _facts(self) -> str:
+        """The digest of every byte gathered ("" before the first gather)."""
+        got = self._digest.hexdigest()
+        return "" if got == hashlib.sha256().hexdigest() else got
 
     def _verdict_or_error(self, step: str, failed: bool = False) -> Report:
         """Rank 0's verdict. After a failed step (``failed``) rank 0 gave up on the same step
@@ -272,7 +282,7 @@ class JobRun:
             wait = max(grp.STALE + 2 * grp.BEAT + 4, wait - spent)
         self.watchdog.arm(wait + GRACE, "waiting for rank 0's verdict")
         try:
-            return self._verdict(*grp.await_verdict(self.rv, wait))
+            return self._verdict(*roll.await_verdict(self.rv, wait, self._facts()))
         except Exception as e:
             self.heard_rank0 = False
             return self._verdict(int(ExitCode.ERROR), f"{step}: rank 0 "
@@ -298,7 +308,7 @@ class JobRun:
                          f"{self.timeout:g} s", node=f"rank {r}",
                          fix="look at that rank's output and host: it failed to start, "
                          "crashed, or cannot reach MASTER_ADDR:MASTER_PORT") for r in missing]
-        results += [_err("job.ranks", why) for why in grp.intruders(rv)]
+        results += [_err("job.ranks", why) for why in roll.intruders(rv)]
         return self._report(results)
 
     def _diagnose(self, failed: StepFailed) -> list[Result]:
@@ -340,7 +350,7 @@ class JobRun:
             line += "; stuck: " + ", ".join(stuck)
         if self.rv is not None:
             with contextlib.suppress(Exception):
-                grp.publish_verdict(self.rv, int(ExitCode.ERROR), line[:2000])
+                roll.publish_verdict(self.rv, int(ExitCode.ERROR), line[:2000], self._facts())
         report = self._final or Report(
             title="envcheck verify job", code=ExitCode.ERROR, environment=self._environment(None),
             results=(_err("job.ranks.watchdog", line, fix="look at the stuck rank's host (a driver "
@@ -351,6 +361,28 @@ class JobRun:
                 self.on_abort(report)
             except Exception as e:  # the process ends anyway: say why the files are missing
                 grp.debug_line(self.launch, f"the report cannot be written: {first_line(e)}")
+
+    def _signalled(self, signum: int) -> None:
+        """A signal the main thread could not take within SignalWatch.LATE (it is inside a
+        collective or a store call), before the process ends with 128 + signum: rank 0
+        leaves a verdict for the others and writes its report; every rank says one line."""
+        name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+        code = ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED
+        line = f"terminated by {name} during {self.watchdog.what or 'the run'}"
+        grp.debug_line(self.launch, line)
+        if self.launch.rank != 0:
+            return
+        if self.rv is not None:  # on its own thread: a store call may hang where main does
+            rv, facts = self.rv, self._facts()
+            t = threading.Thread(target=lambda: roll.publish_verdict(
+                rv, int(code), f"verify job: error: {line}", facts), daemon=True)
+            t.start()
+            t.join(0.5)
+        report = Report(title="verify job", code=code, environment=self._environment(None),
+                        results=(_err("job.ranks.signal", line),))
+        if self.on_abort is not None:
+            with contextlib.suppress(Exception):
+                self.on_abort(report)
 
     def _stuck(self, what: str) -> list[str]:
         """The ranks that hold `what` up: heartbeat stopped, else never reached its phase."""
@@ -372,6 +404,12 @@ class JobRun:
     def _report(self, results: list[Result], job: JobFacts | None = None,
                 measurements: list[Measurement] = ()) -> Report:  # type: ignore[assignment]
         tables = (skew_table(job)[0],) if job is not None and job.ranks else ()
+        flood = grp.store_refusals(self.rv) if self.rv is not None else ""
+        if flood:
+            results = [*results, Result(
+                "job.ranks.store", Status.WARN, flood, group="job",
+                fix="something other than the launch's ranks reaches MASTER_ADDR:MASTER_PORT; "
+                "see docs/security.md")]
         report = Report(
             title="envcheck verify job",
             results=tuple(results),
@@ -386,10 +424,10 @@ class JobRun:
             line = f"verify job: {report.status.value}" + (f": {first}" if first else "")
             self._final = report
             # the acks wait has its own bound: the step before it must not run the watchdog out
-            self.watchdog.arm(grp.ACK_WAIT + GRACE, "waiting for the ranks to read the verdict")
+            self.watchdog.arm(roll.ACK_WAIT + GRACE, "waiting for the ranks to read the verdict")
             with contextlib.suppress(Exception):
-                grp.publish_verdict(self.rv, code, line[:2000])
-                grp.await_acks(self.rv, len(self.rv.arrived) - 1)
+                roll.publish_verdict(self.rv, code, line[:2000], self._facts())
+                roll.await_acks(self.rv, len(self.rv.arrived) - 1)
         return report
 
     def _environment(self, job: JobFacts | None) -> dict[str, str]:

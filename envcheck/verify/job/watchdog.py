@@ -4,6 +4,7 @@ native code, a store that never answers): the last resort, after every bounded w
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from typing import Callable
@@ -25,6 +26,12 @@ class Watchdog:
         with self._lock:
             self._deadline, self._what = time.monotonic() + seconds, what
 
+    @property
+    def what(self) -> str:
+        """The step the watchdog is armed for now."""
+        with self._lock:
+            return self._what
+
     def disarm(self) -> None:
         with self._lock:
             self._deadline = float("inf")
@@ -41,3 +48,51 @@ class Watchdog:
                     self._on_fire(what)
                 finally:
                     os._exit(3)  # ExitCode.ERROR: the last resort, nothing else ran in time
+
+
+class SignalWatch:
+    """SIGTERM or SIGINT while the main thread is stuck in native code (a gloo collective, a
+    store call): Python runs its handler only once that call returns, up to --timeout later.
+    The C-level handler writes the signal's number to a pipe (signal.set_wakeup_fd) at once;
+    this thread reads it and, when the run has not ended LATE seconds later, calls
+    `on_stuck(signum)` and ends the process with 128 + signum."""
+
+    LATE = 1.0  # seconds the main thread has to take the signal itself
+
+    def __init__(self, on_stuck: Callable[[int], None]) -> None:
+        self._on_stuck = on_stuck
+        self._done = threading.Event()
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+        try:
+            self._old = signal.set_wakeup_fd(self._write)
+        except ValueError:  # not the main thread (a caller's own thread): nothing to watch
+            self._old = None
+            return
+        threading.Thread(target=self._run, name="envcheck-signals", daemon=True).start()
+
+    def stop(self) -> None:
+        """The run ended (or took the signal itself): the watch does nothing more."""
+        self._done.set()
+        if self._old is not None:
+            signal.set_wakeup_fd(self._old)
+            self._old = None
+            os.write(self._write, b"\0")  # wakes the thread: it closes the pipe
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            try:
+                got = os.read(self._read, 64)
+            except OSError:
+                return
+            if self._done.is_set():
+                os.close(self._read)
+                os.close(self._write)
+                return
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                if signum in got and not self._done.wait(self.LATE):
+                    self._done.set()
+                    try:
+                        self._on_stuck(signum)
+                    finally:
+                        os._exit(128 + signum)

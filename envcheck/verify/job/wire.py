@@ -1,7 +1,8 @@
 """What ranks send each other: signed, bounded JSON, never pickle.
 
 `gather` is an all-gather over the gloo group of each rank's value as JSON bytes behind an
-HMAC (auth.mac) naming the sender, the step and the launch: first every rank's length, then
+HMAC (auth.Binding) over the launch (its session nonce, run id, MASTER_ADDR:PORT, world size),
+the sender rank and the step: first every rank's length, then
 every rank's bytes padded to the longest within the cap. Each rank then reads each other
 rank's bytes on its own: the MAC, the size cap, UTF-8, JSON without NaN, the nesting cap, and
 (bounded.conforms) the shape of the dataclass the value stands for. A rank whose bytes fail any of
@@ -32,17 +33,15 @@ class Bad:
     why: str
 
 
-def _name(purpose: str, rank: int) -> str:
-    return f"gather/{purpose}/{rank}"
-
-
-def gather(dist: Any, key: bytes, purpose: str, value: Any, limit: int) -> list[Any]:
+def gather(dist: Any, binding: auth.Binding, purpose: str, value: Any, limit: int,
+           digest: Any = None) -> list[Any]:
     """Every rank's `value` (JSON types: tuples come back as lists) in rank order; a rank whose
-    bytes were refused is a Bad in its place. Collective: every rank calls it alike."""
+    bytes were refused is a Bad in its place. Collective: every rank calls it alike. `digest`
+    (a hashlib object) takes every rank's bytes as gathered: alike on every rank."""
     import torch
 
     rank, world = dist.get_rank(), dist.get_world_size()
-    body = auth.sign(key, _name(purpose, rank), value).encode()
+    body = binding.sign(rank, f"gather/{purpose}", value).encode()
     lengths = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
     dist.all_gather(lengths, torch.tensor([len(body)], dtype=torch.int64))
     sizes = [int(t.item()) for t in lengths]
@@ -57,8 +56,11 @@ def gather(dist: Any, key: bytes, purpose: str, value: Any, limit: int) -> list[
         if not 0 <= size <= limit:
             out.append(Bad(r, f"sent {size} bytes, more than the {limit} allowed"))
             continue
+        raw = _bytes(chunk[:size])
+        if digest is not None:
+            digest.update(b"%d %d " % (r, size) + raw)
         try:
-            out.append(auth.verify(key, _name(purpose, r), _bytes(chunk[:size]), limit))
+            out.append(binding.verify(r, f"gather/{purpose}", raw, limit))
         except auth.AuthError as e:
             out.append(Bad(r, str(e)))
     return out
@@ -72,10 +74,10 @@ def _bytes(t: Any) -> bytes:
         return bytes(t.tolist())
 
 
-def gather_all(dist: Any, key: bytes, purpose: str, value: Any,
-               limit: int = MAX_SMALL) -> list[Any]:
+def gather_all(dist: Any, binding: auth.Binding, purpose: str, value: Any,
+               limit: int = MAX_SMALL, digest: Any = None) -> list[Any]:
     """gather, where any refused rank fails the step (WireError naming it)."""
-    got = gather(dist, key, purpose, value, limit)
+    got = gather(dist, binding, purpose, value, limit, digest)
     bad = [g for g in got if isinstance(g, Bad)]
     if bad:
         raise WireError("; ".join(f"rank {b.rank} sent unusable data: {b.why}" for b in bad))
