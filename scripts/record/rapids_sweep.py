@@ -59,8 +59,8 @@ def _toolkits(release) -> list[str | None]:  # type: ignore[no-untyped-def]
 def run_one(record, rapids, cuda, os_, python, toolkit) -> Case:  # type: ignore[no-untyped-def]
     from envcheck.errors import EnvcheckError
     from envcheck.resolve.record.lint import ERROR, lint
-    from envcheck.resolve.record.new import _compose, _Refused
-    from envcheck.resolve.record.new_options import Options
+    from envcheck.resolve.record.new.options import Options
+    from envcheck.resolve.record.new.pipeline import _compose, _Refused
 
     opts = Options(rapids=rapids, cuda=cuda, os=os_, python=python, toolkit=toolkit)
     try:

@@ -14,8 +14,8 @@ from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.resolve.record.cuda import runs
 from envcheck.resolve.record.lint import ERROR, lint
-from envcheck.resolve.record.new import compose
-from envcheck.resolve.record.new_options import Options
+from envcheck.resolve.record.new.options import Options
+from envcheck.resolve.record.new.pipeline import compose
 from envcheck.resolve.record.table import load_record
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "rapids-record"

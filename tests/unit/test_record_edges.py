@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from envcheck.resolve.record.lint import ERROR, lint
-from envcheck.resolve.record.new import compose
-from envcheck.resolve.record.new_options import Options
+from envcheck.resolve.record.new.options import Options
+from envcheck.resolve.record.new.pipeline import compose
 from envcheck.resolve.record.table import load_record, parse_record
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts" / "record"))
