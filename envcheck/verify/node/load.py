@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO
+from typing import IO, Iterable, Iterator
 
 from envcheck.report import Measurement, Result, Status
 from envcheck.verify.facts import (
@@ -245,16 +245,22 @@ def device_phases(lines: list[str]) -> dict[int, str]:
     """CUDA device -> the phase its thread in the child last announced ("load", "gemm",
     "end"); devices not yet announced are absent."""
     phases: dict[int, str] = {}
+    for msg in child_messages(line for line in lines if '"phase"' in line):
+        if isinstance(msg.get("device"), int):
+            phases[msg["device"]] = str(msg.get("phase"))
+    return phases
+
+
+def child_messages(lines: Iterable[str]) -> Iterator[dict]:
+    """The child's JSON objects, one a line; any other line (a library's own output on
+    stdout) is passed over."""
     for line in lines:
-        if '"phase"' not in line:
-            continue
         try:
             msg = json.loads(line)
         except ValueError:
             continue
-        if isinstance(msg, dict) and isinstance(msg.get("device"), int):
-            phases[msg["device"]] = str(msg.get("phase"))
-    return phases
+        if isinstance(msg, dict):
+            yield msg
 
 
 def reads_due(
@@ -275,12 +281,8 @@ def held_unloaded(stdout: str, order: list[int | None], facts: NodeFacts) -> set
     """NVML indices whose load ran out of memory where other processes held the GPU's memory
     before it (checks/gpu/held.py): no read of theirs is one under load."""
     held = set()
-    for line in stdout.splitlines():
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        d = msg.get("device") if isinstance(msg, dict) and msg.get("oom") else None
+    for msg in child_messages(stdout.splitlines()):
+        d = msg.get("device") if msg.get("oom") else None
         index = order[d] if isinstance(d, int) and 0 <= d < len(order) else None
         if index is not None and memory_held(facts, index):
             held.add(index)
@@ -317,11 +319,7 @@ def judge_load(
     measurements: list[Measurement] = []
     devices = -1
     seen = set()
-    for line in stdout.splitlines():
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
+    for msg in child_messages(stdout.splitlines()):
         if "devices" in msg:
             devices = int(msg["devices"])
             continue
