@@ -39,9 +39,12 @@ def dies_with_parent(script: str) -> str:
     return _PROLOGUE.format(parent=os.getpid()) + script
 
 
-def start_probe(python: str, script: str, args: tuple[str, ...]) -> subprocess.Popen | None:
+def start_probe(
+    python: str, script: str, args: tuple[str, ...], *, told: bool = False
+) -> subprocess.Popen | None:
     """``python -c script args`` (this interpreter when ``python`` is ''), dying with this
-    process, its output piped as text; None when it cannot start (the caller names that)."""
+    process, its output piped as text, its stdin a pipe when it is ``told`` something (else
+    nothing); None when it cannot start (the caller names that)."""
     import subprocess
 
     try:
@@ -49,7 +52,7 @@ def start_probe(python: str, script: str, args: tuple[str, ...]) -> subprocess.P
             [python or sys.executable, "-c", dies_with_parent(script), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if told else subprocess.DEVNULL,
             text=True,
             start_new_session=True,  # a Ctrl-C at the terminal reaches the caller only
         )

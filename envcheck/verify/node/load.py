@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import subprocess
 import sys
 import threading
 import time
-from typing import IO, Iterable, Iterator
+from typing import IO
 
 from envcheck.report import Measurement, Result, Status
 from envcheck.verify.facts import (
@@ -32,6 +31,7 @@ from envcheck.verify.facts import (
     collect_gpu_health,
 )
 from envcheck.verify.facts.orphans import dies_with_parent
+from envcheck.verify.facts.probes import json_objects
 from envcheck.verify.node.checks.gpu.held import held_result, memory_held
 from envcheck.verify.node.checks.gpu.nvml_gap import gap_results, no_nvml_fix
 from envcheck.verify.node.gemm import GEMM_CHILD, gemm_runs
@@ -245,22 +245,11 @@ def device_phases(lines: list[str]) -> dict[int, str]:
     """CUDA device -> the phase its thread in the child last announced ("load", "gemm",
     "end"); devices not yet announced are absent."""
     phases: dict[int, str] = {}
-    for msg in child_messages(line for line in lines if '"phase"' in line):
+    for msg in json_objects(line for line in lines if '"phase"' in line):
         if isinstance(msg.get("device"), int):
             phases[msg["device"]] = str(msg.get("phase"))
     return phases
 
-
-def child_messages(lines: Iterable[str]) -> Iterator[dict]:
-    """The child's JSON objects, one a line; any other line (a library's own output on
-    stdout) is passed over."""
-    for line in lines:
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(msg, dict):
-            yield msg
 
 
 def reads_due(
@@ -281,7 +270,7 @@ def held_unloaded(stdout: str, order: list[int | None], facts: NodeFacts) -> set
     """NVML indices whose load ran out of memory where other processes held the GPU's memory
     before it (checks/gpu/held.py): no read of theirs is one under load."""
     held = set()
-    for msg in child_messages(stdout.splitlines()):
+    for msg in json_objects(stdout.splitlines()):
         d = msg.get("device") if msg.get("oom") else None
         index = order[d] if isinstance(d, int) and 0 <= d < len(order) else None
         if index is not None and memory_held(facts, index):
@@ -319,7 +308,7 @@ def judge_load(
     measurements: list[Measurement] = []
     devices = -1
     seen = set()
-    for msg in child_messages(stdout.splitlines()):
+    for msg in json_objects(stdout.splitlines()):
         if "devices" in msg:
             devices = int(msg["devices"])
             continue
