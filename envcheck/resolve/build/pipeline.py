@@ -111,9 +111,7 @@ def build_one(
     for platform in platforms:
         solved[platform] = solve_platform(recipe, channels, platform, vps[platform], fetch_timeout)
         pip[platform], held[platform] = resolve_pip_noting_held_back(
-            recipe.pip, solved[platform], platform, recipe.system,
-            extra_index=recipe.pip_extra_index,
-        )
+            recipe, solved[platform], platform)
         check_glibc(recipe, channels, platform, solved[platform], pip[platform])
     extra = {}
     if recipe.pip:
