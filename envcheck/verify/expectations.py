@@ -1,9 +1,11 @@
 """What a node is expected to provide (Expectations, what every check reads) and what the user
-gave for it (ExpectOptions: flags or an --expect file), with what a conda-lock implies.
+gave for it (ExpectOptions: each field declared once as an Option, its flag, help and reader
+beside it), with what a conda-lock implies.
 
-`verify node`, `verify cluster` and `verify job` share the flags (verify/expect_options.py), so
-a cluster is judged worker by worker against the same expectations as one machine; that module
-turns options, the file and the lock into Expectations, never from an argparse Namespace.
+`verify node`, `verify cluster`, `verify job` and `verify ray` share the flags, and api.py's
+verify functions the keywords, so a cluster is judged worker by worker against the same
+expectations as one machine; verify/expect_options.py turns options, the --expect file and the
+lock into Expectations.
 """
 
 from __future__ import annotations
