@@ -20,13 +20,15 @@ each signature with those defaults.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, Union
 
 from envcheck import interrupts
 from envcheck.option import DEFAULT, given
+from envcheck.verify.expectations import ExpectOptions
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -35,17 +37,17 @@ if TYPE_CHECKING:
 
 PathLike = Union[str, "os.PathLike[str]"]
 Words = Union[str, Iterable[str]]  # "a,b" as the flag takes it, or a sequence of strings
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
     "build", "diff", "image", "install", "recipe_import", "recipe_new", "slurm_script",
     "verify_cluster", "verify_job", "verify_node", "verify_ray", "why",
 ]
 
-# the expectation keywords every verify function takes (the flags of docs/verify-node.md)
-EXPECT_KEYWORDS = (
-    "expect", "lock", "expect_gpus", "expect_gpu_model", "min_gpu_memory", "allow_busy_gpus",
-    "cuda", "min_glibc", "min_compute_capability", "imports", "libraries", "expect_ucx",
-    "since", "ecc_corrected_threshold", "probe_timeout", "skip",
+# the expectation keywords every verify function takes: ExpectOptions' fields, ``expect`` for
+# its ``file`` (the --expect flag)
+EXPECT_KEYWORDS = tuple(
+    "expect" if name == "file" else name for name in ExpectOptions.__options__
 )
 
 
@@ -67,11 +69,26 @@ def _words(value: Any) -> Any:
     return comma_list(value) if isinstance(value, str) else value
 
 
-def _expect(given: dict[str, Any]) -> Any:
-    """The expectation keywords among a verify function's arguments, as ExpectOptions."""
+def _expecting(function: F) -> F:
+    """``function`` (a verify function) shown as taking the expectation keywords, each at
+    DEFAULT, after its own: its ``**expectations`` holds those given (``_expect``)."""
+    own = inspect.signature(function)
+    params = [p for p in own.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=DEFAULT)
+               for k in EXPECT_KEYWORDS]
+    function.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+    return function
+
+
+def _expect(function: str, expectations: dict[str, Any]) -> ExpectOptions:
+    """A verify function's ``**expectations`` as ExpectOptions; any other keyword is refused
+    as Python refuses an unknown keyword."""
+    unknown = sorted(set(expectations) - set(EXPECT_KEYWORDS))
+    if unknown:
+        raise TypeError(f"{function}() got an unexpected keyword argument {unknown[0]!r}")
     from envcheck.verify.expect_options import expect_options_from_keywords
 
-    return expect_options_from_keywords({k: given[k] for k in EXPECT_KEYWORDS})
+    return expect_options_from_keywords(expectations)
 
 
 def build(
@@ -210,34 +227,31 @@ def slurm_script(
         return run(options)
 
 
-# --- verify: each takes the expectation keywords (EXPECT_KEYWORDS) -------------------------
+# --- verify: each takes the expectation keywords (EXPECT_KEYWORDS, _expecting) --------------
 #
 # expect: an --expect file (YAML or TOML); keywords override it, lists add to it. Values are
-# read as that file's are: min_gpu_memory="40GiB" (or MiB as an int), cuda="12.4" (a string),
-# min_compute_capability="8.0", since="12h" (or seconds), imports/libraries/skip a sequence
-# or "a,b". None (or ()) is not given.
+# read as that file's and the flags' are (ExpectOptions' checks): min_gpu_memory="40GiB" (or
+# MiB as an int), cuda="12.4" (a string), min_compute_capability="8.0", since="12h" (or
+# seconds), imports/libraries/skip a sequence or "a,b". DEFAULT (or None) is not given.
 
 
+@_expecting
 def verify_node(
     *, facts: PathLike | None = DEFAULT, prefix: PathLike | None = DEFAULT,
     save_facts: PathLike | None = DEFAULT, plugins: bool = DEFAULT, level: int = DEFAULT,
     load_seconds: float = DEFAULT, kernel_log: PathLike | None = DEFAULT,
-    expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
-    expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
-    allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
-    min_compute_capability: str | None = None, imports: Words = (), libraries: Words = (),
-    expect_ucx: bool | None = None, since: str | float | None = None,
-    ecc_corrected_threshold: int | None = None, probe_timeout: float | None = None,
-    skip: Words = (),
+    **expectations: Any,
 ) -> Report:
     """``envcheck verify node``: this machine (or ``prefix``, an environment whose python
     collects the facts, or ``facts``, a file saved with ``save_facts``)."""
     from envcheck.verify.node.options import NodeOptions
     from envcheck.verify.node.pipeline import verify_node as run
 
-    return run(NodeOptions(**given(NodeOptions, locals(), expect=_expect(locals()))))
+    expect = _expect("verify_node", expectations)
+    return run(NodeOptions(**given(NodeOptions, locals(), expect=expect)))
 
 
+@_expecting
 def verify_cluster(
     client_or_address: Client | str | None = None, *, scheduler_file: PathLike | None = DEFAULT,
     tls_ca_file: PathLike | None = DEFAULT, tls_cert: PathLike | None = DEFAULT,
@@ -247,13 +261,7 @@ def verify_cluster(
     jobqueue: str | None = DEFAULT, jobqueue_config: PathLike | None = DEFAULT,
     jobqueue_options: Iterable[str] = DEFAULT, gpus_per_worker: int = DEFAULT,
     debug: bool = False,
-    expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
-    expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
-    allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
-    min_compute_capability: str | None = None, imports: Words = (), libraries: Words = (),
-    expect_ucx: bool | None = None, since: str | float | None = None,
-    ecc_corrected_threshold: int | None = None, probe_timeout: float | None = None,
-    skip: Words = (),
+    **expectations: Any,
 ) -> Report:
     """``envcheck verify cluster``: facts of every process, cluster and node checks, smoke
     tests (``smoke``: None or "all", "none", "submit,array" or a collection of ids).
@@ -277,7 +285,7 @@ def verify_cluster(
                        f"or None, not {type(client).__name__} {shown(client)}")
     return run(ClusterOptions(**given(
         ClusterOptions, locals(), address=None if client is not None else client_or_address,
-        client=client, expect=_expect(locals()), debug=debug,
+        client=client, expect=_expect("verify_cluster", expectations), debug=debug,
     )))
 
 
@@ -289,16 +297,11 @@ def _is_client(value: object) -> bool:
     return module is not None and isinstance(value, module.Client)
 
 
+@_expecting
 def verify_job(
     *, timeout: float = 60.0, horovod: bool = False, tensorflow: bool = False,
     bench: bool = False, debug: bool = False,
-    expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
-    expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
-    allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
-    min_compute_capability: str | None = None, imports: Words = (), libraries: Words = (),
-    expect_ucx: bool | None = None, since: str | float | None = None,
-    ecc_corrected_threshold: int | None = None, probe_timeout: float | None = None,
-    skip: Words = (),
+    **expectations: Any,
 ) -> Report:
     """``envcheck verify job`` in every task of a parallel launch (a submitit job's function,
     an srun/torchrun/mpirun task): the group forms from the launcher's environment, rank 0
@@ -309,19 +312,14 @@ def verify_job(
     from envcheck.verify.job.pipeline import verify_job as run
 
     return run(JobOptions(timeout=timeout, horovod=horovod, tensorflow=tensorflow, bench=bench,
-                          debug=debug, expect=_expect(locals())))
+                          debug=debug, expect=_expect("verify_job", expectations)))
 
 
+@_expecting
 def verify_ray(
     address: str | None = None, *, timeout: float = DEFAULT, expect_nodes: int | None = DEFAULT,
     train: bool = DEFAULT, train_workers: int | None = DEFAULT,
-    expect: PathLike | None = None, lock: PathLike | None = None, expect_gpus: int | None = None,
-    expect_gpu_model: str | None = None, min_gpu_memory: str | int | None = None,
-    allow_busy_gpus: bool | None = None, cuda: str | None = None, min_glibc: str | None = None,
-    min_compute_capability: str | None = None, imports: Words = (), libraries: Words = (),
-    expect_ucx: bool | None = None, since: str | float | None = None,
-    ecc_corrected_threshold: int | None = None, probe_timeout: float | None = None,
-    skip: Words = (),
+    **expectations: Any,
 ) -> Report:
     """``envcheck verify ray``: a Ray cluster at ``address`` (host:port on a node of it, or
     ray://host:port), or a local one started and shut down when None; ``train`` also runs a
@@ -329,4 +327,5 @@ def verify_ray(
     from envcheck.verify.ray.options import RayOptions
     from envcheck.verify.ray.pipeline import verify_ray as run
 
-    return run(RayOptions(**given(RayOptions, locals(), expect=_expect(locals()))))
+    expect = _expect("verify_ray", expectations)
+    return run(RayOptions(**given(RayOptions, locals(), expect=expect)))

@@ -26,6 +26,7 @@ from envcheck.resolve.pip import (
     uv_compile,
 )
 from envcheck.resolve.pypi_index import newest_installable
+from envcheck.resolve.recipe import Recipe
 from envcheck.resolve.solve import SolvedPackage
 from envcheck.resolve.uv_log import ResolverLog, clashes
 
@@ -185,17 +186,13 @@ def held_back(requirements: Sequence[str], res: Resolution, index_url: str) -> l
 
 
 def resolve_pip_noting_held_back(
-    requirements: Sequence[str],
-    solved: Sequence[SolvedPackage],
-    platform: str,
-    system: Mapping[str, str],
-    *,
-    index_url: str = PYPI,
-    extra_index: Sequence[str] = (),
+    recipe: Recipe, solved: Sequence[SolvedPackage], platform: str, index_url: str = PYPI
 ) -> tuple[list[PipPackage], list[str]]:
-    """resolve_pip, and a line for each direct entry the resolution held back."""
+    """The recipe's pip entries resolved on top of its conda solve for ``platform``, and a
+    line for each direct entry the resolution held back."""
+    requirements = list(recipe.pip)
     if not requirements:
         return [], []
-    res = resolve(requirements, solved, platform, system, index_url=index_url,
-                  extra_index=extra_index)
+    res = resolve(requirements, solved, platform, recipe.system, index_url=index_url,
+                  extra_index=recipe.pip_extra_index)
     return list(res.packages), [h.line() for h in held_back(requirements, res, index_url)]

@@ -340,6 +340,10 @@ def _raise_failure(proc: subprocess.CompletedProcess[str], requirements: Sequenc
     raise failure
 
 
+# the glibc an unconstrained resolution is tried for when an old glibc's fails
+NEW_GLIBC = "2.39"
+
+
 def _refuse_unfit_wheels(
     requirements: Sequence[str],
     pins: Mapping[str, str],
@@ -394,22 +398,3 @@ def _refuse_unfit_wheels(
             f"they take {len(mine) + len(rest)} wheel(s) that do not load on {glibc}: {text}"
         )
 
-
-# the glibc an unconstrained resolution is tried for when an old glibc's fails
-NEW_GLIBC = "2.39"
-
-
-def resolve_pip(
-    requirements: Sequence[str],
-    solved: Sequence[SolvedPackage],
-    platform: str,
-    system: Mapping[str, str],
-    *,
-    index_url: str = PYPI,
-    extra_index: Sequence[str] = (),
-    timeout: float = 300,
-) -> list[PipPackage]:
-    if not requirements:
-        return []
-    return list(resolve(requirements, solved, platform, system, index_url=index_url,
-                        extra_index=extra_index, timeout=timeout).packages)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from envcheck.errors import EnvcheckError, Unsolvable
 from envcheck.lockfile.pip_package import PipPackage
@@ -21,6 +22,18 @@ from envcheck.resolve.solve import (
 )
 
 EXCLUDED_BUILD = "excluded-by-recipe"  # a build string no package has: the spec never matches
+
+
+@dataclass(frozen=True)
+class Solving:
+    """One recipe solved for one platform: what its solve, the explanation of a failed one and
+    the glibc check of the solution all read."""
+
+    recipe: Recipe
+    channels: Sequence[str]  # the recipe's, or --channel-data
+    platform: str
+    vps: Mapping[str, str]  # the platform's virtual packages (the recipe's system)
+    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT_S
 
 
 def exclusion_constraints(recipe: Recipe) -> list[str]:
@@ -58,36 +71,24 @@ def requirement_chain(
     return None
 
 
-def solve_platform(
-    recipe: Recipe,
-    channels: Sequence[str],
-    platform: str,
-    vps: Mapping[str, str],
-    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT_S,
-) -> list[SolvedPackage]:
-    specs = list(recipe.dependencies)
-    constraints = exclusion_constraints(recipe)
+def solve_platform(s: Solving) -> list[SolvedPackage]:
+    """The recipe's solution for the platform; an Unsolvable saying why when there is none."""
     try:
-        solved = solve_specs(
-            specs, channels, platform, vps, constraints=constraints, fetch_timeout=fetch_timeout
-        )
+        solved = solve_specs(list(s.recipe.dependencies), s.channels, s.platform, s.vps,
+                             constraints=exclusion_constraints(s.recipe),
+                             fetch_timeout=s.fetch_timeout)
     except SolveFailed as first:
-        raise explain_failure(recipe, channels, platform, vps, first, fetch_timeout) from None
-    leaked = recipe.excluded_names & {p.name for p in solved}
+        raise explain_failure(s, first) from None
+    leaked = s.recipe.excluded_names & {p.name for p in solved}
     if leaked:  # the constraints forbid this; a solver that ignored them must not go unnoticed
         raise EnvcheckError(f"the solver returned excluded packages: {', '.join(sorted(leaked))}")
     return solved
 
 
-def explain_failure(
-    recipe: Recipe,
-    channels: Sequence[str],
-    platform: str,
-    vps: Mapping[str, str],
-    failure: SolveFailed,
-    fetch_timeout: float = DEFAULT_FETCH_TIMEOUT_S,
-) -> Unsolvable:
+def explain_failure(s: Solving, failure: SolveFailed) -> Unsolvable:
     """Why the recipe does not solve: a dependency needs an excluded package, or entries clash."""
+    recipe, channels, platform, vps, fetch_timeout = (
+        s.recipe, s.channels, s.platform, s.vps, s.fetch_timeout)
     specs = list(recipe.dependencies)
     where = f"{recipe.name} ({platform})"
     if recipe.exclude:
@@ -138,14 +139,9 @@ def explain_failure(
     return Unsolvable(f"{where}: {diagnosis.summary()}", detail=detail)
 
 
-def check_glibc(
-    recipe: Recipe,
-    channels: Sequence[str],
-    platform: str,
-    solved: Sequence[SolvedPackage],
-    pip: Sequence[PipPackage],
-) -> None:
+def check_glibc(s: Solving, solved: Sequence[SolvedPackage], pip: Sequence[PipPackage]) -> None:
     """Every conda record's __glibc and every wheel's manylinux tag must fit the target glibc."""
+    recipe, channels, platform = s.recipe, s.channels, s.platform
     from envcheck.resolve import el7
     from envcheck.resolve.pip import PYPI, python_version
 

@@ -26,6 +26,7 @@ from envcheck.errors import BadInput
 from envcheck.report import Report, Result, Status, Table
 from envcheck.resolve.recipe import Recipe
 from envcheck.resolve.solve import SolvedPackage, SolveFailed, solve_specs
+from envcheck.resolve.solve_recipe import Solving, explain_failure
 from envcheck.resolve.spec import conda_spec
 from envcheck.text import shown
 
@@ -100,7 +101,6 @@ def try_candidates(
     vps: Mapping[str, Mapping[str, str]],
     constraints: Sequence[str],
     fetch_timeout: float,
-    explain_base,  # type: ignore[no-untyped-def] - command.explain_failure, for a broken base
 ) -> Report:
     _check_names(recipe, candidates)
     pip_candidates = [c for c in candidates if c.startswith(PIP)]
@@ -111,7 +111,8 @@ def try_candidates(
                             constraints, fetch_timeout)
         solved = conda.solved(conda.base)
         if isinstance(solved, SolveFailed):  # the recipe itself does not solve
-            raise explain_base(recipe, channels, platform, vps[platform], solved)
+            raise explain_failure(
+                Solving(recipe, channels, platform, vps[platform], fetch_timeout), solved)
         pip = _PipTrial(recipe, platform) if recipe.pip or pip_candidates else None
         pip_rows = pip.try_all(pip_candidates, solved) if pip is not None else []
         rows += [_try_conda(c, conda, pip) for c in candidates if not c.startswith(PIP)]

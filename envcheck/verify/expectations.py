@@ -1,9 +1,11 @@
 """What a node is expected to provide (Expectations, what every check reads) and what the user
-gave for it (ExpectOptions: flags or an --expect file), with what a conda-lock implies.
+gave for it (ExpectOptions: each field declared once as an Option, its flag, help and reader
+beside it), with what a conda-lock implies.
 
-`verify node`, `verify cluster` and `verify job` share the flags (verify/expect_options.py), so
-a cluster is judged worker by worker against the same expectations as one machine; that module
-turns options, the file and the lock into Expectations, never from an argparse Namespace.
+`verify node`, `verify cluster`, `verify job` and `verify ray` share the flags, and api.py's
+verify functions the keywords, so a cluster is judged worker by worker against the same
+expectations as one machine; verify/expect_options.py turns options, the --expect file and the
+lock into Expectations.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ import re
 from pathlib import Path
 
 from envcheck.lockfile.names import KEY_MODULES
+from envcheck.option import Option, declared
 from envcheck.record import field_names, frozen, replace
+from envcheck.verify import expect_values as v
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
     from envcheck.lockfile.model import LockedPackage
 
@@ -66,44 +70,74 @@ KEY_LIBRARIES: dict[str, str] = {
 # Lock packages that mean the environment wants UCX for Dask communication.
 UCX_PACKAGES = ("ucx", "ucx-py", "ucxx", "distributed-ucxx", "libucx")
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(mib|mb|m|gib|gb|g|tib|tb|t)?\s*$", re.I)
+GROUP = "expectations"
+_GPUS_HELP = ("GPUs a job must see; 0: expect none (CUDA_VISIBLE_DEVICES hides them on purpose)."
+              " Unset while NVML sees GPUs that a job would not: a warning")
+_SKIP_HELP = ("checks and smoke tests not to run (repeatable; ids: --list-checks); each is "
+              "reported as skipped. Skipping a probe's check also skips its probe: --skip "
+              "tensorflow saves TensorFlow's import (~3 s) and its MirroredStrategy child")
+DEFAULT_PROBE_TIMEOUT = 60.0
+DEFAULT_ECC_THRESHOLD = 100
 
 
-def parse_size_mib(text: str) -> int:
-    """'40GiB', '80G', '16000MiB', '16000' (MiB) -> MiB. Decimal and binary units both mean
-    binary here: people write 80G for an 80 GB card whose NVML total is 81920 MiB."""
-    m = _SIZE.match(text)
-    if not m:
-        raise ValueError(f"not a memory size: {text!r} (use e.g. 40GiB or 16000MiB)")
-    factor = {"": 1, "m": 1, "g": 1024, "t": 1024 * 1024}[(m[2] or "")[:1].lower()]
-    return int(float(m[1]) * factor)
+def _expectation(read: Callable[[Any], Any], **argparse: Any) -> Any:
+    """An expectation flag: None (not given) by default, read by ``read`` however it comes."""
+    return Option(None, group=GROUP, check=v.check(read), **argparse)
+
+
+def _names(flag: str, metavar: str, about: str) -> Any:
+    """A repeatable flag of comma-separated names; () when not given."""
+    return Option((), flag=flag, group=GROUP, check=v.check(v.names, ()), action="append",
+                  metavar=metavar, help=about)
 
 
 @frozen
+@declared
 class ExpectOptions:
-    """What the user asked for, before defaults, the --expect file and the lock are applied.
+    """What the user asked for, before defaults, the --expect file and the lock are applied;
+    each field declared once, its flag, help and reader beside it (envcheck/option.py).
 
     None (or an empty tuple) = not given: then the --expect file's value, else the default.
-    Built from flags (expect_options_from_args), from keyword arguments (verify/api.py), or
-    from a file (verify/expect_file.py): each key of the file is one of these fields.
+    Built from flags (expect_options_from_args), from keyword arguments (api.py), or from a
+    file (verify/expect_file.py): each key of the file is one of these flags without dashes.
     """
 
-    file: Path | None = None  # --expect FILE
-    lock: Path | None = None
-    expect_gpus: int | None = None
-    expect_gpu_model: str | None = None
-    min_gpu_memory: int | None = None  # MiB
-    allow_busy_gpus: bool | None = None
-    cuda: str | None = None
-    min_glibc: str | None = None
-    min_compute_capability: tuple[int, int] | None = None
-    imports: tuple[str, ...] = ()
-    libraries: tuple[str, ...] = ()
-    expect_ucx: bool | None = None
-    since: float | None = None  # seconds
-    ecc_corrected_threshold: int | None = None
-    probe_timeout: float | None = None
-    skip: tuple[str, ...] = ()  # check ids (verify/catalog.py)
+    file: Path | None = Option(
+        flag="--expect", group=GROUP, type=Path, metavar="FILE", check=v.check(v.path),
+        help="expectations for this node type from a YAML or TOML file, one key per flag "
+        "below (envcheck docs expect); flags given as well override it, repeatable ones add to "
+        "it")
+    lock: Path | None = _expectation(
+        v.path, metavar="FILE", help="lock the env must match: a conda-lock file, a pixi.lock "
+        "(its default environment) or a conda explicit file")
+    expect_gpus: int | None = _expectation(v.integer, type=int, metavar="N", help=_GPUS_HELP)
+    expect_gpu_model: str | None = _expectation(v.text, metavar="TEXT", help="e.g. A100, H200")
+    min_gpu_memory: int | None = _expectation(  # MiB
+        v.size, metavar="SIZE", help="per GPU, e.g. 40GiB")
+    allow_busy_gpus: bool | None = _expectation(
+        v.boolean, action="store_true",
+        help="another user's process on a GPU is a warning, not a failure")
+    cuda: str | None = _expectation(v.version, metavar="X.Y", help="CUDA version needed")
+    min_glibc: str | None = _expectation(v.version, metavar="X.Y", help="glibc needed")
+    min_compute_capability: tuple[int, int] | None = _expectation(
+        v.compute_capability, metavar="X.Y", help="oldest GPU arch needed")
+    imports: tuple[str, ...] = _names(
+        "--import", "MODULE[,MODULE]", "modules that must import in a fresh process (repeatable)")
+    libraries: tuple[str, ...] = _names(
+        "--library", "NAME[,NAME]", "shared libraries that must resolve: nccl, openblas, cuda, "
+        "libfoo.so.1 (repeatable)")
+    expect_ucx: bool | None = _expectation(
+        v.boolean, action="store_true", help="UCX must be usable by Dask")
+    since: float | None = _expectation(  # seconds
+        v.duration, metavar="DURATION", help="only Xid kernel-log events this recent count: "
+        "90s, 30m, 12h, 2d (default: since boot)")
+    ecc_corrected_threshold: int | None = _expectation(
+        v.integer, type=int, metavar="N", help="correctable ECC errors since the driver loaded "
+        f"before a warning (default {DEFAULT_ECC_THRESHOLD})")
+    probe_timeout: float | None = _expectation(
+        v.seconds, type=float, metavar="SECONDS",
+        help=f"limit for each import / library probe (default {DEFAULT_PROBE_TIMEOUT:g})")
+    skip: tuple[str, ...] = _names("--skip", "ID[,ID]", _SKIP_HELP)  # check ids (catalog.py)
 
 
 # Fields whose values add up (the file's, then the flags'); every other field: flags override.
@@ -120,10 +154,6 @@ def merged(base: ExpectOptions, over: ExpectOptions) -> ExpectOptions:
         elif mine is not None:
             changes[name] = mine
     return replace(base, **changes)
-
-
-DEFAULT_PROBE_TIMEOUT = 60.0
-DEFAULT_ECC_THRESHOLD = 100
 
 
 def _lower_bound(spec: str) -> str:

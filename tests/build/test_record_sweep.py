@@ -48,8 +48,8 @@ def test_a_newer_driver_is_never_refused_for_its_cuda(cases):
             assert not newer.rule or newer.rule != "rapids.cuda", newer.args
     # the refusal line of each kind of refusal: no hint asks to state another driver
     from envcheck.errors import EnvcheckError
-    from envcheck.resolve.record.new.pipeline import compose
     from envcheck.resolve.record.new.options import Options
+    from envcheck.resolve.record.new.pipeline import compose
 
     for c in sweep_mod.examples(cases).values():
         opts = Options(rapids=c.rapids, cuda=c.cuda, os=c.os, python=c.python, toolkit=c.toolkit)

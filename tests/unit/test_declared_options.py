@@ -37,6 +37,7 @@ VERBS = {
     "verify_job": (["verify", "job"], "envcheck.verify.job.command", {}),
     "verify_ray": (["verify", "ray"], "envcheck.verify.ray.command", {}),
 }
+VERIFY = ("verify_node", "verify_cluster", "verify_job", "verify_ray")
 POSITIONAL = {"build": ("recipes",), "install": ("lock", "prefix"), "image": ("lock", "os_name"),
               "recipe_new": ("rapids", "cuda", "os"),
               "recipe_import": ("environment",), "why": ("package", "file"),
@@ -71,30 +72,71 @@ def test_every_api_default_is_the_command_lines(name):
     assert compared >= 2, name
 
 
+def _expectation_options() -> dict:
+    """The verify functions' expectation keywords -> ExpectOptions' Options (``expect``: the
+    --expect file's field)."""
+    from envcheck.verify.expectations import ExpectOptions
+
+    return {"expect" if n == "file" else n: o for n, o in ExpectOptions.__options__.items()}
+
+
+@pytest.mark.parametrize("name", VERIFY)
+def test_every_expectation_keyword_default_is_the_command_lines(name):
+    """Every verify function takes every expectation flag as a keyword, and each left out
+    gives the ExpectOptions the command line gives with the flags left out."""
+    from envcheck.verify.expect_options import expect_options_from_keywords
+
+    params = inspect.signature(getattr(api, name)).parameters
+    options = _expectation_options()
+    assert set(options) <= set(params), f"{name} lacks {set(options) - set(params)}"
+    defaults = {k: params[k].default for k in options}
+    assert expect_options_from_keywords(defaults) == _cli_options(name).expect
+    for keyword, option in options.items():
+        assert params[keyword].default is DEFAULT, f"{name}({keyword}=) retypes its default"
+        one = expect_options_from_keywords({keyword: option.default})
+        assert one == _cli_options(name).expect, keyword
+
+
+def test_an_expectation_keyword_reads_as_its_flag():
+    """The API keyword and the flag go through the one check: the same value either way."""
+    from envcheck.verify.expect_options import expect_options_from_keywords
+
+    argv = ["verify", "node", "--min-gpu-memory", "40GiB", "--import", "a,b", "--import", "c",
+            "--min-compute-capability", "8.0", "--since", "12h", "--skip", "xid"]
+    from_cli = importlib.import_module(VERBS["verify_node"][1]).options_from_args(
+        cli.build_parser(argv).parse_args(argv)).expect
+    assert from_cli == expect_options_from_keywords(dict(
+        min_gpu_memory="40GiB", imports=("a,b", "c"), min_compute_capability="8.0",
+        since="12h", skip="xid"))
+
+
 def test_declared_verbs_retype_no_default():
     """Where a verb's Options declare a field, api.py's keyword takes the declared default."""
     checked = 0
     for name, (_, _, renamed) in VERBS.items():
         cls = type(_cli_options(name))
-        options = getattr(cls, "__options__", {})
+        options = {**getattr(cls, "__options__", {}),
+                   **(_expectation_options() if name in VERIFY else {})}
         for p in inspect.signature(getattr(api, name)).parameters.values():
             field = renamed.get(p.name, p.name)
             if field in options and p.kind is p.KEYWORD_ONLY:
                 assert p.default is DEFAULT, f"{name}({p.name}=) retypes {p.default!r}"
                 checked += 1
-    assert checked >= 20
+    assert checked >= 20 + 4 * len(_expectation_options())
 
 
 def _shown(name: str) -> str:
     """api.py's signature of ``name`` as docs/api.md shows it: DEFAULT as the Options field's
     default, no annotations."""
-    cls = type(_cli_options(name))
-    options = getattr(cls, "__options__", {})
+    options = _expectation_options() if name in VERIFY else {}
+    if name in VERBS:
+        options.update(getattr(type(_cli_options(name)), "__options__", {}))
+        options.update({k: options[v] for k, v in VERBS[name][2].items() if v in options})
     params = []
     for p in inspect.signature(getattr(api, name)).parameters.values():
         default = p.default
         if default is DEFAULT:
-            default = options[VERBS[name][2].get(p.name, p.name)].default
+            default = options[p.name].default
         params.append(p.replace(annotation=p.empty, default=default))
     return f"envcheck.{name}{inspect.Signature(params)}"
 

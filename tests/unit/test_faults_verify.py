@@ -75,9 +75,9 @@ def test_locks_that_check_nothing_or_nonsense_are_bad_input(
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["verify", "node", "--probe-timeout", "nan"], "seconds must be a finite number"),
-        (["verify", "node", "--probe-timeout", "inf"], "seconds must be a finite number"),
-        (["verify", "node", "--probe-timeout", "0"], "--probe-timeout must be positive"),
+        (["verify", "node", "--probe-timeout", "nan"], "seconds above 0 and at most 86400"),
+        (["verify", "node", "--probe-timeout", "inf"], "seconds above 0 and at most 86400"),
+        (["verify", "node", "--probe-timeout", "0"], "seconds above 0 and at most 86400"),
         (["verify", "cluster", "--timeout", "nan"], "seconds must be a finite number"),
         (["verify", "cluster", "--timeout", "inf"], "seconds must be a finite number"),
         (["verify", "cluster", "--timeout=-3"], "--timeout must be positive"),

@@ -37,7 +37,7 @@ def test_verify_node_reads_values_as_an_expect_file_does(tmp_path):
 @pytest.mark.parametrize(
     ("kwargs", "words"),
     [
-        ({"expect_gpus": "8"}, "expect_gpus must be an integer"),
+        ({"expect_gpus": "8"}, "--expect-gpus must be an integer"),
         ({"cuda": 12.4}, "cuda must be a version as a quoted string"),
         ({"skip": ("nope",)}, "unknown check id nope"),
         ({"level": 7}, "--level must be 1, 2 or 3"),

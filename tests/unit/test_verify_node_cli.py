@@ -170,8 +170,8 @@ def test_conda_lock_in_a_venv_fails_the_packages_check(tmp_path):
         (["--lock", "no/such/file.yml"], "lock file no/such/file.yml does not exist"),
         (["--lock", "{bad}"], "not a readable conda-lock file"),
         (["--facts", "{bad}"], "junk.txt: not JSON"),
-        (["--min-gpu-memory", "lots"], "not a memory size"),
-        (["--expect-gpus", "-1"], "--expect-gpus must be 0 or more"),
+        (["--min-gpu-memory", "lots"], "--min-gpu-memory must be a size"),
+        (["--expect-gpus", "-1"], "--expect-gpus must be an integer >= 0"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_4(argv, says, tmp_path, capsys):

@@ -83,10 +83,7 @@ def install_lock(opts: InstallOptions) -> Report:
             opts.prefix,
             opts.cache,
             force=opts.force,
-            on_fetch=bars.on_fetch,
-            on_checked=bars.on_checked,
-            reporter=bars.reporter,
-            before_link=bars.before_link,
+            bars=bars,
             lock_timeout=opts.lock_timeout,
             fetch_timeout=opts.fetch_timeout,
             allow_shared_parent=opts.allow_shared_parent,
@@ -162,18 +159,17 @@ def install(
     cache: Path,
     *,
     force: bool = False,
-    on_fetch: Callable[[int], None] = lambda n: None,
-    on_checked: Callable[[], None] = lambda: None,
-    reporter=None,  # noqa: ANN001 - an object with on_link_complete(index), or None
-    before_link: Callable[[], None] = lambda: None,
+    bars: Bars | None = None,
     lock_timeout: float = LOCK_TIMEOUT_S,
     fetch_timeout: float = FETCH_DEADLINE_S,
     say: Callable[[str], None] = _say,
     allow_shared_parent: bool = False,
 ) -> Outcome:
     """Stages 2-6 of the module docstring, in order: ``prefix`` made the env of ``plan``, the
-    archives fetched into ``cache``; raises EnvcheckError subclasses."""
+    archives fetched into ``cache``, the progress on ``bars`` (None: none shown); raises
+    EnvcheckError subclasses."""
     start = time.perf_counter()
+    bars = bars if bars is not None else Bars(0, 0, show=False)
     target = resolved(prefix)
     # relative to the working directory, as any path given; the linker needs file:// URLs
     cache = Path(os.path.abspath(cache))
@@ -182,16 +178,16 @@ def install(
             return Outcome(target, plan, noop=True, seconds=time.perf_counter() - start)
         with linker.Linker(plan, cache) as child:  # forked now, while envcheck has no threads
             fetched = fetch_all(
-                [*plan.conda, *plan.pip], cache, on_fetch, deadline=fetch_timeout,
-                sizes=plan.sizes, checked=on_checked,
+                [*plan.conda, *plan.pip], cache, bars.on_fetch, deadline=fetch_timeout,
+                sizes=plan.sizes, checked=bars.on_checked,
             )
             conda = [(f.artifact, f.path) for f in fetched if f.artifact.manager == "conda"]
             pip = [f for f in fetched if f.artifact.manager == "pip"]
-            on_linked = [] if reporter is None else [reporter.on_link_complete]
+            on_linked = [] if bars.reporter is None else [bars.reporter.on_link_complete]
             locked = hold(cache_lock_path(cache), f"cache {cache}", lock_timeout, say)
             with locked, one_line_errors(target), staged(target, plan) as stage, \
                     unpacked.verified(conda, cache, child.extract) as renewal:
-                before_link()
+                bars.before_link()
                 archives = {a.url: str(path) for a, path in conda}
                 child.link(stage, target, archives, [renewal.linked, *on_linked])
                 pip_part.install(plan, pip, stage, target)

@@ -34,9 +34,9 @@ from envcheck.resolve.solve import (
     virtual_packages,
 )
 from envcheck.resolve.solve_recipe import (
+    Solving,
     check_glibc,
     exclusion_constraints,
-    explain_failure,
     solve_platform,
 )
 from envcheck.text import say
@@ -109,12 +109,11 @@ def build_one(
     held: dict[str, list[str]] = {}
     vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
     for platform in platforms:
-        solved[platform] = solve_platform(recipe, channels, platform, vps[platform], fetch_timeout)
+        solving = Solving(recipe, channels, platform, vps[platform], fetch_timeout)
+        solved[platform] = solve_platform(solving)
         pip[platform], held[platform] = resolve_pip_noting_held_back(
-            recipe.pip, solved[platform], platform, recipe.system,
-            extra_index=recipe.pip_extra_index,
-        )
-        check_glibc(recipe, channels, platform, solved[platform], pip[platform])
+            recipe, solved[platform], platform)
+        check_glibc(solving, solved[platform], pip[platform])
     extra = {}
     if recipe.pip:
         extra["pip_index"] = "https://pypi.org/simple (resolved with uv)" + "".join(
@@ -264,7 +263,6 @@ def _try(recipes: Sequence[Recipe], opts: BuildOptions, notes: tuple[Table, ...]
             vps,
             exclusion_constraints(recipe),
             opts.fetch_timeout,
-            explain_failure,
         )
     except EnvcheckError:
         _print_notes(notes)

@@ -117,15 +117,8 @@ def _visible(host: str, members: Mapping[str, NodeFacts]) -> list[Result]:
                 )
             )
     if not out and gpu_workers:
-        out.append(
-            Result(
-                "pinning.visible",
-                Status.PASS,
-                f"each of {len(gpu_workers)} GPU workers on {host} sees at least one GPU",
-                node=host,
-                group=GROUP,
-            )
-        )
+        seen = f"each of {len(gpu_workers)} GPU workers on {host} sees at least one GPU"
+        out.append(_passed("pinning.visible", host, seen))
     return out
 
 
@@ -152,16 +145,14 @@ def _shared(host: str, members: Mapping[str, NodeFacts]) -> list[Result]:
             )
         )
     if not out and first:
-        out.append(
-            Result(
-                "pinning.shared",
-                Status.PASS,
-                f"{len(first)} workers on {host} each compute on a GPU of their own",
-                node=host,
-                group=GROUP,
-            )
-        )
+        out.append(_passed("pinning.shared", host,
+                           f"{len(first)} workers on {host} each compute on a GPU of their own"))
     return out
+
+
+def _passed(check: str, host: str, message: str) -> Result:
+    """The one result of a check that found nothing wrong on ``host``."""
+    return Result(check, Status.PASS, message, node=host, group=GROUP)
 
 
 def _unused(host: str, members: Mapping[str, NodeFacts]) -> list[Result]:

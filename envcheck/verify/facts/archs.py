@@ -24,7 +24,7 @@ import os
 import sys
 
 from .model import CompiledArchs
-from .orphans import dies_with_parent
+from .orphans import start_probe
 
 TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
 if TYPE_CHECKING:
@@ -134,21 +134,7 @@ def keep_archs(path: str, found: tuple[CompiledArchs, ...]) -> None:
 
 def start_arch_probe(frameworks: tuple[str, ...], python: str = "") -> subprocess.Popen | None:
     """The child, started; None when there is nothing to probe or it cannot start."""
-    import subprocess
-
-    if not frameworks:
-        return None
-    try:
-        return subprocess.Popen(
-            [python or sys.executable, "-c", dies_with_parent(_ARCH_CHILD), *frameworks],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,  # a Ctrl-C at the terminal reaches the caller only
-        )
-    except OSError:
-        return None
+    return start_probe(python, _ARCH_CHILD, frameworks) if frameworks else None
 
 
 def finish_arch_probe(

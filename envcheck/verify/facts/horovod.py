@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 
 from .archs import cache_path
 from .model import HorovodBuild, HorovodFramework, horovod_from_dict
 from .nccl import decode_nccl_version
-from .orphans import dies_with_parent
-from .probes import child_answer
+from .orphans import start_probe
+from .probes import child_answer, json_objects
 
 TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
 if TYPE_CHECKING:
@@ -155,19 +154,7 @@ def _keep(path: str, build: HorovodBuild) -> None:
 
 def _start_child(python: str) -> subprocess.Popen | None:
     """The child, started; None when it cannot start (the finish names that)."""
-    import subprocess
-
-    try:
-        return subprocess.Popen(
-            [python or sys.executable, "-c", dies_with_parent(_CHILD), *FRAMEWORKS],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,  # a Ctrl-C at the terminal reaches the caller only
-        )
-    except OSError:
-        return None
+    return start_probe(python, _CHILD, FRAMEWORKS)
 
 
 def finish_horovod_probe(proc: subprocess.Popen | None, timeout: float) -> HorovodBuild:
@@ -181,18 +168,10 @@ def finish_horovod_probe(proc: subprocess.Popen | None, timeout: float) -> Horov
 def parse_probe_lines(stdout: str, why: str = "") -> HorovodBuild:
     """HorovodBuild from the child's JSON lines; `why` says how a child that stopped early
     ended (it is given to the extension it was importing)."""
-    import json
-
     head: dict = {}
     records: dict[str, dict] = {}
     current = ""
-    for text in stdout.splitlines():
-        try:
-            msg = json.loads(text)
-        except ValueError:
-            continue  # a framework printed while importing
-        if not isinstance(msg, dict):
-            continue
+    for msg in json_objects(stdout.splitlines()):
         if "horovod_error" in msg or "version" in msg:
             head = msg
         elif msg.get("start") in FRAMEWORKS:

@@ -14,6 +14,11 @@ that waits for it (every probe here is).
 from __future__ import annotations
 
 import os
+import sys
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    import subprocess
 
 _PROLOGUE = """\
 import os as _envcheck_os
@@ -32,3 +37,24 @@ del _envcheck_os
 def dies_with_parent(script: str) -> str:
     """``script`` (a child's ``python -c`` source) run by a child that dies with this process."""
     return _PROLOGUE.format(parent=os.getpid()) + script
+
+
+def start_probe(
+    python: str, script: str, args: tuple[str, ...], *, told: bool = False
+) -> subprocess.Popen | None:
+    """``python -c script args`` (this interpreter when ``python`` is ''), dying with this
+    process, its output piped as text, its stdin a pipe when it is ``told`` something (else
+    nothing); None when it cannot start (the caller names that)."""
+    import subprocess
+
+    try:
+        return subprocess.Popen(
+            [python or sys.executable, "-c", dies_with_parent(script), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.PIPE if told else subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,  # a Ctrl-C at the terminal reaches the caller only
+        )
+    except OSError:
+        return None

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from .caches import _cached, dirs_key
+from .procfs import names_in
 
 _SEPARATORS = re.compile(r"[-_.]+")
 
@@ -65,12 +66,8 @@ def _dist_info_packages(path: list[str]) -> dict[str, str]:
 
 
 def _dists_in(directory: str) -> tuple[tuple[str, str], ...]:
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return ()
     found = []
-    for fname in names:
+    for fname in names_in(directory):
         if not fname.endswith(("dist-info", "egg-info")):
             continue
         m = _DIST_INFO.match(fname)

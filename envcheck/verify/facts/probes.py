@@ -15,6 +15,7 @@ from .orphans import dies_with_parent
 TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
 if TYPE_CHECKING:
     import subprocess
+    from typing import Iterable, Iterator
 
 
 def _tail(text: str, limit: int = 300) -> str:
@@ -265,3 +266,17 @@ def child_answer(
         stdout, _ = proc.communicate()
         why = f"timed out after {timeout:g} s"
     return stdout, why
+
+
+def json_objects(lines: Iterable[str]) -> Iterator[dict]:
+    """A child's JSON objects, one a line; any other line (what a module printed to stdout
+    while importing) is passed over."""
+    import json
+
+    for line in lines:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            msg = None
+        if isinstance(msg, dict):
+            yield msg

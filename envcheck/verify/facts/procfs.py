@@ -104,16 +104,21 @@ def parse_information(pci: str, text: str) -> ProcGpu:
 
 def device_nodes(dev_root: str = "/dev") -> tuple[str, ...]:
     """The /dev/nvidiaN character devices, by N."""
-    try:
-        names = os.listdir(dev_root)
-    except OSError:
-        return ()
     found = []
-    for name in names:
+    for name in names_in(dev_root):
         m = _DEVICE_NODE.match(name)
         if m and _is_char_device(os.path.join(dev_root, name)):
             found.append((int(m.group(1)), os.path.join(dev_root, name)))
     return tuple(path for _, path in sorted(found))
+
+
+def names_in(directory: str | os.PathLike) -> list[str]:
+    """The names of ``directory``'s entries; none when it cannot be listed (gone, not a
+    directory, not ours to read)."""
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []
 
 
 def _is_char_device(path: str) -> bool:

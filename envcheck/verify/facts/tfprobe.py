@@ -13,11 +13,9 @@ where TensorFlow is installed, bounded by the probe timeout.
 
 from __future__ import annotations
 
-import sys
-
 from .model import TensorFlowFacts, tensorflow_from_dict
-from .orphans import dies_with_parent
-from .probes import child_answer
+from .orphans import start_probe
+from .probes import child_answer, json_objects
 
 TYPE_CHECKING = False  # annotations only: subprocess is imported where a child starts
 if TYPE_CHECKING:
@@ -76,17 +74,9 @@ except BaseException as e:
 
 
 def start_tensorflow_probe(python: str = "") -> subprocess.Popen | None:
-    """The child, started (None when it cannot start: the finish says so)."""
-    import subprocess
-
-    try:
-        return subprocess.Popen(
-            [python or sys.executable, "-c", dies_with_parent(_CHILD), str(CPU_REPLICAS)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE,
-            text=True, start_new_session=True,  # a Ctrl-C at the terminal reaches the caller
-        )
-    except OSError:
-        return None
+    """The child, started (None when it cannot start: the finish says so); it is told on
+    stdin how many GPUs this process should see."""
+    return start_probe(python, _CHILD, (str(CPU_REPLICAS),), told=True)
 
 
 def finish_tensorflow_probe(
@@ -104,16 +94,9 @@ def finish_tensorflow_probe(
 def parse_tensorflow_lines(stdout: str, why: str = "") -> TensorFlowFacts:
     """TensorFlowFacts from the child's JSON lines; ``why`` names how a child that stopped
     before the strategy's answer ended."""
-    import json
-
     found: dict = {}
-    for text in stdout.splitlines():
-        try:
-            msg = json.loads(text)
-        except ValueError:
-            continue  # TensorFlow printed while importing
-        if isinstance(msg, dict):
-            found.update(msg)
+    for msg in json_objects(stdout.splitlines()):
+        found.update(msg)
     if "strategy_error" in found:
         found["error"] = "MirroredStrategy failed: " + str(found.pop("strategy_error"))
     elif "version" in found and "replicas" not in found and not found.get("error"):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import subprocess
 import sys
 import threading
@@ -32,6 +31,7 @@ from envcheck.verify.facts import (
     collect_gpu_health,
 )
 from envcheck.verify.facts.orphans import dies_with_parent
+from envcheck.verify.facts.probes import json_objects
 from envcheck.verify.node.checks.gpu.held import held_result, memory_held
 from envcheck.verify.node.checks.gpu.nvml_gap import gap_results, no_nvml_fix
 from envcheck.verify.node.gemm import GEMM_CHILD, gemm_runs
@@ -245,16 +245,11 @@ def device_phases(lines: list[str]) -> dict[int, str]:
     """CUDA device -> the phase its thread in the child last announced ("load", "gemm",
     "end"); devices not yet announced are absent."""
     phases: dict[int, str] = {}
-    for line in lines:
-        if '"phase"' not in line:
-            continue
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(msg, dict) and isinstance(msg.get("device"), int):
+    for msg in json_objects(line for line in lines if '"phase"' in line):
+        if isinstance(msg.get("device"), int):
             phases[msg["device"]] = str(msg.get("phase"))
     return phases
+
 
 
 def reads_due(
@@ -275,12 +270,8 @@ def held_unloaded(stdout: str, order: list[int | None], facts: NodeFacts) -> set
     """NVML indices whose load ran out of memory where other processes held the GPU's memory
     before it (checks/gpu/held.py): no read of theirs is one under load."""
     held = set()
-    for line in stdout.splitlines():
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        d = msg.get("device") if isinstance(msg, dict) and msg.get("oom") else None
+    for msg in json_objects(stdout.splitlines()):
+        d = msg.get("device") if msg.get("oom") else None
         index = order[d] if isinstance(d, int) and 0 <= d < len(order) else None
         if index is not None and memory_held(facts, index):
             held.add(index)
@@ -317,11 +308,7 @@ def judge_load(
     measurements: list[Measurement] = []
     devices = -1
     seen = set()
-    for line in stdout.splitlines():
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
+    for msg in json_objects(stdout.splitlines()):
         if "devices" in msg:
             devices = int(msg["devices"])
             continue
