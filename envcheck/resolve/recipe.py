@@ -174,6 +174,8 @@ def _compose(text: str, path: Path) -> yaml.Node:
     except yaml.YAMLError as e:  # a ReaderError (a control character) spans two lines
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BadInput(f"{path}: malformed YAML: {first}") from None
+    except RecursionError:  # yaml's composer recurses once per level of nesting
+        raise BadInput(f"{path}: nesting too deep (a recipe is a few levels deep)") from None
     if root is None:
         raise BadInput(f"{path}: the recipe is empty")
     return root

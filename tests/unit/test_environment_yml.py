@@ -173,3 +173,16 @@ def test_the_api_imports_as_the_command_does(tmp_path: Path) -> None:
     assert out.read_text() == report.output
     with pytest.raises(BadInput, match="git URL"):
         envcheck.recipe_import(GIT)
+
+
+@pytest.mark.parametrize("verb", [["recipe", "import"], ["build"]])
+def test_an_environment_nested_past_any_real_one_is_one_line(tmp_path: Path, capsys,
+                                                             verb: list[str]) -> None:
+    """yaml's composer recurses once per level: the one place that composes says so."""
+    deep = tmp_path / "environment.yml"
+    deep.write_text("name: deep\ndependencies:\n  - pip: " + "[" * 3000 + "]" * 3000 + "\n")
+    rc = main([*verb, str(deep), *(["--out", str(tmp_path / "locks")] if verb == ["build"]
+                                    else [])])
+    assert rc == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "nesting too deep" in err
