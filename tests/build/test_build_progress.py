@@ -6,55 +6,18 @@ with carriage returns and erased at the end; with stderr a pipe, under ``--json 
 from __future__ import annotations
 
 import json
-import os
-import pty
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from tests.support.channel import pkg, write_channel
 from tests.support.channel import write_recipe as recipe
-from tests.support.deadlines import HANG
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.terminal import run_envcheck
 
 
 def run(args: list[object], *, tty: bool, env: dict[str, str] | None = None
         ) -> tuple[int, bytes, bytes]:
-    """`python -m envcheck ARGS` with stdout a pipe and stderr a pseudo-terminal (``tty``) or
-    a pipe: (exit code, stdout, stderr)."""
-    full = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="120", **(env or {}))
-    for name in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "HOROVOD_RANK",
-                 "SLURM_PROCID"):
-        full.pop(name, None) if name not in (env or {}) else None
-    argv = [sys.executable, "-m", "envcheck", *map(str, args)]
-    if not tty:
-        done = subprocess.run(argv, capture_output=True, env=full, timeout=HANG * 5)
-        return done.returncode, done.stdout, done.stderr
-    master, slave = pty.openpty()
-    got: list[bytes] = []
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: every end of the terminal's other side is closed
-                return
-            if not chunk:
-                return
-            got.append(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave, env=full)
-    os.close(slave)
-    out, _ = proc.communicate(timeout=HANG * 5)
-    reader.join(HANG)
-    os.close(master)
-    return proc.returncode, out, b"".join(got)
+    return run_envcheck(args, tty=tty, env=env)
 
 
 @pytest.fixture
