@@ -348,7 +348,7 @@ def _main(argv: list[str]) -> int:
             _report_stopped(named, _title_of(argv, e.prog), f"error: {e.message}",
                             ExitCode.BAD_INPUT)
         raise
-    from envcheck import destinations
+    from envcheck import destinations, progress
     from envcheck.run_info import RunInfo
 
     args._run = RunInfo.now(["envcheck", *argv])
@@ -360,6 +360,7 @@ def _main(argv: list[str]) -> int:
         return int(e.exit_code)
     to_stdout = any(destinations.is_stdout(getattr(args, f, None)) for f in REPORT_FLAGS)
     _verb_ran.append(True)
+    progress.allow(not args.quiet and not to_stdout)  # and only where stderr is a terminal
     try:
         with destinations.claim_stdout(to_stdout):  # the report alone on stdout, the rest on 2
             outcome = _call(args)
@@ -376,6 +377,8 @@ def _main(argv: list[str]) -> int:
         written = " (the locks were written)" if interrupts.committed() else ""
         say(f"the report cannot be written: {e}{written}")
         return int(ExitCode.ERROR)
+    finally:
+        progress.allow(False)  # a later main() in this process (a test, the API) decides anew
 
 
 def _call(args: argparse.Namespace) -> Report | int:

@@ -55,17 +55,19 @@ class Option:
     its ``flag`` (``--`` and the field's name with dashes when not given; ``positional=True``
     for an argument), argparse's ``type``/``metavar``/``choices``/``action``/``nargs``/
     ``help``, the argument ``group``'s title, the ``exclusive`` group it shares with the
-    options of the same key (argparse refuses two of them on one line), and
-    ``check(value, said) -> value``, which validates and normalises the value the field holds,
-    whichever way it came (``said``: how a message names the option)."""
+    options of the same key (argparse refuses two of them on one line), ``complete``, the
+    values shell completion offers where argparse's ``choices`` list none (``--smoke a,b``),
+    and ``check(value, said) -> value``, which validates and normalises the value the field
+    holds, whichever way it came (``said``: how a message names the option)."""
 
     __slots__ = ("default", "flag", "positional", "group", "exclusive", "check", "argparse",
-                 "name")
+                 "name", "complete")
 
     def __init__(
         self, default: Any = None, *, flag: str | None = None, positional: bool = False,
         group: str | None = None, exclusive: str | None = None,
-        check: Callable[[Any, str], Any] | None = None, **argparse: Any,
+        check: Callable[[Any, str], Any] | None = None, complete: tuple[str, ...] = (),
+        **argparse: Any,
     ) -> None:
         unknown = set(argparse) - set(_ARGPARSE)
         if unknown:
@@ -73,6 +75,7 @@ class Option:
         self.default, self.flag, self.positional = default, flag, positional
         self.group, self.exclusive, self.check, self.argparse = group, exclusive, check, argparse
         self.name = ""
+        self.complete = complete
 
     @property
     def said(self) -> str:
@@ -145,7 +148,9 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
                 exclusive[option.exclusive] = where.add_mutually_exclusive_group()
             where = exclusive[option.exclusive]
         args, kwargs = option.arguments()
-        where.add_argument(*args, **kwargs)
+        action = where.add_argument(*args, **kwargs)
+        if option.complete:  # what shell completion offers (envcheck.completion)
+            action.complete = option.complete  # type: ignore[attr-defined]
 
 
 def from_args(cls: type, args: argparse.Namespace, **given: Any) -> Any:

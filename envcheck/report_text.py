@@ -1,7 +1,7 @@
 """A Report for people at a terminal: the verdict first, then what is wrong with its fix.
 
 Order: one summary line; every error, failure and warning with its node, message and fix;
-the extra tables (version skew); passes as one line per group; skips as one line per reason;
+the extra tables (version skew); passes as one line per group; skips as one line per cause;
 measurements only when asked for (``--bench``, ``--verbose``). Text wraps at spaces only, so
 a check id, an address or a command is never cut in two (a word wider than the terminal
 runs past its edge whole). Duck-typed on report.Report, like report_html.
@@ -9,6 +9,7 @@ runs past its edge whole). Duck-typed on report.Report, like report_html.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import textwrap
@@ -77,6 +78,21 @@ def skip_lines(skips: list[Any], limit: int = 6) -> list[str]:
         listed = ", ".join(unique[:limit]) + (", ..." if len(unique) > limit else "")
         lines.append(f"  {len(names)} skipped: {reason} ({listed})")
     return lines
+
+
+def by_cause(skips: list[Any]) -> list[Any]:
+    """Skips grouped by cause: a skip's message names its cause first, then ``: `` and the
+    detail ("not installed: TensorFlow"). Where messages that differ share a cause, each of
+    them is that cause alone, so that ``skip_lines`` says it once for all; a message no other
+    shares its cause with stays whole."""
+    said: dict[str, set[str]] = {}
+    for r in skips:
+        said.setdefault(r.message.split(": ", 1)[0], set()).add(r.message)
+    out = []
+    for r in skips:
+        cause = r.message.split(": ", 1)[0]
+        out.append(r if len(said[cause]) == 1 else dataclasses.replace(r, message=cause))
+    return out
 
 
 FEW_PASSES = 3  # at most this many passes print a line each, with their messages
@@ -177,7 +193,7 @@ def render(report: Any, console: Any = None, verbose: bool = False,
         if len(passes) > FEW_PASSES:
             for line in pass_lines(passes, width):
                 say(line, _STYLE["pass"])
-        for line in skip_lines(skips):
+        for line in skip_lines(by_cause(skips)):
             for part in wrap(line.strip(), width, "  ", "    "):
                 say(part, _STYLE["skip"])
     if report.measurements and (verbose or measurements):

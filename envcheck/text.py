@@ -104,4 +104,7 @@ def say(message: str, prefix: str = "envcheck: ") -> None:
     wrong (error lines, lint notes, install's steps)."""
     import sys
 
+    from envcheck.progress import clear_for_output
+
+    clear_for_output()  # a progress line on the terminal makes room
     print(prefix + for_terminal(message), file=sys.stderr, flush=True)

@@ -3,7 +3,9 @@ current content, without solving."""
 
 from __future__ import annotations
 
+import functools
 import socket
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlparse
@@ -16,8 +18,10 @@ from envcheck.resolve.recipe import Recipe
 from envcheck.resolve.solve import is_local, resolve_channel
 
 
+@functools.lru_cache(maxsize=None)
 def _reachable(url: str, timeout: float = 3.0) -> bool:
-    """Whether a TCP connection to the channel's host opens (no data is fetched)."""
+    """Whether a TCP connection to the channel's host opens (no data is fetched); asked once
+    per run and channel, however many recipes name it."""
     parsed = urlparse(url)
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     try:
@@ -55,8 +59,7 @@ def check_one(recipe: Recipe, out: Path) -> Result:
     if problem is None:
         return Result(check, Status.PASS, f"{paths['lock']} is up to date", group="build")
     fix = f"envcheck build {recipe.path} --out {out}"
-    remote = [resolve_channel(c) for c in recipe.channels if not is_local(resolve_channel(c))]
-    unreachable = [u for u in remote if not _reachable(u)]
+    unreachable = _unreachable(recipe)
     if unreachable:
         fix = (
             f"this machine cannot reach {', '.join(unreachable)}: build the lock on a machine "
@@ -65,14 +68,36 @@ def check_one(recipe: Recipe, out: Path) -> Result:
     return Result(check, Status.FAIL, problem, fix=fix, group="build")
 
 
+def _unreachable(recipe: Recipe) -> list[str]:
+    remote = [resolve_channel(c) for c in recipe.channels if not is_local(resolve_channel(c))]
+    return [u for u in remote if not _reachable(u)]
+
+
 def check_all(recipes: Sequence[Recipe], out: Path) -> Report:
     """``build --check``: the report when every lock is current, else StaleLock naming each."""
     results = tuple(check_one(r, out) for r in recipes)
     report = Report("envcheck build --check", results=results, environment={"out": str(out)})
     if report.status is Status.PASS:
         return report
-    bad = [r for r in results if r.status is not Status.PASS]
-    raise StaleLock(
-        f"{len(bad)} of {len(results)} locks need a rebuild: "
-        + "; ".join(f"{r.message} (fix: {r.fix})" for r in bad)
-    )
+    bad = [(recipe, r) for recipe, r in zip(recipes, results) if r.status is not Status.PASS]
+    raise StaleLock(stale_message(bad, len(results), out))
+
+
+def stale_message(bad: Sequence[tuple[Recipe, Result]], total: int, out: Path,
+                  width: int = 100) -> str:
+    """What ``build --check`` says of the locks that need a rebuild: one lock on one line;
+    several each on its own line, then one fix for all (one build command, the channels this
+    machine cannot reach named once), every line wrapped at ``width``."""
+    if len(bad) == 1:
+        result = bad[0][1]
+        return f"1 of {total} locks need a rebuild: {result.message} (fix: {result.fix})"
+    command = f"envcheck build {' '.join(str(recipe.path) for recipe, _ in bad)} --out {out}"
+    far = list(dict.fromkeys(u for recipe, _ in bad for u in _unreachable(recipe)))
+    fix = (f"fix: this machine cannot reach {', '.join(far)}; on a machine that reaches them: "
+           f"{command}, then commit {out}/ (see envcheck docs build)" if far
+           else f"fix: {command}")
+    lines = [f"{len(bad)} of {total} locks need a rebuild:",
+             *(f"  {result.message}" for _, result in bad), f"  {fix}"]
+    return "\n".join(wrapped for line in lines for wrapped in textwrap.wrap(
+        line, width, subsequent_indent="      ", break_long_words=False,
+        break_on_hyphens=False))

@@ -72,6 +72,32 @@ def test_check_exits_stale_until_the_lock_matches_the_recipe(
     assert build(r, "--out", out, "--check") == ExitCode.STALE
 
 
+def test_check_of_many_locks_says_one_per_line_and_no_line_is_long(tmp_path: Path,
+                                                                   capsys) -> None:
+    """Ten stale recipes on channels this machine cannot reach: each lock on its line, the fix
+    once (the unreachable channels named once), no line wider than 100 columns and the
+    prefix, where it was one line of thousands of characters."""
+    recipes = []
+    for i in range(10):
+        r = tmp_path / f"remote{i}.yaml"
+        r.write_text(f"name: remote{i}\nplatforms: [linux-64]\ndependencies: [python]\n"
+                     "channels: ['https://conda.example.invalid/conda-forge', "
+                     "'https://conda.example.invalid/rapidsai']\n")
+        recipes.append(r)
+    assert build(*recipes, "--out", tmp_path / "locks", "--check") == ExitCode.STALE
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "envcheck: 10 of 10 locks need a rebuild:"
+    text = " ".join(ln.strip() for ln in lines)
+    for i in range(10):  # each on a line of its own (a long path may wrap before "is missing")
+        lock = f"  {tmp_path}/locks/remote{i}.conda-lock.yml"
+        assert sum(ln.startswith(lock) for ln in lines) == 1
+        assert text.count(f"remote{i}.conda-lock.yml is missing") == 1
+    # every line at most 100 columns (and the prefix), unless one word (a path) is wider
+    assert all(len(ln) <= 100 + len("envcheck: ") or " " not in ln.strip() for ln in lines)
+    assert text.count("https://conda.example.invalid/conda-forge") == 1
+    assert f"envcheck build {' '.join(map(str, recipes))} --out {tmp_path / 'locks'}" in text
+
+
 def test_unreachable_channels_say_where_to_build(tmp_path: Path, capsys) -> None:
     r = tmp_path / "remote.yaml"
     # .invalid never resolves (RFC 2606): offline-safe and fast, like a channel behind no network

@@ -1,7 +1,7 @@
-"""The conda package of envcheck itself: conda/recipe.yaml built with py-rattler-build against
-a local channel (CPython 3.9 from this machine's pyenv, pip and setuptools from their PyPI
-wheels: conda-forge is never asked), indexed with py-rattler, locked and installed by
-`envcheck install`; the installed `envcheck` runs."""
+"""The conda package of envcheck itself: conda/recipe.yaml built from this checkout's sdist
+with py-rattler-build against a local channel (CPython 3.9 from this machine's pyenv, pip and
+setuptools from their PyPI wheels: conda-forge is never asked), indexed with py-rattler, locked
+and installed by `envcheck install`; the installed `envcheck` runs."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,17 @@ def _local_channel(root: Path, wheels: Path) -> Path:
     return root
 
 
+def _sdist(out: Path) -> Path:
+    """The sdist of this checkout, as `python -m build --sdist` makes it (setuptools' backend,
+    MANIFEST.in)."""
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-c", "import sys; from setuptools import build_meta; "
+                    "build_meta.build_sdist(sys.argv[1])", str(out)], cwd=ROOT, check=True,
+                   capture_output=True, timeout=300)
+    (sdist,) = out.glob("cluster_envcheck-*.tar.gz")
+    return sdist
+
+
 def _build(channel: Path, out: Path) -> Path:
     """conda/recipe.yaml built against ``channel`` alone; the package file."""
     recipe = rattler_build.Stage0Recipe.from_file(RECIPE)
@@ -64,8 +76,24 @@ def test_the_recipe_version_is_the_package_version() -> None:
     assert found is not None and found.group(1) == __version__
 
 
-def test_envcheck_conda_package_builds_and_installs_from_a_local_channel(tmp_path: Path) -> None:
+def test_the_recipe_says_what_a_feedstock_needs() -> None:
+    """python_min declared (pyproject's requires-python), `pip check` run, no link to a PyPI
+    page that does not exist yet, the extras named with their conda-forge packages."""
+    text = RECIPE.read_text()
+    assert 'python_min: "3.8"' in text and "python >=${{ python_min }}" in text
+    assert "pip_check: true" in text and "pip_check: false" not in text
+    assert "pypi.org/project" not in text
+    for extra in ("build, install:", "gpu:", "slurm:"):
+        assert f"#   {extra}" in text
+    assert "py-rattler 0.28.*" in text and "dask-jobqueue" in text
+
+
+def test_envcheck_conda_package_builds_from_the_sdist_and_installs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     channel = _local_channel(tmp_path / "channel", tmp_path / "wheels")
+    monkeypatch.setenv("ENVCHECK_SDIST", str(_sdist(tmp_path / "dist")))
+    monkeypatch.chdir(tmp_path)  # not the checkout: the sdist alone is the source
     built = _build(channel, tmp_path / "out")
     assert built.name.startswith(f"{DISTRIBUTION}-0.1.0-")
     shutil.copy2(built, channel / "noarch" / built.name)

@@ -73,4 +73,4 @@ def test_skip_tensorflow_skips_the_probe_and_the_main_env_has_none(tmp_path):
     subprocess.run([sys.executable, "-m", "envcheck", "verify", "node", "--json", str(out),
                     "--quiet", "--no-plugins"], capture_output=True, text=True, timeout=300)
     (tf,) = _tf(validated(out))
-    assert (tf["status"], tf["message"]) == ("skip", "TensorFlow is not installed here")
+    assert (tf["status"], tf["message"]) == ("skip", "not installed: TensorFlow")

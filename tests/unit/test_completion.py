@@ -52,6 +52,30 @@ def test_bash_completes_verbs_subverbs_and_flags(bash_script):
     assert "--markdown" in _complete(bash_script, "diff", "--quiet", "--m")
 
 
+def test_a_flags_values_are_offered_where_its_value_goes(bash_script):
+    assert _complete(bash_script, "verify", "node", "--level", "") == ["1", "2", "3"]
+    assert _complete(bash_script, "verify", "node", "--level", "2") == ["2"]
+    smoke = _complete(bash_script, "verify", "cluster", "--smoke", "")
+    assert {"all", "none", "submit", "torch-ddp", "xgboost"} <= set(smoke)
+    assert not [w for w in smoke if w.startswith("-")]
+    assert "el7" in _complete(bash_script, "recipe", "new", "--os", "")
+    assert _complete(bash_script, "image", "x.yml", "--os", "") == ["rhel7", "centos7"]
+    # a value with no list (a file, a number): nothing offered, so bash completes file names
+    for flag in ("--json", "--load-seconds"):  # printf prints one empty line for no words
+        assert _complete(bash_script, "verify", "node", flag, "") in ([], [""])
+    # after the value, flags again
+    assert "--lock" in _complete(bash_script, "verify", "node", "--level", "2", "--lo")
+
+
+def test_every_smoke_name_offered_is_one_smoke_takes():
+    from envcheck.verify.cluster.options import SMOKE_WORDS, smoke_selection
+    from envcheck.verify.smoke.suite import SMOKE_TESTS
+
+    assert set(SMOKE_WORDS) == {"all", "none", *SMOKE_TESTS}
+    for word in SMOKE_WORDS:
+        smoke_selection(word)  # BadInput for a name --smoke does not take
+
+
 def test_every_verb_is_offered(bash_script):
     offered = set(_complete(bash_script, ""))
     assert {path[0] for path in COMMANDS} <= offered and "--version" in offered

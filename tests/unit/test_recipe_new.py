@@ -126,6 +126,20 @@ def test_recipe_new_writes_the_file_it_is_given(tmp_path, capsys):
     assert capsys.readouterr().out.split("\n", 1)[1] == out.read_text()
 
 
+@pytest.mark.parametrize("release", ["22.08", "24.04", "26.10"])
+def test_a_users_recipe_names_no_path_of_envchecks_own_checkout(release, capsys):
+    """What a user gets cites upstream sources (integration/..., pypi/...) and envcheck's
+    docs, never this project's test files or source tree, which an installed user lacks."""
+    cuda = "12.8" if release == "26.10" else "11.5"
+    os_ = "el8" if release == "26.10" else "el7"
+    assert main(["recipe", "new", "--rapids", release, "--cuda", cuda, "--os", os_]) == 0
+    text = capsys.readouterr().out
+    for project_path in ("tests/", "test_", "envcheck/", "SOURCES.tsv", "scripts/"):
+        assert project_path not in text, project_path
+    assert "integration/" in text or "pypi/" in text  # the citations stay
+    assert "`envcheck docs recipes`" in text
+
+
 def test_with_naming_a_package_the_recipe_holds_lists_it_once(tmp_path, capsys):
     """The seed guide's final command pins dask-cuda and dask-cudf builds next to the RAPIDS
     libraries, and asks for ucx-py next to ucx: each package once, so that build reads it."""

@@ -75,7 +75,7 @@ def test_on_a_cpu_machine_the_logical_devices_are_the_replicas_and_absence_skips
     assert few.status is Status.FAIL
     assert "MirroredStrategy has 1 replica(s) where 2 logical CPU device(s)" in few.message
     (skip,) = check_tensorflow(no_driver_node(), expect())
-    assert skip.status is Status.SKIP and skip.message == "TensorFlow is not installed here"
+    assert skip.status is Status.SKIP and skip.message == "not installed: TensorFlow"
 
 
 def test_without_nvml_the_kernel_drivers_gpus_and_version_are_what_tensorflow_must_meet():

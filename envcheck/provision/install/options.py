@@ -50,7 +50,7 @@ class InstallOptions:
         False, action="store_true", check=values.flag,
         help="as root, install even where another user can write the prefix's parent (no "
         "sticky bit): that user could swap what is built there for a link")
-    progress: bool = False  # progress bars on stderr (the command line's, when stderr is a tty)
+    progress: bool = False  # a progress line on stderr (the CLI: envcheck.progress.shown())
 
     def __post_init__(self) -> None:
         values.flag(self.progress, "progress")

@@ -16,7 +16,7 @@ in order; options.py holds what it is asked, command.py the flags.
    renamed into place, the old env removed.
 Each stage takes the previous one's output, so that a prefix is either the old env or the
 complete new one, never a mix: any failure or signal before stage 6 removes the staging tree,
-and the prefix is as it was. The progress bars (``Bars``) show stages 3 and 5 on stderr.
+and the prefix is as it was. The progress line (``Bars``) shows stages 3 and 5 on a terminal.
 """
 
 from __future__ import annotations
@@ -203,17 +203,19 @@ def install(
     )
 
 
-# --- the progress bars: fetch, then link, on stderr (rich) -----------------------------------
+# --- progress: fetch, then link, on one line of stderr (envcheck.progress) -----------------
 
 
 class LinkReporter:
-    """py-rattler's installer callbacks -> one rich progress task (packages linked)."""
+    """py-rattler's installer callbacks -> the link count on the progress line."""
 
-    def __init__(self, progress, task) -> None:  # noqa: ANN001
-        self.progress, self.task = progress, task
+    def __init__(self, bars: Bars) -> None:
+        self.bars = bars
 
     def on_link_complete(self, index: int) -> None:
-        self.progress.advance(self.task)
+        self.bars.linked += 1
+        self.bars.line.tick(f"link {self.bars.linked}/{self.bars.links} packages "
+                           f"{_elapsed(self.bars.start)}")
 
     def __getattr__(self, name: str):  # noqa: ANN204 - every other callback: no-op
         if name.startswith("on_"):
@@ -222,67 +224,49 @@ class LinkReporter:
 
 
 class Bars:
-    """The fetch bar, then the link bar, on stderr; every method a no-op when hidden.
+    """Stages 3 and 5 on the progress line: `fetch + check 42/161 files 14.2 MB 3 s`, then
+    `link 12/140 packages 5 s`; nothing at all when hidden (a pipe, --quiet, --json -).
 
-    The fetch bar's total is the lock's file count (a conda-lock file states no sizes): it
-    reads `fetch + check ━━━━ 42/161 files 14.2 MB`, the bytes so far beside it."""
+    The fetch count's total is the lock's file count (a conda-lock file states no sizes), the
+    bytes so far beside it."""
 
     def __init__(self, files: int, links: int, show: bool) -> None:
-        self.fetch: Any = None
-        self.link: Any = None
-        self.reporter: Any = None
-        self.bytes = 0
-        if not show:
-            return
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+        from envcheck.progress import Line
 
-        console = Console(stderr=True)
-        self.fetch = Progress(
-            TextColumn("fetch + check"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
-            TextColumn("{task.fields[mb]}"), TimeElapsedColumn(), console=console,
-            transient=True,
-        )
-        self.fetch_task = self.fetch.add_task("fetch", total=files, mb=_mb(0))
-        self.link = Progress(
-            TextColumn("link"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console, transient=True,
-        )
-        self.reporter = LinkReporter(self.link, self.link.add_task("link", total=links))
+        self.show, self.line = show, Line(show=False)  # drawn from ``shown`` on
+        self.files, self.links = files, links
+        self.bytes = self.checked = self.linked = 0
+        self.start = time.monotonic()
+        self.reporter: Any = LinkReporter(self) if show else None
+
+    def _fetch_line(self) -> None:
+        self.line.tick(f"fetch + check {self.checked}/{self.files} files {_mb(self.bytes)} "
+                      f"{_elapsed(self.start)}")
 
     def on_fetch(self, n: int) -> None:
         """Bytes fetched (negative: a retry starts the file again)."""
         self.bytes += n
-        if self.fetch is not None:
-            self.fetch.update(self.fetch_task, mb=_mb(self.bytes))
+        self._fetch_line()
 
     def on_checked(self) -> None:
         """One more file whose hash matched."""
-        if self.fetch is not None:
-            self.fetch.advance(self.fetch_task)
+        self.checked += 1
+        self._fetch_line()
 
     def before_link(self) -> None:
-        if self.fetch is not None:
-            self.fetch.stop()
-            self.link.start()
+        self.line.say(f"link 0/{self.links} packages {_elapsed(self.start)}")
 
     @contextmanager
     def shown(self) -> Iterator[None]:
-        if self.fetch is not None:
-            self.fetch.start()
-        try:
+        from envcheck.progress import step
+
+        with step(f"fetch + check 0/{self.files} files", show=self.show) as self.line:
             yield
-        finally:
-            for bar in (self.fetch, self.link):
-                if bar is not None:
-                    bar.stop()
 
 
 def _mb(n: int) -> str:
     return f"{max(n, 0) / 1e6:.1f} MB"
+
+
+def _elapsed(start: float) -> str:
+    return f"{time.monotonic() - start:.0f} s"

@@ -10,6 +10,7 @@ from typing import Any
 
 from envcheck.atomic import check_writable, write_files_atomically
 from envcheck.destinations import check_destination
+from envcheck import progress
 from envcheck.errors import BadInput, EnvcheckError, Unsolvable
 from envcheck.inputs import MAX_LOCK_BYTES, read_bytes
 from envcheck.lockfile.condalock import preload_conda_lock, read_lockfile_model
@@ -78,6 +79,33 @@ def _previous(path: Path) -> Lock | None:
         return None  # a damaged or foreign file is replaced, not merged
 
 
+def _solve_platforms(
+    recipe: Recipe, channels: list[str], platforms: Sequence[str], vps: dict[str, Any],
+    fetch_timeout: float,
+) -> tuple[dict[str, list[SolvedPackage]], dict[str, list[PipPackage]], dict[str, list[str]]]:
+    """Each platform's conda solve, then its pip resolution on PyPI (what was held back
+    beside it), the progress line saying which."""
+    from envcheck.resolve.heldback import resolve_pip_noting_held_back
+
+    solved: dict[str, list[SolvedPackage]] = {}
+    pip: dict[str, list[PipPackage]] = {}
+    held: dict[str, list[str]] = {}
+    with progress.step(f"solving {recipe.name}") as line:
+        for i, platform in enumerate(platforms, 1):
+            where = f"{recipe.name} for {platform}" + (
+                f" ({i}/{len(platforms)} platforms)" if len(platforms) > 1 else "")
+            line.say(f"solving {where}: {len(recipe.dependencies)} conda specs, rattler, "
+                     f"{len(channels)} channel{'s' * (len(channels) != 1)}")
+            solving = Solving(recipe, channels, platform, vps[platform], fetch_timeout)
+            solved[platform] = solve_platform(solving)
+            if recipe.pip:
+                line.say(f"resolving {where}: {len(recipe.pip)} pip requirements on PyPI, uv")
+            pip[platform], held[platform] = resolve_pip_noting_held_back(
+                recipe, solved[platform], platform)
+            check_glibc(solving, solved[platform], pip[platform])
+    return solved, pip, held
+
+
 def build_one(
     recipe: Recipe,
     out: Path,
@@ -90,8 +118,6 @@ def build_one(
     Nothing is written here: ``run`` writes every recipe's files in one swap, so an interrupt
     or a failure leaves every previous lock as it was.
     """
-    from envcheck.resolve.heldback import resolve_pip_noting_held_back
-
     channels = list(data or recipe.channels)
     platforms = _platforms(recipe, only)
     paths = lock_paths(out, recipe.name, recipe.platforms)
@@ -104,16 +130,8 @@ def build_one(
                 "build without --platform"
             )
         carried = [p for p in read_lockfile_model(paths["lock"]).package if p.platform != only]
-    solved: dict[str, list[SolvedPackage]] = {}
-    pip: dict[str, list[PipPackage]] = {}
-    held: dict[str, list[str]] = {}
     vps = {p: virtual_packages(recipe.system, p) for p in recipe.platforms}
-    for platform in platforms:
-        solving = Solving(recipe, channels, platform, vps[platform], fetch_timeout)
-        solved[platform] = solve_platform(solving)
-        pip[platform], held[platform] = resolve_pip_noting_held_back(
-            recipe, solved[platform], platform)
-        check_glibc(solving, solved[platform], pip[platform])
+    solved, pip, held = _solve_platforms(recipe, channels, platforms, vps, fetch_timeout)
     extra = {}
     if recipe.pip:
         extra["pip_index"] = "https://pypi.org/simple (resolved with uv)" + "".join(

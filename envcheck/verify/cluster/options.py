@@ -13,6 +13,7 @@ from envcheck.errors import BadInput
 from envcheck.flags import seconds
 from envcheck.option import Option, declared
 from envcheck.text import shown
+from envcheck.verify.catalog import CATALOG
 from envcheck.verify.cluster.connect import DEFAULT_TIMEOUT
 from envcheck.verify.expectations import ExpectOptions
 
@@ -49,6 +50,8 @@ def _gpus_per_worker(value: object, said: str) -> int:
 
 TLS = "TLS (distributed.security.Security)"
 JOBQUEUE = "dask-jobqueue (start the workers as batch jobs)"
+# what shell completion offers after --smoke: every test's name, all, none
+SMOKE_WORDS = ("all", "none", *(c.id.split(".", 1)[1] for c in CATALOG if c.kind == "smoke"))
 PLUGINS_HELP = "skip checks from the envcheck.checks group"
 
 
@@ -83,7 +86,7 @@ class ClusterOptions:
         DEFAULT_TIMEOUT, type=seconds, metavar="SECONDS", check=values.seconds,
         help="limit for connecting and for each process's facts (default %(default)g)")
     smoke: frozenset[str] | None = Option(  # None: every smoke test that applies; empty: none
-        metavar="LIST", check=_smoke,
+        metavar="LIST", check=_smoke, complete=SMOKE_WORDS,
         help="comma-separated smoke tests to run, 'all' (default: those that apply) or 'none'")
     smoke_timeout: float = Option(
         120.0, type=seconds, metavar="SECONDS", check=values.seconds,

@@ -20,8 +20,9 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO
+from typing import IO, Callable
 
+from envcheck import progress
 from envcheck.report import Measurement, Result, Status
 from envcheck.verify.facts import (
     NVML_NO_MODULE,
@@ -194,7 +195,11 @@ def run_load(
     lines: list[str] = []  # the child's stdout, as it comes (a thread appends)
     errs: collections.deque[str] = collections.deque(maxlen=200)  # its stderr's last lines
     pumps = [_pump(proc.stdout, lines), _pump(proc.stderr, errs)]
-    samples, during = _watch(proc, lines, order, indices, seconds)
+    gpus = f"{len(indices)} GPU{'s' * (len(indices) != 1)}"
+    with progress.step(f"level 2 load: {framework} on {gpus}") as line:
+        samples, during = _watch(proc, lines, order, indices, seconds,
+                                 lambda text: line.tick(f"level 2 load: {framework} on {gpus}: "
+                                                        + text))
     if proc.poll() is None:
         proc.kill()
     proc.wait()
@@ -222,15 +227,19 @@ def _pump(stream: IO[str] | None, sink: list[str] | collections.deque[str]) -> t
 
 def _watch(
     proc: subprocess.Popen[str], lines: list[str], order: list[int | None], indices: list[int],
-    seconds: float,
+    seconds: float, show: Callable[[str], None] = lambda text: None,
 ) -> tuple[list[tuple[GpuHealth, ...]], dict[int, list[GpuHealth]]]:
     """NVML reads every 0.25 s until the child ends or its deadline passes: (full health reads,
-    NVML index -> clock reads while its GEMM ran)."""
+    NVML index -> clock reads while its GEMM ran); ``show`` hears how many GPUs are in each
+    phase."""
     samples: list[tuple[GpuHealth, ...]] = []
     during: dict[int, list[GpuHealth]] = {}
     deadline = time.monotonic() + seconds * 3 + 120 + 10 * len(indices)
+    start = time.monotonic()
     while proc.poll() is None and time.monotonic() < deadline:
-        health, clocks = reads_due(device_phases(list(lines)), order, indices)
+        phases = device_phases(list(lines))
+        show(phase_counts(phases, len(indices)) + f", {time.monotonic() - start:.0f} s")
+        health, clocks = reads_due(phases, order, indices)
         if health:  # the copies: the PCIe link as trained under them
             samples.append(collect_gpu_health(health))
         for index in clocks:  # multiplies: their GPUs' clock and temperature only (gemm.py)
@@ -239,6 +248,17 @@ def _watch(
                 during.setdefault(index, []).append(read)
         time.sleep(0.25)
     return samples, during
+
+
+def phase_counts(phases: dict[int, str], gpus: int) -> str:
+    """How many GPUs are starting, copying, multiplying, done: "2 copying, 6 GEMM"."""
+    said = {"load": "copying", "gemm": "GEMM", "end": "done"}
+    counts = collections.Counter(said.get(p, p) for p in phases.values())
+    if gpus > len(phases):
+        counts["starting"] = gpus - len(phases)
+    order = ("starting", "copying", "GEMM", "done")
+    return ", ".join(f"{counts[k]} {k}" for k in sorted(counts, key=lambda k: (
+        order.index(k) if k in order else len(order), k)))
 
 
 def device_phases(lines: list[str]) -> dict[int, str]:

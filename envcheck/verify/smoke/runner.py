@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from envcheck.record import replace
@@ -144,3 +145,32 @@ def held_out(test: SmokeTest, held: Mapping[str, tuple[str, ...]]) -> list[Resul
     return [result(test.id, Status.SKIP, f"not run on this worker: it fails {', '.join(c)}, "
                    "so a task from this client could crash it", a)
             for a, c in sorted(held.items())]
+
+
+class Board:
+    """The smoke tests' progress line (envcheck.progress): how many ended, which run now, on
+    how many workers: `smoke tests on 64 workers: 3/9 done, running ddp, xgboost`."""
+
+    def __init__(self, tests: int, workers: int, line: Any) -> None:
+        self.tests, self.workers, self.line = tests, workers, line
+        self.done = 0
+        self.now: list[str] = []
+        self.lock = threading.Lock()
+
+    def text(self) -> str:
+        s = "s" * (self.workers != 1)
+        running = f", running {', '.join(self.now)}" if self.now else ""
+        return f"smoke tests on {self.workers} worker{s}: {self.done}/{self.tests} done{running}"
+
+    @contextmanager
+    def running(self, test: str) -> Iterator[None]:
+        with self.lock:
+            self.now.append(test)
+            self.line.say(self.text())
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.now.remove(test)
+                self.done += 1
+                self.line.say(self.text())

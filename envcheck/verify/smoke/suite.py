@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from envcheck import progress
 from envcheck.errors import BadInput
 from envcheck.report import Result, Status
 from envcheck.text import first_line
@@ -34,7 +35,7 @@ from envcheck.verify.smoke.run import (
     lost_workers,
     result,
 )
-from envcheck.verify.smoke.runner import asked_for, held_out, run_one, timed_run
+from envcheck.verify.smoke.runner import Board, asked_for, held_out, run_one, timed_run
 
 XGBOOST_ACCURACY_FLOOR = 0.90
 
@@ -441,7 +442,8 @@ def _run_all(runs: list[SmokeTest], client: Any, workers: Mapping[str, NodeFacts
         why = on_client(test, imports.error)
         if why is not None:
             return [asked_for(why, selected)]
-        return timed_run(test, client, dict(mine), timeout, skewed)
+        with board.running(test.id):
+            return timed_run(test, client, dict(mine), timeout, skewed)
 
     def one_by_one() -> dict[str, list[Result]]:
         out: dict[str, list[Result]] = {}
@@ -454,7 +456,9 @@ def _run_all(runs: list[SmokeTest], client: Any, workers: Mapping[str, NodeFacts
         return out
 
     together = [t for t in runs if not t.alone]
-    with ThreadPoolExecutor(len(together) + 1, thread_name_prefix="envcheck-smoke") as pool:
+    board = Board(len(runs), len(workers), progress.Line(show=False))
+    with progress.step(board.text()) as board.line, \
+            ThreadPoolExecutor(len(together) + 1, thread_name_prefix="envcheck-smoke") as pool:
         running = {t.id: pool.submit(checked, t, workers) for t in together}
         lane = pool.submit(one_by_one)
         done = {name: f.result() for name, f in running.items()}

@@ -404,10 +404,10 @@ def _render(opts, release, lines, system, os_words, python, libs) -> str:  # typ
         f"# RAPIDS {rel} for {os_words} (glibc {system['glibc']}), drivers for CUDA {opts.cuda}.",
         *(f"# {n}" for n in lines.notes),
         *opts.command_lines(),
-        "# Regenerate rather than edit (tests/unit/test_recipe_new.py keeps the shipped ones"
-        " in sync).",
-        f"# Every pin cites the RAPIDS release record ({RECORD}) by the file and line",
-        "# it was read from, under tests/data/rapids-record/ (SOURCES.tsv: repository and commit).",
+        "# Regenerate rather than edit: the command above writes it again.",
+        "# Every pin cites the file and line the RAPIDS release record envcheck ships read it",
+        "# from: integration/BRANCH/PATH is rapidsai/integration at that branch, pypi/... the",
+        "# index and wheel METADATA of pypi.org (`envcheck docs recipes` names every source).",
     ]
     desc = opts.description or (
         f"Python {python}, RAPIDS {rel} ({', '.join(libs)}) for {os_words}."

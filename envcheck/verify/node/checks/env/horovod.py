@@ -100,8 +100,8 @@ def check_horovod(facts: NodeFacts, exp: Expectations) -> list[Result]:
     torch / TensorFlow (the versions it was built with), a controller, NCCL on GPU nodes."""
     b = facts.horovod
     if not b.present:
-        return [Result(CHECK, Status.SKIP, "Horovod is not installed here (or facts from an "
-                       "envcheck that did not probe it)")]
+        return [Result(CHECK, Status.SKIP, "not installed: Horovod (or facts from an envcheck "
+                       "that did not probe it)")]
     if b.error:
         return [Result(CHECK, Status.FAIL, f"Horovod's build could not be read: {b.error}",
                        fix=f"run `horovodrun --check-build` to see why; reinstall: {rebuild(b)}")]

@@ -38,7 +38,7 @@ def check_imports(facts: NodeFacts, exp: Expectations) -> list[Result]:
         CHECK,
         exp.import_modules,
         {p.module: p for p in facts.imports},
-        nothing="no module to import (--import, or a --lock)",
+        nothing="nothing asked: no module to import (--import, or a --lock)",
         judge=judge,
         summary=lambda ok: "imported: " + ", ".join(ok),
     )

@@ -29,7 +29,7 @@ def check_libraries(facts: NodeFacts, exp: Expectations) -> list[Result]:
         CHECK,
         exp.libraries,
         {p.name: p for p in facts.libraries},
-        nothing="no library to resolve (--library, or a --lock)",
+        nothing="nothing asked: no library to resolve (--library, or a --lock)",
         judge=judge,
         summary="; ".join,
     )

@@ -23,7 +23,8 @@ def check_packages(facts: NodeFacts, exp: Expectations) -> list[Result]:
     """Every package of the lock (--lock) is installed at the locked version and build."""
     if not exp.lock_packages:
         return [
-            Result(CHECK, Status.SKIP, f"no lock given ({len(facts.packages)} packages installed)")
+            Result(CHECK, Status.SKIP,
+                   f"nothing asked: no lock given ({len(facts.packages)} packages installed)")
         ]
     locked = [p for p in exp.lock_packages if p.platform == facts.platform]
     if not locked:

@@ -20,7 +20,7 @@ def check_tensorflow(facts: NodeFacts, exp: Expectations) -> list[Result]:
     replica is the usual failure)."""
     tf = facts.tensorflow
     if not tf.present:
-        return [Result(CHECK, Status.SKIP, "TensorFlow is not installed here")]
+        return [Result(CHECK, Status.SKIP, "not installed: TensorFlow")]
     if not tf.version:
         return [Result(CHECK, Status.FAIL, tf.error, fix="import tensorflow in this environment "
                        "to see the full error; reinstall it from the lock")]

@@ -21,7 +21,7 @@ from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import CompiledArchs, Gpu, NodeFacts
 
 from .gpus import visible_gpus
-from .nvml_gap import gap_results
+from .nvml_gap import gap_results, no_gpu_skip
 
 CHECK = "compiled-arch"
 
@@ -142,7 +142,8 @@ def check_compiled_arch(facts: NodeFacts, exp: Expectations) -> list[Result]:
     gpus = [g for g in visible_gpus(facts) if g.compute_capability != (0, 0)]
     if not gpus:
         gap = gap_results(facts, CHECK, "compiled architectures")
-        return gap or [Result(CHECK, Status.SKIP, "no visible GPU")]
+        return gap or [no_gpu_skip(facts, CHECK) if not facts.gpus
+                       else Result(CHECK, Status.SKIP, "no visible GPU")]
     if not facts.compiled_archs:
         return [Result(CHECK, Status.SKIP, "no torch, CuPy or xgboost in this environment (or "
                        "facts from an envcheck that did not probe them)")]

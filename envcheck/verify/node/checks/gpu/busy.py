@@ -7,7 +7,7 @@ from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
 
 from .gpus import visible_gpus
-from .nvml_gap import gap_results
+from .nvml_gap import gap_results, no_gpu_skip
 
 # An idle GPU reports a few hundred MiB used at most (driver reservations); more than this
 # with no process listed means processes NVML cannot show us (another container's pid space).
@@ -26,8 +26,8 @@ def check_busy(facts: NodeFacts, exp: Expectations) -> list[Result]:
     GPU process is named: what it is when ours, its command and user when not."""
     gpus = visible_gpus(facts)
     if not gpus:
-        why = facts.nvml_error or "no GPU visible to this process"
-        skip = [Result(CHECK, Status.SKIP, f"no GPU to check ({why})")]
+        skip = [no_gpu_skip(facts, CHECK) if not facts.gpus else Result(
+            CHECK, Status.SKIP, "no GPU visible to this process")]
         return gap_results(facts, CHECK, "other processes on the GPUs") or skip
     ours = dict(exp.known_processes)
     ours.setdefault(facts.pid, "this process")

@@ -6,7 +6,7 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations, version_tuple
 from envcheck.verify.facts import NodeFacts
 
-from .nvml_gap import no_nvml_fix, nvml_gap
+from .nvml_gap import no_gpu_skip, no_nvml_fix, nvml_gap
 
 # Minimum Linux x86_64 driver per CUDA toolkit release (the GA release of each minor version).
 # Source: NVIDIA CUDA Toolkit Release Notes, Table 3 "CUDA Toolkit and Corresponding Driver
@@ -60,13 +60,7 @@ def check_driver(facts: NodeFacts, exp: Expectations) -> list[Result]:
                     fix=no_nvml_fix(facts),
                 )
             ]
-        return [
-            Result(
-                CHECK,
-                Status.SKIP,
-                f"no NVIDIA driver ({facts.nvml_error}): GPU checks skipped",
-            )
-        ]
+        return [no_gpu_skip(facts, CHECK)]
     have = f"driver {facts.driver_version} (supports CUDA {facts.cuda_driver_version or '?'})"
     if not exp.cuda:
         return [Result(CHECK, Status.PASS, f"{have}; no CUDA version required")]

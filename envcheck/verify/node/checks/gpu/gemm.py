@@ -17,6 +17,7 @@ from envcheck.verify.node.datasheet import FAIL_FRACTION, WARN_FRACTION, peak_fo
 
 from .clocks import reason_names
 from .held import held_result
+from .nvml_gap import no_gpu_skip
 
 CHECK = "gemm"
 
@@ -78,6 +79,8 @@ def check_gemm(facts: NodeFacts, exp: Expectations) -> list[Result]:
 
     One that ran out of memory on a GPU another process held is an ERROR (held.py), not the
     GPU's failure."""
+    if not facts.gemm and not facts.gpus:
+        return [no_gpu_skip(facts, CHECK)]
     if not facts.gemm:
         return [Result(CHECK, Status.SKIP, "no matrix multiply ran (verify node --level 2 runs "
                        "them on every visible GPU)")]

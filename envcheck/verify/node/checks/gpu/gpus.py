@@ -8,7 +8,7 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations, version_tuple
 from envcheck.verify.facts import Gpu, NodeFacts, resolve_visible_devices
 
-from .nvml_gap import gap_results, no_nvml_fix, nvml_gap
+from .nvml_gap import gap_results, no_gpu_skip, no_nvml_fix, nvml_gap
 
 # Oldest compute capability each CUDA major release still builds for. CUDA 12.0 dropped
 # Kepler (sm_35/37); CUDA 13.0 dropped Maxwell, Pascal and Volta (sm_50 to sm_70).
@@ -45,7 +45,7 @@ def check_gpus(facts: NodeFacts, exp: Expectations) -> list[Result]:
                     fix=no_nvml_fix(facts),
                 )
             ]
-        return [Result(check, Status.SKIP, f"no GPU to check ({facts.nvml_error})")]
+        return [no_gpu_skip(facts, check)]
     seen = visible_gpus(facts)
     # MIG instances named in CUDA_VISIBLE_DEVICES are devices too, though NVML facts list only
     # their parent GPUs: count them, do not inspect them
@@ -139,7 +139,8 @@ def check_compute_capability(facts: NodeFacts, exp: Expectations) -> list[Result
     seen = visible_gpus(facts)
     if not seen:
         return gap_results(facts, check, "compute capability") or [
-            Result(check, Status.SKIP, "no visible GPU")
+            no_gpu_skip(facts, check) if not facts.gpus
+            else Result(check, Status.SKIP, "no visible GPU")
         ]
     if need is None:
         return [Result(check, Status.SKIP, "no minimum given (--min-compute-capability, --cuda)")]

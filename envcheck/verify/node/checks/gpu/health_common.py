@@ -5,7 +5,7 @@ from __future__ import annotations
 from envcheck.report import Result, Status
 from envcheck.verify.facts import GpuHealth, NodeFacts
 
-from .nvml_gap import gap_results
+from .nvml_gap import gap_results, no_gpu_skip
 
 
 def gpu_health_or_skip(facts: NodeFacts, check: str) -> tuple[list[GpuHealth], list[Result]]:
@@ -15,9 +15,8 @@ def gpu_health_or_skip(facts: NodeFacts, check: str) -> tuple[list[GpuHealth], l
     CUDA_VISIBLE_DEVICES leaves this process); a cluster worker the GPUs it is given.
     """
     if not facts.gpus:
-        why = facts.nvml_error or "NVML lists no GPU"
-        skip = [Result(check, Status.SKIP, f"no GPU to check ({why})")]
-        return [], gap_results(facts, check, f"GPU health ({check})") or skip
+        return [], gap_results(facts, check, f"GPU health ({check})") or [no_gpu_skip(facts,
+                                                                                     check)]
     if not facts.gpu_health:
         if facts.host_health.collected and facts.role == "worker":
             why = "CUDA_VISIBLE_DEVICES leaves this worker no GPU"

@@ -109,3 +109,9 @@ def gap_results(facts: NodeFacts, check: str, subject: str) -> list[Result]:
             fix=gap[1],
         )
     ]
+
+
+def no_gpu_skip(facts: NodeFacts, check: str) -> Result:
+    """A GPU check's skip on a host where NVML lists no GPU: one message, why there is none,
+    for every such check, so that the report says it once for all of them."""
+    return Result(check, Status.SKIP, f"no GPU: {facts.nvml_error or 'NVML lists no GPU'}")

@@ -6,7 +6,7 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts, resolve_visible_devices
 
-from .nvml_gap import gap_results
+from .nvml_gap import gap_results, no_gpu_skip
 
 CHECK = "cuda-visible-devices"
 
@@ -20,7 +20,7 @@ def check_visible(facts: NodeFacts, exp: Expectations) -> list[Result]:
         if gap:
             return gap
         if value is None:
-            return [Result(CHECK, Status.SKIP, "unset, and no GPU to check against")]
+            return [no_gpu_skip(facts, CHECK)]
         return [
             Result(
                 CHECK,

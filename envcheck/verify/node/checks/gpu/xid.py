@@ -8,6 +8,8 @@ from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts, XidEvent
 
+from .nvml_gap import no_gpu_skip
+
 CHECK = "xid"
 
 # code -> (what it means, fail (True) or warn, what to do). From NVIDIA's "Xid Errors"
@@ -52,6 +54,8 @@ def check_xid(facts: NodeFacts, exp: Expectations) -> list[Result]:
     hh = facts.host_health
     if not hh.collected:
         return [Result(CHECK, Status.SKIP, "no host health facts (older collector)")]
+    if hh.kernel_log_error and not hh.xid_events and not facts.gpus:
+        return [no_gpu_skip(facts, CHECK)]
     if hh.kernel_log_error and not hh.xid_events:
         return [Result(CHECK, Status.SKIP, f"kernel log not read: {hh.kernel_log_error}")]
     events = list(hh.xid_events)

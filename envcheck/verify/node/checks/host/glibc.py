@@ -16,7 +16,8 @@ def check_glibc(facts: NodeFacts, exp: Expectations) -> list[Result]:
             Result(
                 CHECK,
                 Status.SKIP,
-                f"glibc {facts.glibc or 'n/a'}; no requirement (--lock, --min-glibc)",
+                f"nothing asked: no glibc requirement (--lock, --min-glibc); glibc "
+                f"{facts.glibc or 'n/a'} here",
             )
         ]
     if not facts.glibc:

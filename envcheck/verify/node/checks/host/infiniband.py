@@ -7,6 +7,7 @@ from collections import Counter
 from envcheck.report import Result, Status
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import NodeFacts
+from envcheck.verify.node.checks.gpu.nvml_gap import no_gpu_skip
 
 
 def check_infiniband(facts: NodeFacts, exp: Expectations) -> list[Result]:
@@ -63,9 +64,10 @@ def check_peermem(facts: NodeFacts, exp: Expectations) -> list[Result]:
     hh = facts.host_health
     if not hh.collected:
         return [Result(check, Status.SKIP, "no host health facts (older collector)")]
-    if not hh.ib_ports or not facts.gpus:
-        return [Result(check, Status.SKIP, "GPUDirect RDMA needs GPUs and an RDMA device: "
-                                           + ("no GPU" if not facts.gpus else "no RDMA device"))]
+    if not facts.gpus:
+        return [no_gpu_skip(facts, check)]
+    if not hh.ib_ports:
+        return [Result(check, Status.SKIP, "GPUDirect RDMA needs an RDMA device: none here")]
     loaded = [m for m in ("nvidia_peermem", "nv_peer_mem") if m in hh.modules]
     if loaded:
         return [Result(check, Status.PASS, f"{loaded[0]} loaded: GPUDirect RDMA available")]

@@ -26,8 +26,8 @@ def check_net_devices(facts: NodeFacts, exp: Expectations) -> list[Result]:
     env = facts.env
     names = [k for k in ("NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "NCCL_IB_HCA") if k in env]
     if not names:
-        return [Result(CHECK, Status.SKIP, "NCCL_SOCKET_IFNAME, UCX_NET_DEVICES, NCCL_IB_HCA "
-                                           "unset: NCCL and UCX pick interfaces themselves")]
+        return [Result(CHECK, Status.SKIP, "nothing asked: NCCL_SOCKET_IFNAME, UCX_NET_DEVICES, "
+                       "NCCL_IB_HCA unset (NCCL and UCX pick interfaces themselves)")]
     if not hh.collected:
         return [Result(CHECK, Status.SKIP, "no host health facts (older collector)")]
     ifaces = {i.name: i for i in hh.net_interfaces}

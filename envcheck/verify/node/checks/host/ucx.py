@@ -27,7 +27,7 @@ def check_ucx(facts: NodeFacts, exp: Expectations) -> list[Result]:
                     "distributed-ucxx) and start workers with --protocol ucx",
                 )
             ]
-        return [Result(CHECK, Status.SKIP, "UCX not installed and not expected (--expect-ucx)")]
+        return [Result(CHECK, Status.SKIP, "not installed: UCX, and not expected (--expect-ucx)")]
     label = f"{ucx.module} {ucx.module_version}".strip() + (
         f", UCX {ucx.ucx_version}" if ucx.ucx_version else ""
     )
