@@ -12,10 +12,10 @@ python -m envcheck recipe new --rapids 22.08 --cuda 11.5 --os el7 --python 3.9 \
   --target "A100x8, RHEL 7.5" --target "RTX3090x4, CentOS 7" \
   --exclude-reason "cuml and cugraph could not be installed together with the rest of this environment on these servers (the conflict that motivated envcheck); add one back only when envcheck build solves with it, and it names the clashing entries when not" \
   --out recipes/rapids-22.08-el7.yaml
-python -m envcheck recipe new --rapids 24.04 --cuda 11.5 --os el7 --python 3.10 --toolkit 11.8 \
+python -m envcheck recipe new --rapids 24.04 --cuda 11.8 --os el7 --python 3.10 --toolkit 11.8 \
   --with xgboost,ucx,torch,dask-sql,xarray-spatial,skorch \
   --pip dask-pytorch-ddp==0.2.2 --name rapids-24.04-el7 \
-  --description "Python 3.10, RAPIDS 24.04 (cudf, dask-cudf, dask-cuda, cuml, cugraph, cuspatial, cuxfilter, cucim), the newest RAPIDS for glibc 2.17: xgboost with Dask support, dask-sql, xarray-spatial, skorch, UCX + ucx-py, PyTorch with CUDA 11.8 (CUDA 11.8 packages run on drivers for CUDA 11.x through minor-version compatibility) and dask-pytorch-ddp, for RHEL 7 / CentOS 7 GPU servers." \
+  --description "Python 3.10, RAPIDS 24.04 (cudf, dask-cudf, dask-cuda, cuml, cugraph, cuspatial, cuxfilter, cucim), the newest RAPIDS for glibc 2.17: xgboost with Dask support, dask-sql, xarray-spatial, skorch, UCX + ucx-py, PyTorch with CUDA 11.8 and dask-pytorch-ddp, for RHEL 7 / CentOS 7 GPU servers." \
   --target "A100x8, RHEL 7.5" --target "RTX3090x4, CentOS 7" \
   --out recipes/rapids-24.04-el7.yaml
 python -m envcheck recipe new --rapids 26.10 --cuda 12.8 --os el8 --python 3.12 \
