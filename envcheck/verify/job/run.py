@@ -409,7 +409,7 @@ class JobRun:
             results = [*results, Result(
                 "job.ranks.store", Status.WARN, flood, group="job",
                 fix="something other than the launch's ranks reaches MASTER_ADDR:MASTER_PORT; "
-                "see docs/security.md")]
+                "see `envcheck docs security`")]
         report = Report(
             title="envcheck verify job",
             results=tuple(results),
