@@ -53,18 +53,20 @@ def test_a_stranger_on_another_host_reaches_the_store_and_is_refused(tmp_path: P
                                  tmp_path / f"rank{r}.log",
                                  env=_env(tmp_path, PORT, r, 3, addr, SECRET), cwd=tmp_path)
                      for r in (0, 1)]
+            # where rank 0's store listens, looked at while the ranks run (a fast refusal can
+            # end them before `ss` looks: then nothing was seen, and nothing is asserted of it)
             seen: list[str] = []
             end = time.monotonic() + TIMEOUT
-            while not seen and time.monotonic() < end:
+            while not seen and time.monotonic() < end and any(p.poll() is None for p in ranks):
                 seen = _listening(hosts, "hostA")
-                time.sleep(0.2)
+                time.sleep(0.05)
             codes = [p.wait(TIMEOUT * 3 + 30) for p in ranks]
             stranger.kill()
     except Unavailable as e:
         pytest.skip(f"no network namespaces here: {e}")
     logs = {n: (tmp_path / f"{n}.log").read_text() for n in ("rank0", "rank1", "stranger")}
-    assert seen == [f"{addr}:{PORT}"], (seen, logs)
-    assert "connected as uid 65534" in logs["stranger"], logs
+    assert set(seen) <= {f"{addr}:{PORT}"}, (seen, logs)  # MASTER_ADDR's only, never 0.0.0.0
+    assert "connected as uid 65534" in logs["stranger"], logs  # from hostB: it reached the store
     assert not marker.exists()
     assert codes == [3, 3], (codes, logs)
     assert any(m.startswith("rank 2 was claimed by a process without this job's secret")
