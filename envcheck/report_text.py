@@ -61,8 +61,9 @@ def issue_lines(result: Any, width: int) -> list[str]:
 def skip_lines(skips: list[Any], limit: int = 6) -> list[str]:
     """One line per skip reason, most frequent first: "20 skipped: no GPU (driver, gpus, ...)"."""
     by_reason: dict[str, list[str]] = {}
+    several = len({x.node for x in skips}) > 1
     for r in skips:
-        name = f"{r.check}[{r.node}]" if r.node and len({x.node for x in skips}) > 1 else r.check
+        name = f"{r.check}[{r.node}]" if r.node and several else r.check
         by_reason.setdefault(r.message, []).append(name)
     lines = []
     for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
