@@ -86,6 +86,9 @@ class Report:
     # False: the command line prints and writes nothing for it, only exits with its code (a
     # verify job rank other than 0: rank 0 prints the job's report)
     shown: bool = True
+    # node label (a worker's address, a rank) -> its host, for the text report to name the
+    # host beside the node (the results keep the label alone; JSON as it is)
+    hosts: dict[str, str] = field(default_factory=dict)
 
     @property
     def status(self) -> Status:
