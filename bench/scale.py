@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -50,7 +51,7 @@ futs = [c.submit(lambda n: sum(range(n)), 1000 + i, workers=[w], allow_other_wor
                  pure=False) for i, w in enumerate(workers)]
 assert [f.result() for f in futs] == [(1000 + i) * (999 + i) // 2 for i in range(len(workers))]
 n = 1_000_000
-total = c.compute(da.arange(n, chunks=n // (2 * len(workers))).sum()).result()
+total = c.compute(da.arange(n, chunks=n // 4).sum()).result()  # as smoke.array's: 4 chunks
 assert int(total) == n * (n - 1) // 2
 c.close()
 """
@@ -75,16 +76,49 @@ def _env(with_tree: bool) -> dict[str, str]:
     return {**env, "PYTHONUNBUFFERED": "1", "PYTHONWARNINGS": "ignore"}
 
 
-def wall(cmd: list[str], env: dict[str, str], cwd: str, timeout: float) -> float:
-    """Seconds one whole process took; exit 0 or 1 (warnings are a verdict), else stop."""
+def wall(cmd: list[str], env: dict[str, str], cwd: str, timeout: float,
+         cluster: tuple[int, ...] = ()) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one whole process: exit 0 or 1 (warnings are a
+    verdict), else the bench stops. The CPU seconds are the process's and its children's, and
+    those the processes under ``cluster`` (pids) spent meanwhile: on a loaded machine the
+    wall clock also counts other processes' turns, the CPU seconds do not."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    served = tree_cpu(cluster)
     t = time.perf_counter()
     done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=timeout, cwd=cwd, env=env)
     took = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+           + tree_cpu(cluster) - served)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd[:8])}... exited {done.returncode}:\n"
                          f"{done.stdout.strip()[-3000:]}")
-    return took
+    return took, cpu
+
+
+def tree_cpu(roots: tuple[int, ...]) -> float:
+    """CPU seconds (user + system) the processes ``roots`` and their descendants have spent."""
+    if not roots:
+        return 0.0
+    stats: dict[int, tuple[int, float]] = {}  # pid -> (ppid, seconds)
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path("/proc", entry, "stat").read_text()
+        except OSError:
+            continue
+        fields = raw[raw.rindex(")") + 2:].split()
+        stats[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    inside = set(roots)
+    grew = True
+    while grew:
+        more = {pid for pid, (ppid, _) in stats.items() if ppid in inside} - inside
+        inside |= more
+        grew = bool(more)
+    return sum(stats[pid][1] for pid in inside if pid in stats)
 
 
 def _free_port() -> int:
@@ -98,9 +132,10 @@ def _dask() -> list[str]:
 
 
 @contextlib.contextmanager
-def fresh_cluster(workers: int, timeout: float) -> Iterator[str]:
+def fresh_cluster(workers: int, timeout: float) -> Iterator[tuple[str, tuple[int, ...]]]:
     """A `dask scheduler` and `dask worker --nworkers N --nthreads 1` (with nannies, as a
-    user starts them), without this tree on their path; its address once all N are up."""
+    user starts them), without this tree on their path: its address and its pids, once all
+    N are up."""
     from distributed import Client
 
     tmp = tempfile.mkdtemp(prefix="envcheck-scale-")
@@ -118,7 +153,7 @@ def fresh_cluster(workers: int, timeout: float) -> Iterator[str]:
             stdout=log, stderr=subprocess.STDOUT, cwd=tmp, env=env))
         with Client(address, timeout=timeout) as c:
             c.wait_for_workers(workers, timeout=timeout)
-        yield address
+        yield address, tuple(p.pid for p in procs)
     finally:
         for p in reversed(procs):
             p.terminate()
@@ -132,11 +167,12 @@ def fresh_cluster(workers: int, timeout: float) -> Iterator[str]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _on_fresh(workers: int, cmd: list[str], env: dict[str, str], timeout: float) -> float:
-    """``cmd`` with ADDR replaced by a fresh cluster's address: its seconds."""
-    with fresh_cluster(workers, timeout) as address:
+def _on_fresh(workers: int, cmd: list[str], env: dict[str, str], timeout: float
+              ) -> tuple[float, float]:
+    """``cmd`` with ADDR replaced by a fresh cluster's address: wall and CPU seconds."""
+    with fresh_cluster(workers, timeout) as (address, pids):
         return wall([address if c == "ADDR" else c for c in cmd], env, tempfile.gettempdir(),
-                    timeout)
+                    timeout, pids)
 
 
 def bench_cluster(workers: int, pairs: int, smoke: str, timeout: float) -> dict[str, object]:
@@ -163,15 +199,19 @@ def bench_job(ranks: int, pairs: int, timeout: float) -> dict[str, object]:
         for i in range(pairs):
             order = [(ours, _env(True), a), (bare, _env(False), b)]
             for cmd, env, into in order if i % 2 == 0 else order[::-1]:
-                into.append(wall(cmd, env, tmp, timeout + 60))
+                into.append(wall(cmd, env, tmp, timeout + 60))  # ranks are children
     return _row(ranks, a, b)
 
 
-def _row(n: int, ours: list[float], bare: list[float]) -> dict[str, object]:
-    ratios = [x / y for x, y in zip(ours, bare, strict=True)]
-    return {"n": n, "ours": statistics.median(ours), "bare": statistics.median(bare),
-            "ratio": statistics.median(ratios), "spread": quartiles(ratios),
-            "load": load_average()}
+def _row(n: int, ours: list[tuple[float, float]], bare: list[tuple[float, float]]
+         ) -> dict[str, object]:
+    ratios = [x[0] / y[0] for x, y in zip(ours, bare, strict=True)]
+    cpu = [x[1] / y[1] for x, y in zip(ours, bare, strict=True)]
+    return {"n": n, "ours": statistics.median(x[0] for x in ours),
+            "bare": statistics.median(y[0] for y in bare), "ratio": statistics.median(ratios),
+            "spread": quartiles(ratios), "ours_cpu": statistics.median(x[1] for x in ours),
+            "bare_cpu": statistics.median(y[1] for y in bare),
+            "cpu_ratio": statistics.median(cpu), "load": load_average()}
 
 
 def slope(rows: list[dict[str, object]], key: str) -> float:
@@ -187,14 +227,17 @@ def slope(rows: list[dict[str, object]], key: str) -> float:
 
 def _print_rows(what: str, unit: str, rows: list[dict[str, object]], bare: str) -> None:
     print(f"\n{what}")
-    print(f"| {unit} | envcheck | {bare} | ratio (quartiles) | load average |")
-    print("|---|---|---|---|---|")
+    print(f"| {unit} | envcheck | {bare} | ratio (quartiles) | CPU s: envcheck, {bare}, "
+          "ratio | load average |")
+    print("|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['n']} | {r['ours']:.2f} s | {r['bare']:.2f} s | {r['ratio']:.2f} "
-              f"({r['spread']}) | {r['load']} |")
+              f"({r['spread']}) | {r['ours_cpu']:.1f}, {r['bare_cpu']:.1f}, "
+              f"{r['cpu_ratio']:.2f} | {r['load']} |")
     if len(rows) > 1:
-        print(f"slope per {unit[:-1]}: envcheck {slope(rows, 'ours') * 1e3:.0f} ms, "
-              f"bare {slope(rows, 'bare') * 1e3:.0f} ms")
+        print(f"slope per {unit[:-1]}: envcheck {slope(rows, 'ours') * 1e3:.0f} ms "
+              f"({slope(rows, 'ours_cpu') * 1e3:.0f} CPU ms), bare "
+              f"{slope(rows, 'bare') * 1e3:.0f} ms ({slope(rows, 'bare_cpu') * 1e3:.0f} CPU ms)")
 
 
 def _sizes(text: str) -> list[int]:
