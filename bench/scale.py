@@ -3,8 +3,9 @@
 - cluster: `python -m envcheck verify cluster ADDR --smoke submit,array` (this tree, as
   `python -m envcheck`; the workers run without it on their path, as on a user's cluster)
   against a bare client process doing the same work: get_versions(check=True), one pinned task
-  on every worker, a dask.array sum. Each run is the first on a freshly started cluster (a
-  `dask scheduler` and `dask worker --nworkers N --nthreads 1`), the two in turn (A B, B A).
+  on every worker, a dask.array sum (smoke.array's: 4 chunks on 2 workers). Each run is the
+  first on a freshly started cluster (a `dask scheduler` and `dask worker --nworkers N
+  --nthreads 1`), the two in turn (A B, B A).
 - job: `torchrun --standalone --nproc-per-node N -m envcheck verify job` against a bare
   torchrun script (init_process_group gloo, all_reduce, all_gather_object), in turn.
 - judge: verify cluster's judging layer (pipeline.judge, its tables and the text report)
@@ -12,7 +13,10 @@
   job's (run_job_checks) for --judge-ranks ranks: seconds and tracemalloc's peak.
 
 Prints each size's medians, the paired ratio and the slope per worker (least squares over the
-sizes). Run small on a loaded machine (the load average is printed beside the numbers):
+sizes), in wall seconds and in CPU seconds (the command's, its children's and, for a cluster,
+what the cluster's processes spent meanwhile: on a loaded machine the wall clock also counts
+other processes' turns; the cluster's idle upkeep, heartbeats, counts in both). Run small on
+a loaded machine (the load average is printed beside the numbers):
 
     python bench/scale.py --workers 8,16 --ranks 4,8 --pairs 2
     python bench/scale.py            # 8,32,64 workers; 4,16,32 ranks; 1,000 in the judge
