@@ -110,6 +110,9 @@ class Report:
     # when and what ran (envcheck.run_info); the command line stamps it, a report written
     # without one is stamped as it is written
     run: RunInfo | None = None
+    # node label (a worker's address, a rank) -> its host, for the text report to name the
+    # host beside the node (the results keep the label alone; JSON as it is)
+    hosts: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _clean(self, "title")

@@ -13,7 +13,17 @@ import dataclasses
 import errno
 import os
 import textwrap
+from collections.abc import Mapping
 from typing import Any
+
+from envcheck.report_fold import (
+    agreeing_rows,
+    fold_rows,
+    group_name,
+    node_with_hosts,
+    passed_names,
+    short_columns,
+)
 
 ISSUES = ("error", "fail", "warn")  # worst first
 _STYLE = {
@@ -50,11 +60,13 @@ def wrap(text: str, width: int, first: str = "", rest: str = _INDENT) -> list[st
     ) or [first.rstrip()]
 
 
-def issue_lines(result: Any, width: int, fixed: dict[str, str] | None = None) -> list[str]:
-    """One result that is not a pass or skip: status, check and node; message; its fix.
-    ``fixed``: fix -> the first check that printed it; a fix said before is named, not
-    repeated (one skewed package on every worker has one fix)."""
-    where = f" [{result.node}]" if result.node else ""
+def issue_lines(result: Any, width: int, hosts: Mapping[str, str] | None = None,
+                fixed: dict[str, str] | None = None) -> list[str]:
+    """One result that is not a pass or skip: status, check and node (with its host, where
+    ``hosts`` knows it); message; its fix. ``fixed``: fix -> the first check that printed it;
+    a fix said before is named, not repeated (one skewed package on every worker has one fix)."""
+    node = node_with_hosts(result.node, hosts or {})
+    where = f" [{node}]" if node else ""
     lines = wrap(f"{result.check or result.group}{where}", width, f"{result.status.value:<5} ")
     lines += wrap(result.message, width, _INDENT)
     if result.fix and fixed is not None and result.fix in fixed:
@@ -66,17 +78,27 @@ def issue_lines(result: Any, width: int, fixed: dict[str, str] | None = None) ->
     return lines
 
 
+SKIP_REASONS = 8  # the most frequent reasons skips are said for, one line each; the rest counted
+
+
 def skip_lines(skips: list[Any], limit: int = 6) -> list[str]:
-    """One line per skip reason, most frequent first: "20 skipped: no GPU (driver, gpus, ...)"."""
-    by_reason: dict[str, list[str]] = {}
+    """One line per skip reason, most frequent first: "20 skipped: no GPU (driver, gpus, ...)";
+    a check skipped alike on several nodes is named once with their count (report_fold)."""
+    by_reason: dict[str, list[Any]] = {}
+    several = len({x.node for x in skips}) > 1
     for r in skips:
-        name = f"{r.check}[{r.node}]" if r.node and len({x.node for x in skips}) > 1 else r.check
-        by_reason.setdefault(r.message, []).append(name)
+        by_reason.setdefault(r.message, []).append(r if several else _nodeless(r))
     lines = []
-    for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
-        unique = list(dict.fromkeys(names))
+    ranked = sorted(by_reason.items(), key=lambda kv: -len(kv[1]))
+    for reason, results in ranked[:SKIP_REASONS]:
+        unique = passed_names(results)
         listed = ", ".join(unique[:limit]) + (", ..." if len(unique) > limit else "")
-        lines.append(f"  {len(names)} skipped: {reason} ({listed})")
+        lines.append(f"  {len(results)} skipped: {reason} ({listed})")
+    rest = ranked[SKIP_REASONS:]
+    if rest:
+        n = sum(len(results) for _, results in rest)
+        lines.append(f"  {n} skipped for {len(rest)} other reasons: shown with --verbose, kept "
+                     "in --json")
     return lines
 
 
@@ -95,33 +117,48 @@ def by_cause(skips: list[Any]) -> list[Any]:
     return out
 
 
+def _nodeless(r: Any) -> Any:
+    """``r`` named by its check alone (every skip is on one node: naming it says nothing)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(check=r.check, node="")
+
+
 FEW_PASSES = 3  # at most this many passes print a line each, with their messages
 
 
 def pass_lines(passes: list[Any], width: int) -> list[str]:
-    """One wrapped line per group: ``12 passed (node): driver, gpus, glibc, ...``."""
-    groups: dict[str, list[str]] = {}
+    """One wrapped line per group: ``12 passed (node): driver, gpus, glibc, ...``; a check
+    that passed on several nodes is named once with their count (report_fold)."""
+    groups: dict[str, list[Any]] = {}
     for r in passes:
-        name = f"{r.check}[{r.node}]" if r.node else r.check
-        groups.setdefault(r.group or "checks", []).append(name)
+        groups.setdefault(r.group or "checks", []).append(r)
     lines = []
-    for group, names in groups.items():
-        unique = ", ".join(dict.fromkeys(names))
-        lines += wrap(f"{len(names)} passed ({group}): {unique}", width, "  ", "    ")
+    for group, results in groups.items():
+        named = ", ".join(passed_names(results))
+        lines += wrap(f"{len(results)} passed ({group}): {named}", width, "  ", "    ")
     return lines
 
 
 def table_lines(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]], width: int
                 ) -> list[str] | None:
     """A table as one wrapped line per row (``first cell: column value, ...``) when it is too
-    wide for the terminal; None when it fits and can print as a table."""
+    wide for the terminal; None when it fits and can print as a table. A long column title
+    is said once under the title; rows whose every process agrees are one line, and rows that
+    agree on all but their names fold into one (report_fold)."""
     widths = [max(len(str(x)) for x in col) for col in zip(columns, *rows)]
     if sum(widths) + 3 * len(widths) + 1 <= width:
         return None
+    names, legend = short_columns(columns)
+    same, rows = agreeing_rows(columns, rows)
     lines = [title]
-    for row in rows:
-        cells = ", ".join(f"{c} {v}" for c, v in zip(columns[1:], row[1:]) if str(v))
-        lines += wrap(f"{row[0]}: {cells}", width, "  ", "    ")
+    for line in legend:
+        lines += wrap(line, width, "  ", "    ")
+    if same:
+        lines += wrap(f"the same on every one: {', '.join(same)}", width, "  ", "    ")
+    for who, first, cells in fold_rows(rows):
+        said = ", ".join(f"{c} {v}" for c, v in zip(names[first:], cells) if str(v))
+        lines += wrap(f"{group_name(who)}: {said}", width, "  ", "    ")
     return lines
 
 
@@ -176,9 +213,10 @@ def render(report: Any, console: Any = None, verbose: bool = False,
         (r for r in report.results if r.status.value in ISSUES),
         key=lambda r: ISSUES.index(r.status.value),
     )
+    hosts = getattr(report, "hosts", None) or {}
     fixed: dict[str, str] = {}
     for r in issues:
-        for i, line in enumerate(issue_lines(r, width, fixed)):
+        for i, line in enumerate(issue_lines(r, width, hosts, fixed)):
             say(line, _STYLE[r.status.value] if i == 0 else "")
     for t in report.tables:
         _print_table(console, t.title, t.columns, [tuple(map(str, r)) for r in t.rows], width)

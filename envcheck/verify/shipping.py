@@ -13,8 +13,10 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import importlib.util
 import inspect
 import json
+import marshal
 import textwrap
 import zlib
 from dataclasses import dataclass
@@ -51,13 +53,29 @@ def facts_sources() -> dict[str, str]:
     }
 
 
-@functools.lru_cache(maxsize=1)
-def facts_payload() -> Payload:
+@functools.lru_cache(maxsize=2)
+def facts_payload(compiled: bool = True) -> Payload:
     """Made once per process. Sources rather than cloudpickle's by-value pickle of the modules,
-    which is made and loaded again on every call: each process compiles the sources once (see
-    load_facts)."""
-    text = json.dumps(facts_sources(), sort_keys=True).encode()
-    return Payload(hashlib.sha256(text).hexdigest()[:16], zlib.compress(text, 6))
+    which is made and loaded again on every call: each process loads them once (see
+    load_facts). ``compiled``: with them, the modules compiled by this interpreter (marshal,
+    under its bytecode's magic number): a process of the same Python runs those and compiles
+    nothing, about two thirds of a worker's first facts round; any other compiles the
+    sources. The digest is the sources' alone."""
+    sources = facts_sources()
+    text = json.dumps(sources, sort_keys=True).encode()
+    digest = hashlib.sha256(text).hexdigest()[:16]
+    if compiled:
+        codes = {name: compile(source, f"<envcheck facts {digest}>/{name}.py", "exec")
+                 for name, source in sources.items()}
+        text = json.dumps({**sources, CODE_KEY: {
+            "magic": importlib.util.MAGIC_NUMBER.hex(),
+            "code": base64.b64encode(marshal.dumps(codes)).decode("ascii"),
+        }}, sort_keys=True).encode()
+    return Payload(digest, zlib.compress(text, 6))
+
+
+# The key of the compiled modules among the payload's sources: no module's name.
+CODE_KEY = "__compiled__"
 
 
 def _make_loader() -> Callable[[str, bytes], Any]:
@@ -80,6 +98,13 @@ def _make_loader() -> Callable[[str, bytes], Any]:
         if package is not None or not blob:
             return package
         sources = json.loads(zlib.decompress(blob).decode("utf-8"))
+        codes = {}  # module -> its code, where the sender's Python is this one (CODE_KEY)
+        compiled = sources.pop("__compiled__", None)
+        if compiled and compiled.get("magic") == importlib.util.MAGIC_NUMBER.hex():
+            import base64
+            import marshal
+
+            codes = marshal.loads(base64.b64decode(compiled["code"]))
 
         def short(fullname: str) -> str:  # "model" for <name>.model, "__init__" for <name>
             if fullname == name:
@@ -94,7 +119,10 @@ def _make_loader() -> Callable[[str, bytes], Any]:
 
         def exec_module(module: Any) -> None:
             where = "<envcheck facts " + digest + ">/" + short(module.__name__) + ".py"
-            exec(compile(sources[short(module.__name__)], where, "exec"), module.__dict__)
+            code = codes.get(short(module.__name__))
+            if code is None:
+                code = compile(sources[short(module.__name__)], where, "exec")
+            exec(code, module.__dict__)
 
         # Finder and loader of the package's modules from `sources`, on sys.meta_path only
         # while the package loads; get_source gives tracebacks their lines (linecache).
@@ -155,7 +183,7 @@ def standalone_source() -> str:
 
     Run, it prints the facts; imported, `load_facts(DIGEST, PAYLOAD)` gives the package. The
     `--prefix` interpreters run it from stdin."""
-    payload = facts_payload()
+    payload = facts_payload(compiled=False)  # other interpreters: the sources alone
     encoded = base64.b85encode(payload.source).decode("ascii")
     lines = [encoded[i : i + 96] for i in range(0, len(encoded), 96)]
     return (

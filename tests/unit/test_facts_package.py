@@ -162,3 +162,37 @@ def test_a_load_while_another_thread_imports_does_not_trip_over_sys_modules() ->
         sys.setswitchinterval(interval)
         for digest in names:
             sys.modules.pop(PREFIX + digest, None)
+
+
+def test_a_process_of_the_same_python_runs_the_shipped_code_and_compiles_nothing() -> None:
+    """The payload carries the modules compiled by this interpreter: a worker of the same
+    Python loads them without compiling; one of another (its magic differs) compiles the
+    sources, which the payload still holds."""
+    import zlib
+
+    payload = facts_payload()
+    assert payload.digest == facts_payload(compiled=False).digest
+    other = json.loads(zlib.decompress(payload.source))
+    other["__compiled__"]["magic"] = "00000000"
+    code = (
+        "import builtins, json, sys, zlib\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from envcheck.verify.shipping import facts_payload, load_facts\n"
+        "blob = facts_payload().source if sys.argv[2] == 'same' else zlib.compress(\n"
+        "    sys.stdin.buffer.read())\n"
+        "compiled = []  # from here on: the far side's loading\n"
+        "real = builtins.compile\n"
+        "builtins.compile = lambda *a, **k: compiled.append(a[1]) or real(*a, **k)\n"
+        "m = load_facts('test-compiled-' + sys.argv[2], blob)\n"
+        "m.collect_node_facts(role='worker', address='tcp://127.0.0.1:1')\n"
+        "print(len(compiled))\n"
+    )
+    counts = {}
+    for which in ("same", "other"):
+        proc = subprocess.run(
+            [sys.executable, "-I", "-c", code, str(PACKAGE.parents[2]), which],
+            input=json.dumps(other).encode(), capture_output=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr.decode()
+        counts[which] = int(proc.stdout.decode().split()[-1])
+    assert counts["same"] == 0
+    assert counts["other"] == len(facts_sources())

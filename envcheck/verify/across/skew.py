@@ -7,8 +7,10 @@ message can say *which* worker differs, and it fails where a difference breaks j
 
 from __future__ import annotations
 
+import collections
 import functools
 import re
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -87,8 +89,29 @@ def canonical_name(name: str) -> str:
     return pypi_name(n)
 
 
+# process_versions' answers by id(facts), each with a weak reference that proves the id still
+# names the same facts: the skew table, the hosts view and its checks each ask for every
+# process, and a cluster of a thousand workers lists hundreds of packages on each.
+_SEEN: collections.OrderedDict[int, tuple[weakref.ref, dict[str, str]]] = (
+    collections.OrderedDict())
+_SEEN_MAX = 4096
+
+
 def process_versions(facts: NodeFacts) -> dict[str, str]:
-    """canonical name -> version of what this process would import; 'python' included."""
+    """canonical name -> version of what this process would import; 'python' included (a
+    copy: the caller may change it)."""
+    seen = _SEEN.get(id(facts))
+    if seen is not None and seen[0]() is facts:
+        _SEEN.move_to_end(id(facts))
+        return dict(seen[1])
+    out = _process_versions(facts)
+    _SEEN[id(facts)] = (weakref.ref(facts), out)
+    if len(_SEEN) > _SEEN_MAX:
+        _SEEN.popitem(last=False)
+    return dict(out)
+
+
+def _process_versions(facts: NodeFacts) -> dict[str, str]:
     out: dict[str, str] = {}
     # A conda env lists its packages in conda-meta (facts.packages); pip installs into it show
     # only in python_packages. An exact name beats an alias (dask over dask-core).

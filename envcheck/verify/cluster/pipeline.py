@@ -190,6 +190,7 @@ def verify(
         measurements=tuple(measurements),
         tables=tuple(tables),
         environment=_environment(client, cluster, described),
+        hosts={a: f.host for a, f in cluster.workers.items()},
     )
 
 
