@@ -96,8 +96,9 @@ def stale_message(bad: Sequence[tuple[Recipe, Result]], total: int, out: Path,
     fix = (f"fix: this machine cannot reach {', '.join(far)}; on a machine that reaches them: "
            f"{command}, then commit {out}/ (see envcheck docs build)" if far
            else f"fix: {command}")
-    lines = [f"{len(bad)} of {total} locks need a rebuild:",
-             *(f"  {result.message}" for _, result in bad), f"  {fix}"]
-    return "\n".join(wrapped for line in lines for wrapped in textwrap.wrap(
-        line, width, subsequent_indent="      ", break_long_words=False,
-        break_on_hyphens=False))
+    lines = [("", f"{len(bad)} of {total} locks need a rebuild:"),
+             *(("  ", result.message) for _, result in bad), ("  ", fix)]
+    # the indent is textwrap's, not the text's: a path wider than a line keeps it
+    return "\n".join(wrapped for indent, line in lines for wrapped in textwrap.wrap(
+        line, width, initial_indent=indent, subsequent_indent="      ",
+        break_long_words=False, break_on_hyphens=False))
