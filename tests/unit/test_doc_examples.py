@@ -195,9 +195,11 @@ def test_the_readme_opens_with_its_two_commands_then_the_five_jobs() -> None:
     assert where.startswith("README.md")
     assert _commands(first, console=False)[:2] == [
         "pip install . && envcheck verify cluster",
-        "pip install -e '.[test]' && ruff check . && python -m pytest -q -n 3 --dist loadgroup",
+        "pip install -e '.[test]' && ruff check . "
+        "&& python -m pytest -q -n 3 --dist loadgroup --durations=25",
     ]
-    assert "python -m pytest -q -n 3 --dist loadgroup" in (ROOT / ".ci" / "run").read_text()
+    command = "python -m pytest -q -n 3 --dist loadgroup --durations=25"
+    assert command in (ROOT / ".ci" / "run").read_text()
     jobs = _commands(jobs, console=False)
     assert len(jobs) == 5
     for n, job in enumerate(jobs, 1):
