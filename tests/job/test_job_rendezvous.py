@@ -162,6 +162,21 @@ def test_the_ranks_meet_on_the_second_candidate_when_the_first_is_in_use():
     assert _free(ports[1])  # and lets it go when it stops
 
 
+def test_stop_joins_the_threads_that_call_into_the_store():
+    """A daemon thread left inside a torch store call when Python exits dies by pthread_exit
+    through pybind11's noexcept GIL guard: std::terminate, exit 134 after a passing verdict.
+    stop() returns only once the heartbeat threads of both ranks have ended."""
+    job, _ = _launch()
+    with _rendezvous(job) as (rv0, rv1):
+        _works(rv0, rv1)
+        threads = [t for rv in (rv0, rv1) for t in rv._threads]
+        assert sorted(t.name for t in threads) == ["envcheck-beats", "envcheck-heartbeat"]
+        assert all(t.is_alive() for t in threads)
+        rv1.stop()
+        rv0.stop()
+        assert [t.name for t in threads if t.is_alive()] == []
+
+
 def test_the_first_free_candidate_is_the_first_derived_port():
     job, ports = _launch()
     with _rendezvous(job) as (rv0, rv1):

@@ -50,6 +50,8 @@ from envcheck.verify.job.listen import td as _td
 BEAT = 0.5  # seconds between heartbeats
 STALE = 3.0  # a heartbeat that has not moved for this long: the rank is dead or stopped
 NOTHING = "nothing was written"  # why Rendezvous.wait_signed found no value
+OWN_STORE_TIMEOUT = 5.0  # the heartbeat threads' own store connections
+JOIN = BEAT + OWN_STORE_TIMEOUT + 1.0  # the longest a heartbeat thread takes to see stop()
 
 
 @dataclass
@@ -69,6 +71,13 @@ class Rendezvous:
     beats: dict[int, tuple[int, float]] = field(default_factory=dict)  # r -> (count, seen at)
     _beat_stop: threading.Event = field(default_factory=threading.Event)
     _keep: list[Any] = field(default_factory=list)  # rank 0: its store (store.BoundedStore)
+    _threads: list[threading.Thread] = field(default_factory=list)  # that call into torch
+
+    def start(self, target: Any, name: str) -> None:
+        """A thread of this rendezvous that calls into torch's store: stop() joins it."""
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     @property
     def binding(self) -> auth.Binding:
@@ -124,7 +133,15 @@ class Rendezvous:
         self.set_json(f"phase/{phase}/{self.launch.rank}", 1)
 
     def stop(self) -> None:
+        """Stop and join this rank's store threads, then close what rank 0 serves.
+
+        Joined, not left to the interpreter's exit: a daemon thread inside a torch store call
+        when Python finalizes is ended by pthread_exit, whose unwinding through pybind11's
+        noexcept GIL guard calls std::terminate ("terminate called without an active
+        exception", exit 134) after a verdict that passed."""
         self._beat_stop.set()
+        for thread in self._threads:
+            thread.join(JOIN)
         for kept in self._keep:
             with contextlib.suppress(Exception):
                 kept.close()
@@ -316,8 +333,7 @@ def arrive(rv: Rendezvous) -> None:
         raise GroupError(f"rank {launch.rank} is claimed twice: by {_who(other)} and by this "
                          f"process (host {me['host']}, pid {me['pid']})")
     if launch.rank != 0:
-        threading.Thread(target=_beat, args=(rv,), name="envcheck-heartbeat",
-                         daemon=True).start()
+        rv.start(lambda: _beat(rv), "envcheck-heartbeat")
 
 
 def _who(seen: Any) -> str:
@@ -337,7 +353,7 @@ def _beat(rv: Rendezvous) -> None:
     from torch.distributed import TCPStore
 
     try:
-        own = TCPStore(rv.launch.master_addr, rv.port, None, False, _td(5.0),
+        own = TCPStore(rv.launch.master_addr, rv.port, None, False, _td(OWN_STORE_TIMEOUT),
                        wait_for_workers=False)
     except Exception:
         return  # the main connection will find the store gone soon enough
@@ -354,7 +370,7 @@ def watch_beats(rv: Rendezvous) -> None:
     a connection of its own (the main thread may be inside a store call)."""
     from torch.distributed import TCPStore
 
-    own = TCPStore(rv.launch.master_addr, rv.port, None, False, _td(5.0),
+    own = TCPStore(rv.launch.master_addr, rv.port, None, False, _td(OWN_STORE_TIMEOUT),
                    wait_for_workers=False)
     start = time.monotonic()
     rv.beats.update({r: (0, start) for r in rv.arrived if r != 0})
@@ -370,7 +386,7 @@ def watch_beats(rv: Rendezvous) -> None:
                 if got != count:
                     rv.beats[r] = (got, now)
 
-    threading.Thread(target=run, daemon=True, name="envcheck-beats").start()
+    rv.start(run, "envcheck-beats")
 
 
 def silent_ranks(rv: Rendezvous) -> list[int]:
