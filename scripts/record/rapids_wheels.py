@@ -338,13 +338,17 @@ def pypi_release_entry(
     # recipe's run requirements where the data has the recipe (cudf 24.06 / 24.08's tags)
     entry["requires"] = requires({**conda_requires(data, rel), **wheel_requires(ws, rel)})
     entry.update(_ucx(ws, rel))
+    from rapids_conda import conda_ucx, release_platforms
+
+    entry.update(conda_ucx(data, rel, entry))
+    entry["platforms"] = release_platforms(data, rel)
     entry.update(_glibc(ws, rel))
     from rapids_axes import conda_glibc
 
     entry["glibc_conda"] = conda_glibc(data, rel, entry["glibc"])
     for field in ("cuda_rule", "members", "xgboost", "nccl", "pytorch",
                   "cuda-python", "ucx-proc"):  # fmt: skip
-        entry[field] = unknown(f"{note}; they do not say")
+        entry.setdefault(field, unknown(f"{note}; they do not say"))
     return entry
 
 
