@@ -15,7 +15,7 @@ copy() {  # repo branch path [folder commit]: a commit of the branch other than 
   local git="$MIRRORS/${repo/\//+}/repo"
   local rel=${4:-${branch#branch-}}
   local commit
-  commit=$(git -C "$git" rev-parse "${5:-$branch}")
+  commit=$(git -C "$git" rev-parse "${5:-$branch}^{commit}")
   mkdir -p "$OUT/$short/$rel/$(dirname "$path")"
   git -C "$git" show "$commit:$path" > "$OUT/$short/$rel/$path"
   printf '%s\t%s\t%s\t%s\t%s\n' "$short/$rel/$path" "$repo" "$branch" "$commit" "$path" >> "$SOURCES.new"
@@ -68,6 +68,16 @@ done
 # cudf's conda sysroot after 24.04 (c_stdlib_version: 2.17 through 24.12, 2.28 from 25.02)
 for v in 24.06 24.08 24.10 24.12 25.02; do
   copy rapidsai/cudf "branch-$v" conda/recipes/cudf/conda_build_config.yaml
+done
+# release tags (v24.06.00 ...: what was released) of the PyPI-era releases' conda side:
+# cudf's conda run requirements (numpy < 2, pandas < 2.2.3 in 24.06 / 24.08: no cudf-cu12
+# wheel of them on pypi.org), the rapids meta-package's ucx range and dask-cuda's conda test
+# dependencies (ucxx / distributed-ucxx / ucx-py of the release)
+for v in 24.06 24.08; do copy rapidsai/cudf "v$v.00" conda/recipes/cudf/meta.yaml "$v"; done
+for v in 24.06 24.08 24.10 24.12 25.02 25.04 25.06; do
+  copy rapidsai/integration "v$v.00" conda/recipes/versions.yaml "$v"
+  copy rapidsai/integration "v$v.00" conda/recipes/rapids/meta.yaml "$v"
+  copy rapidsai/dask-cuda "v$v.00" dependencies.yaml "$v"
 done
 # the PyPI part (pypi/: wheel METADATA of 24.06-26.10) is fetched by
 # `python scripts/record/rapids_record.py --refresh`, not copied here

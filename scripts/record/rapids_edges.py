@@ -71,10 +71,51 @@ def wheel_requires(ws: Any, rel: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+_PIN_COMPATIBLE = re.compile(
+    r"^\s+-\s+\{\{\s*pin_compatible\(\s*'([\w.-]+)'\s*,\s*max_pin\s*=\s*'(x(?:\.x)*)'\s*\)\s*\}\}"
+)
+
+
+def _host_prefix(src: Source, name: str) -> list[int] | None:
+    """The version prefix the recipe's host section builds ``name`` with: ``numpy 1.23`` ->
+    [1, 23]; ``pyarrow ==16.1.0.*`` -> [16, 1, 0]; ``pyarrow =8`` -> [8]."""
+    host = src.find(r"^  host:\s*$")
+    start = int(host[1].rsplit(":", 1)[1]) if host else len(src.lines)
+    for line in src.lines[start:]:
+        if line.strip() and not line.startswith("    "):
+            break
+        m = re.match(
+            rf"^\s+-\s+{re.escape(name)}\s+(?:==?)?(\d+(?:\.\d+)*)(?:\.\*)?\s*(#.*)?$", line
+        )
+        if m:
+            return [int(x) for x in m.group(1).split(".")]
+    return None
+
+
+def pin_compatible(src: Source, line: str) -> tuple[str, str] | None:
+    """``{{ pin_compatible('numpy', max_pin='x') }}`` as conda-build renders it from the host
+    section's version (``numpy 1.23``): (name, ">=1.23,<2a0"). The lower bound is the host
+    spec's prefix (conda-build takes the host's full version, which starts with it); the
+    upper bound is conda-build's, the host version's first len(max_pin) parts with the last
+    one raised, then ``a0``. None where the prefix is shorter than max_pin (``pyarrow =8``
+    with max_pin='x.x.x': the upper bound needs the patch the host solved to)."""
+    m = _PIN_COMPATIBLE.match(line)
+    if m is None:
+        return None
+    name, depth = m.group(1), len(m.group(2).split("."))
+    prefix = _host_prefix(src, name)
+    if prefix is None or len(prefix) < depth:
+        return None
+    top = [*prefix[: depth - 1], prefix[depth - 1] + 1]
+    low = ".".join(map(str, prefix))
+    return name, f">={low},<{'.'.join(map(str, top))}a0"
+
+
 def conda_requires(data: Path, rel: str) -> dict[str, dict[str, Any]]:
     """package -> {"version", "requires"} from the run section of its conda recipe; a
-    templated spec ({{ ... }}) is kept as any version, a requirement under ``{% if %}`` (one
-    CUDA major's) is left out."""
+    templated spec ({{ ... }}) is kept as any version, except pin_compatible() of a host
+    version (pin_compatible above); a requirement under ``{% if %}`` (one CUDA major's) is
+    left out."""
     out: dict[str, dict[str, Any]] = {}
     for pkg, path in CONDA_RECIPES.items():
         src = Source(data, path.format(rel=rel))
@@ -89,6 +130,10 @@ def conda_requires(data: Path, rel: str) -> dict[str, dict[str, Any]]:
             depth += len(re.findall(r"\{%-?\s*if\b", line))
             depth -= len(re.findall(r"\{%-?\s*endif\b", line))
             if depth or "{%" in line:
+                continue
+            pinned = pin_compatible(src, line)
+            if pinned:
+                reqs.append([pinned[0], pinned[1], f"{src.rel}:{i + 1}"])
                 continue
             m = re.match(r"^\s+-\s+([A-Za-z0-9_.-]+)\s*(.*)$", line)
             if m is None:

@@ -284,6 +284,9 @@ def release_entry(data: Path, rel: str, integ: str = "") -> dict[str, Any]:
     from rapids_edges import conda_requires, requires
 
     entry["requires"] = requires(conda_requires(data, rel))
+    from rapids_conda import release_platforms
+
+    entry["platforms"] = release_platforms(data, integ)
     return entry
 
 

@@ -27,6 +27,7 @@ class Example:
     pip: tuple[str, ...] = ()
     system: tuple[tuple[str, str], ...] = EL8
     passes: bool = False  # the rule lets it pass (a contrast to the others)
+    platforms: tuple[str, ...] = ()  # the recipe's `platforms:`
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,12 @@ ROWS = (
           (), ("dask-cuda==25.8.*", "cupy-cuda12x<10"), passes=True),
         E("`cudf=24.12` with `pandas>=2.3`", ("cudf=24.12", "pandas>=2.3")),
         E("pip `numpy<2` beside `cudf-cu12==26.10.*`", (), ("cudf-cu12==26.10.*", "numpy<2")),
+        E("`cudf=24.06` with `numpy=2.0` (`cudf 24.06 requires numpy >=1.23,<2a0`: cudf's "
+          "conda recipe at v24.06.00; pypi.org has no cudf-cu12 24.06 wheel)",
+          ("cudf=24.06", "numpy=2.0")),
     ), "the record's `requires`: a package of the recipe's own requirement, or one through "
-       "another, with its line"),
+       "another, with its line (`cudf/<rel>/conda/recipes/cudf/meta.yaml` run section; "
+       "`pin_compatible` of a host version as conda-build renders it)"),
     Row("rapids.range", "error", "(meta-package, run requirement)", (
         E("`cuml=22.08` with `numpy>=1.24`", ("cuml=22.08", "numpy>=1.24"), (), EL7),
         E("`cuml=23.08` with `ucx-py=0.31`", ("cuml=23.08", "ucx-py=0.31"), (), EL7),
@@ -87,8 +92,12 @@ ROWS = (
     Row("rapids.ucxx", "error", "", (
         E("`dask-cuda==25.10.*` with `distributed-ucxx-cu12==0.45.*`", (),
           ("dask-cuda==25.10.*", "distributed-ucxx-cu12==0.45.*")),
+        E("`dask-cuda=25.02` with `distributed-ucxx=0.45`",
+          ("dask-cuda=25.02", "distributed-ucxx=0.45")),
     ), "`pypi/distributed_ucxx_cu12-0.NN.*.METADATA`: each UCXX series requires one release's "
-       "`rapids-dask-dependency`"),
+       "`rapids-dask-dependency`; 24.06-25.06 (no distributed-ucxx-cu12 on pypi.org before "
+       "0.45): dask-cuda's conda test dependencies at the release tag "
+       "(`dask-cuda/<rel>/dependencies.yaml`, `ucxx==0.NN.*`)"),
     Row("rapids.python", "error", "", (
         E("`rapids=23.04` with `python=3.9`", ("rapids=23.04", "python=3.9"), (), EL7),
         E("`cudf=26.10` with `python_abi=3.10=*_cp310`", ("cudf=26.10", "python_abi=3.10=*_cp310")),
@@ -138,6 +147,17 @@ ROWS = (
        "cuxfilter's 26.6.0; the `rapids` meta-package lists cusignal through 23.08 "
        "(`integration/23.08/conda/recipes/rapids/meta.yaml:59`); `recipe new --libs/--with` "
        "refuses them too (exit 5)"),
+    Row("rapids.platform", "error", "", (
+        E("`cudf=23.08` with `cuda-version=12.0` for `linux-aarch64`",
+          ("cudf=23.08", "cuda-version=12.0"), (), EL7, platforms=("linux-64", "linux-aarch64")),
+        E("`cudf=25.08` for `osx-arm64`", ("cudf=25.08",), platforms=("osx-arm64",)),
+        E("`cudf=23.08` with `cuda-version=11.8` for `linux-aarch64`",
+          ("cudf=23.08", "cuda-version=11.8"), (), EL7, passes=True,
+          platforms=("linux-aarch64",)),
+    ), "the ARCH rows (amd64, arm64) of the conda build matrix per CUDA major "
+       "(`conda-python-build.yaml` / `compute-matrix.yaml`, 23.06 on; 23.08 and 23.10 built "
+       "CUDA 12 for amd64 only); 22.08-23.04's `ci/axis/release.yaml` names no architecture: "
+       "not checked; pip recipes: not checked"),
     Row("rapids.unknown-release", "warn", "", (
         E("`cudf=26.12` on glibc 2.28", ("cudf=26.12",)),
     ), "the record covers 22.08-26.10"),

@@ -332,17 +332,23 @@ def pypi_release_entry(
     entry.update(_cudf_ranges(ws, rel))
     entry.update(_run_requirements(ws, rel))
     entry["members_pip"] = _members_pip(ws, rel)
-    from rapids_edges import requires, wheel_requires
+    from rapids_edges import conda_requires, requires, wheel_requires
 
-    entry["requires"] = requires(wheel_requires(ws, rel))
+    # a package with no wheel of the release on pypi.org (cudf 24.06-24.10) keeps its conda
+    # recipe's run requirements where the data has the recipe (cudf 24.06 / 24.08's tags)
+    entry["requires"] = requires({**conda_requires(data, rel), **wheel_requires(ws, rel)})
     entry.update(_ucx(ws, rel))
+    from rapids_conda import conda_ucx, release_platforms
+
+    entry.update(conda_ucx(data, rel, entry))
+    entry["platforms"] = release_platforms(data, rel)
     entry.update(_glibc(ws, rel))
     from rapids_axes import conda_glibc
 
     entry["glibc_conda"] = conda_glibc(data, rel, entry["glibc"])
     for field in ("cuda_rule", "members", "xgboost", "nccl", "pytorch",
                   "cuda-python", "ucx-proc"):  # fmt: skip
-        entry[field] = unknown(f"{note}; they do not say")
+        entry.setdefault(field, unknown(f"{note}; they do not say"))
     return entry
 
 

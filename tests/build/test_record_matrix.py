@@ -52,7 +52,8 @@ def _in_meta_package(name: str, rel: str) -> bool:
 
 
 def exists(name: str, rel: str) -> bool:
-    if (DATA / "integration" / rel).exists():
+    integ = DATA / "integration" / rel  # a conda-era release's: with its build matrix
+    if (integ / "ci").exists() or (integ / ".github").exists():
         return _in_meta_package(name, rel)
     found = _on_pypi(name, rel)
     assert found is not None, f"no pypi.org file list kept for {name}"

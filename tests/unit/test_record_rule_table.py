@@ -21,7 +21,8 @@ CASES = [(row, ex) for row in rules.ROWS for ex in row.examples]
 
 @pytest.mark.parametrize(("row", "example"), CASES, ids=[e.words[:60] for _, e in CASES])
 def test_each_example_gives_its_rows_rule_and_severity(row, example):
-    found = lint(list(example.deps), dict(example.system), load_record(), pip=list(example.pip))
+    found = lint(list(example.deps), dict(example.system), load_record(), pip=list(example.pip),
+                 platforms=list(example.platforms))  # fmt: skip
     mine = [f for f in found if f.rule == row.rule and f.severity == row.severity]
     if example.passes:
         assert mine == [] and not [f for f in found if f.severity == "error"], found

@@ -185,7 +185,7 @@ def lint_recipes(recipes: Sequence[Recipe]) -> tuple[Table, ...]:
     record = load_record()
     rows, bad = [], []
     for r in recipes:
-        findings = lint(r.dependencies, r.system, record, pip=r.pip)
+        findings = lint(r.dependencies, r.system, record, pip=r.pip, platforms=r.platforms)
         bad += [(r, f) for f in findings if f.severity == ERROR]
         rows += [(r.name, f.severity, f.rule, f.message, ", ".join(f.sources)) for f in findings]
     cols = ("recipe", "severity", "rule", "what the RAPIDS release record says", "source")

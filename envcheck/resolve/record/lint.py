@@ -16,6 +16,8 @@ Rules (ids as printed):
   rapids.glibc         a target glibc older than the release needs (RAPIDS 24.06+ on glibc 2.17)
   rapids.ended         a library asked for in a release after its last (cuspatial after 25.04)
   rapids.ucxx          a UCXX (ucxx, distributed-ucxx) of another series than the release's
+  rapids.platform      a conda platform the release built nothing for, with the CUDA majors
+                       the recipe takes (23.08's CUDA 12: linux-64 only; platforms.py)
 Pip requirements are read beside the conda entries (cudf-cu12==25.8.* is cudf 25.8.* and a
 CUDA 12 wheel, checked against the CUDA majors pypi.org has wheels of; PEP 440 ===, ~= and !=
 as their conda equals); python_abi is a Python entry.
@@ -43,6 +45,7 @@ from envcheck.resolve.record.entries import (
     pip_entries,
 )
 from envcheck.resolve.record.finding import ERROR, INFO, WARN, Finding
+from envcheck.resolve.record.platforms import platform_rules
 from envcheck.resolve.record.release_rules import release_rules, run_pins
 from envcheck.resolve.record.releases import admitted_releases, describe, release_universe
 from envcheck.resolve.record.specs import matches, overlaps
@@ -54,15 +57,21 @@ def lint(
     system: Mapping[str, str],
     record: Record,
     pip: Sequence[str] = (),
+    platforms: Sequence[str] = (),
 ) -> list[Finding]:
     """Every rule, for every spec form: the release is what the RAPIDS entries admit together.
-    ``pip`` is the recipe's pip requirements, read beside its conda entries.
+    ``pip`` is the recipe's pip requirements, read beside its conda entries; ``platforms`` the
+    conda platforms it is locked for, held to the release's build matrix where a conda entry
+    names a RAPIDS package (pip wheels are their own axis).
 
     One release admitted: its rules apply. Several: a finding stands when every admitted
     release gives it (`cudf>=23.08,<24.04` with `pandas>=2`). None: two releases are mixed.
     """
-    entries = [*parse_entries(dependencies), *pip_entries(pip, record)]
+    conda = parse_entries(dependencies)
+    entries = [*conda, *pip_entries(pip, record)]
     names = record.release_versioned_names()
+    if not any(e.name in names and e.version is not None for e in conda):
+        platforms = ()
     rapids = [e for e in entries if e.name in names and e.version is not None]
     if not rapids:
         return []
@@ -72,9 +81,9 @@ def lint(
     rapids = [e for e in rapids if admits[e.text]]
     if strays:
         return [_stray(strays)] + (
-            lint_admitted(entries, rapids, admits, system, record) if rapids else []
+            lint_admitted(entries, rapids, admits, system, record, platforms) if rapids else []
         )
-    return lint_admitted(entries, rapids, admits, system, record)
+    return lint_admitted(entries, rapids, admits, system, record, platforms)
 
 
 def _stray(strays: Sequence[Entry]) -> Finding:
@@ -93,6 +102,7 @@ def lint_admitted(
     admits: Mapping[str, frozenset[str]],
     system: Mapping[str, str],
     record: Record,
+    platforms: Sequence[str] = (),
 ) -> list[Finding]:
     names = record.release_versioned_names()
     common = frozenset.intersection(*admits.values())
@@ -100,7 +110,9 @@ def lint_admitted(
         return [_mixed(record, rapids, admits)]
     anchor = min(rapids, key=lambda e: len(admits[e.text])).text
     ordered = sorted(common, key=release_key)  # messages name the oldest admitted release
-    per_release = [_one_release(rel, anchor, entries, system, record) for rel in ordered]
+    per_release = [
+        _one_release(rel, anchor, entries, system, record, platforms) for rel in ordered
+    ]
     findings = _shared(per_release, f"every release the recipe admits: {describe(common)}")
     told = {"python", *EXACT, "xgboost", *META_RANGES, *ADVICE_RANGES, *TOOLKITS, *names}
     told |= {CUDA_WHEEL, *UCXX, *record.libraries}
@@ -120,12 +132,18 @@ def lint_admitted(
 
 
 def _one_release(
-    rel: str, anchor: str, entries: Sequence[Entry], system: Mapping[str, str], record: Record
+    rel: str,
+    anchor: str,
+    entries: Sequence[Entry],
+    system: Mapping[str, str],
+    record: Record,
+    platforms: Sequence[str] = (),
 ) -> list[Finding]:
     release = record.release(rel)
     floor = _cuda_floor(rel, anchor, entries, system, record) + _ended(rel, entries, record)
     if release is None:
         return floor + _uncovered(rel, anchor, system, record)
+    floor += platform_rules(release, anchor, entries, system, platforms)
     patches = _patches(release, entries)
     names = record.release_versioned_names()
     if not patches:

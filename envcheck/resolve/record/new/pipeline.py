@@ -21,6 +21,7 @@ from envcheck.resolve.record.cuda import runnable, toolkit_min
 from envcheck.resolve.record.finding import Finding
 from envcheck.resolve.record.lint import ERROR, lint
 from envcheck.resolve.record.new.options import LIBS, OSES, Options
+from envcheck.resolve.record.new.ucx import cite, ucx_lines
 from envcheck.resolve.record.refusal import nearest, refusal_line, short_reason, version_key
 from envcheck.resolve.record.table import (
     Record,
@@ -47,20 +48,6 @@ class _Lines:
 
     def add(self, spec: str, comment: str) -> None:
         self.deps.append((spec, comment))
-
-
-def cite(v: Value) -> str:
-    """'a/b.yaml:16,17; c.yaml:3': pointers grouped by file."""
-    if not v.sources:
-        return v.note or "no source"
-    files: dict[str, list[str]] = {}
-    for s in v.sources:
-        path, _, line = s.rpartition(":") if s.rpartition(":")[2] else (s, "", "")
-        if not path or " " in path:
-            files.setdefault(s, [])
-            continue
-        files.setdefault(path, []).append(line)
-    return "; ".join(f"{p}:{','.join(ls)}" if ls else p for p, ls in files.items())
 
 
 class _Refused(Unsolvable):
@@ -351,14 +338,9 @@ def _compose(opts: Options, record: Record) -> str:
             lines.add(f"{name}{v.value}", cite(v))
     if "ucx" in extras:
         extras.remove("ucx")
-        _range(release, "ucx", lines)
-        proc = release.get("ucx-proc")
-        if proc.known:
-            lines.add(f"ucx-proc {proc.value}", cite(proc))
-        for comm in ("ucx-py", "distributed-ucxx"):
-            v = release.get(comm)
-            if v.known:
-                lines.add(f"{comm}={str(v.value).removesuffix('.*')}", f"{cite(v)}; {v.note}")
+        deps, notes = ucx_lines(release)
+        lines.deps += deps
+        lines.notes += notes
     _range(release, "nccl", lines)
     _range(release, "cupy", lines)
     _range(release, "numpy", lines)
@@ -377,7 +359,7 @@ def _compose(opts: Options, record: Record) -> str:
     _range(release, "pandas", lines, advice="; RAPIDS' own environments" if in_versions else "")
     _add_extras(lines, extras)
     system = {"cuda": opts.cuda, "glibc": glibc}
-    _refuse(lint([s for s, _ in lines.deps], system, record))
+    _refuse(lint([s for s, _ in lines.deps], system, record, platforms=["linux-64"]))
     return _render(opts, release, lines, system, os_words, python, libs)
 
 
