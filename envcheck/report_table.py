@@ -1,12 +1,13 @@
 """A report's table in the text report, at the report's width (envcheck.width): as it is
 where it fits; else narrowed until it does, keeping its columns (long column titles said once
 above it, the skew table's rows that agree on every process said once above it, rows that
-agree on all but their names folded, columns the same on every row said once above it); else,
-where nothing narrows it enough, one wrapped line per row. A column of a group of workers or
-ranks is named by the group's count; its members are said once, above the table."""
+agree on all but their names folded, columns the same on every row said once above it, and
+at last its cells wrapped at spaces); else one wrapped line per row. A column of a group of
+workers or ranks is named by the group's count; its members are said once, above the table."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,37 +16,58 @@ from envcheck.report_fold import agreeing_rows, fold_rows, group_name, short_col
 Rows = list[tuple[str, ...]]
 
 
-def fits(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> bool:
+def widths(columns: Sequence[str], rows: Sequence[Sequence[str]], whole: bool = True
+           ) -> list[int]:
+    """Each column's width: its widest cell (``whole``), else its title or its longest word,
+    whichever is wider (its cells wrapped at spaces, the title on one line)."""
+    if whole:
+        return [max(len(str(x)) for x in col) for col in zip(columns, *rows)]
+    return [max([len(title), *(len(w) for x in col for w in str(x).split())])
+            for title, *col in zip(columns, *rows)]
+
+
+def fits(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int,
+         whole: bool = True) -> bool:
     """Whether a boxed table of these cells is at most ``width`` wide (a cell's width, a
-    space either side and a rule between columns)."""
-    widths = [max(len(str(x)) for x in col) for col in zip(columns, *rows)]
-    return sum(widths) + 3 * len(widths) + 1 <= width
+    space either side and a rule between columns); ``whole``: as ``widths``."""
+    sizes = widths(columns, rows, whole)
+    return sum(sizes) + 3 * len(sizes) + 1 <= width
 
 
-def narrowed(columns: tuple[str, ...], rows: Rows, width: int
-             ) -> tuple[list[str], tuple[str, ...], Rows] | None:
-    """(lines said above the table, its columns, its rows): the table as it is where it fits
-    ``width``, else narrowed step by step (the module's docstring) until it does; None when
-    even the narrowest does not fit."""
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """A table as it prints: lines said above it, its columns and rows, and whether its cells
+    wrap at spaces (each column then at least ``widths(whole=False)`` wide)."""
+
+    above: list[str]
+    columns: tuple[str, ...]
+    rows: Rows
+    wrapped: bool = False
+
+
+def narrowed(columns: tuple[str, ...], rows: Rows, width: int) -> Shape | None:
+    """The table as it is where it fits ``width``, else narrowed step by step (the module's
+    docstring) until it does, its cells at last wrapped at spaces; None when even that does
+    not fit."""
     if fits(columns, rows, width):
-        return [], columns, rows
+        return Shape([], columns, rows)
     names, above = short_columns(columns)
     cols = tuple(names)
     same, kept = agreeing_rows(columns, rows)
     if same:  # the skew table's packages the same on every process: said once
         above.append(f"the same on every one: {', '.join(same)}")
-        if not kept:
-            return above, cols, []
         rows = [tuple(r) for r in kept]
+        if not rows:
+            return Shape(above, cols, [])
     if fits(cols, rows, width):
-        return above, cols, rows
+        return Shape(above, cols, rows)
     folded = fold_rows(rows)
     if len(folded) < len(rows):
         rows = [(group_name(who), *([""] * (first - 1)), *cells) for who, first, cells in folded]
         if fits(cols, rows, width):
-            return above, cols, rows
+            return Shape(above, cols, rows)
     if len(rows) > 1:
-        keep = [0, *(i for i in range(1, len(cols)) if len({r[i] for r in rows}) > 1)]
+        keep = [i for i in range(len(cols)) if len({r[i] for r in rows}) > 1] or [0]
         same = [f"{cols[i]} {rows[0][i]}" for i in range(len(cols))
                 if i not in keep and rows[0][i]]
         if same:
@@ -53,8 +75,25 @@ def narrowed(columns: tuple[str, ...], rows: Rows, width: int
         cols = tuple(cols[i] for i in keep)
         rows = [tuple(r[i] for i in keep) for r in rows]
         if fits(cols, rows, width):
-            return above, cols, rows
+            return Shape(above, cols, rows)
+    if fits(cols, rows, width, whole=False):
+        return Shape(above, cols, rows, wrapped=True)
     return None
+
+
+def shared_out(shape: Shape, width: int) -> list[int]:
+    """Column widths for ``shape``'s wrapped cells within ``width``: each column its longest
+    word or title, then what is left given to the columns that need least to be whole first
+    (so that as few as possible wrap)."""
+    least = widths(shape.columns, shape.rows, whole=False)
+    whole = widths(shape.columns, shape.rows)
+    sizes = list(least)
+    spare = width - (3 * len(sizes) + 1) - sum(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: whole[i] - least[i]):
+        more = min(whole[i] - sizes[i], max(spare, 0))
+        sizes[i] += more
+        spare -= more
+    return sizes
 
 
 def row_lines(columns: tuple[str, ...], rows: Rows) -> list[str]:
@@ -90,15 +129,15 @@ def print_table(console: Any, title: str, columns: tuple[str, ...], rows: Rows, 
             for part in wrap(line, width, "  ", "    "):
                 say(part)
         return
-    above, cols, body = shape
-    for line in above:
+    for line in shape.above:
         for part in wrap(line, width, "  ", "    "):
             say(part)
-    if not body:
+    if not shape.rows:
         return
     t = Table()
-    for col in cols:
-        t.add_column(col, no_wrap=True)
-    for row in body:
+    sizes = shared_out(shape, width) if shape.wrapped else [None] * len(shape.columns)
+    for col, size in zip(shape.columns, sizes):
+        t.add_column(col, no_wrap=not shape.wrapped, width=size)
+    for row in shape.rows:
         t.add_row(*(Text(x) for x in row))
     console.print(t, width=width)
