@@ -2,8 +2,9 @@
 where it fits; else narrowed until it does, keeping its columns (long column titles said once
 above it, the skew table's rows that agree on every process said once above it, rows that
 agree on all but their names folded, columns the same on every row said once above it, and
-at last its cells wrapped at spaces); else one wrapped line per row. A column of a group of
-workers or ranks is named by the group's count; its members are said once, above the table."""
+at last its cells wrapped at spaces); else, so narrowed, one wrapped line per row. A column of
+a group of workers or ranks is named by the group's count; its members are said once, above
+the table."""
 
 from __future__ import annotations
 
@@ -36,19 +37,20 @@ def fits(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int,
 
 @dataclasses.dataclass(frozen=True)
 class Shape:
-    """A table as it prints: lines said above it, its columns and rows, and whether its cells
-    wrap at spaces (each column then at least ``widths(whole=False)`` wide)."""
+    """A table as it prints: lines said above it, its columns and rows, and how: ``table``
+    (cells whole), ``wrapped`` (cells wrapped at spaces, each column at least its longest
+    word) or ``rows`` (one line per row: no table fits)."""
 
     above: list[str]
     columns: tuple[str, ...]
     rows: Rows
-    wrapped: bool = False
+    kind: str = "table"
 
 
-def narrowed(columns: tuple[str, ...], rows: Rows, width: int) -> Shape | None:
+def narrowed(columns: tuple[str, ...], rows: Rows, width: int) -> Shape:
     """The table as it is where it fits ``width``, else narrowed step by step (the module's
-    docstring) until it does, its cells at last wrapped at spaces; None when even that does
-    not fit."""
+    docstring) until it does, its cells at last wrapped at spaces; where nothing fits, the
+    narrowest as rows."""
     if fits(columns, rows, width):
         return Shape([], columns, rows)
     names, above = short_columns(columns)
@@ -57,9 +59,7 @@ def narrowed(columns: tuple[str, ...], rows: Rows, width: int) -> Shape | None:
     if same:  # the skew table's packages the same on every process: said once
         above.append(f"the same on every one: {', '.join(same)}")
         rows = [tuple(r) for r in kept]
-        if not rows:
-            return Shape(above, cols, [])
-    if fits(cols, rows, width):
+    if not rows or fits(cols, rows, width):
         return Shape(above, cols, rows)
     folded = fold_rows(rows)
     if len(folded) < len(rows):
@@ -77,8 +77,8 @@ def narrowed(columns: tuple[str, ...], rows: Rows, width: int) -> Shape | None:
         if fits(cols, rows, width):
             return Shape(above, cols, rows)
     if fits(cols, rows, width, whole=False):
-        return Shape(above, cols, rows, wrapped=True)
-    return None
+        return Shape(above, cols, rows, "wrapped")
+    return Shape(above, cols, rows, "rows")
 
 
 def shared_out(shape: Shape, width: int) -> list[int]:
@@ -96,19 +96,12 @@ def shared_out(shape: Shape, width: int) -> list[int]:
     return sizes
 
 
-def row_lines(columns: tuple[str, ...], rows: Rows) -> list[str]:
-    """A table too wide for any narrowing as one line per row (``first cell: column value,
-    ...``), unwrapped: a long column title is said once first; rows whose every process
-    agrees are one line, and rows that agree on all but their names fold into one."""
-    names, legend = short_columns(columns)
-    same, rest = agreeing_rows(columns, rows)
-    lines = list(legend)
-    if same:
-        lines.append(f"the same on every one: {', '.join(same)}")
-    for who, first, cells in fold_rows(rest):
-        said = ", ".join(f"{c} {v}" for c, v in zip(names[first:], cells) if str(v))
-        lines.append(f"{group_name(who)}: {said}")
-    return lines
+def row_lines(shape: Shape) -> list[str]:
+    """Each row as one line, unwrapped: ``first cell: column value, ...`` (empty cells left
+    out)."""
+    names = shape.columns
+    return [f"{row[0]}: " + ", ".join(f"{c} {v}" for c, v in zip(names[1:], row[1:]) if v)
+            for row in shape.rows]
 
 
 def print_table(console: Any, title: str, columns: tuple[str, ...], rows: Rows, width: int,
@@ -124,20 +117,16 @@ def print_table(console: Any, title: str, columns: tuple[str, ...], rows: Rows, 
     for line in wrap(title, width, "", "  "):
         say(line)
     shape = narrowed(columns, rows, width)
-    if shape is None:
-        for line in row_lines(columns, rows):
-            for part in wrap(line, width, "  ", "    "):
-                say(part)
-        return
-    for line in shape.above:
+    for line in shape.above + (row_lines(shape) if shape.kind == "rows" else []):
         for part in wrap(line, width, "  ", "    "):
             say(part)
-    if not shape.rows:
+    if not shape.rows or shape.kind == "rows":
         return
     t = Table()
-    sizes = shared_out(shape, width) if shape.wrapped else [None] * len(shape.columns)
+    wrapped = shape.kind == "wrapped"
+    sizes = shared_out(shape, width) if wrapped else [None] * len(shape.columns)
     for col, size in zip(shape.columns, sizes):
-        t.add_column(col, no_wrap=not shape.wrapped, width=size)
+        t.add_column(col, no_wrap=not wrapped, width=size)
     for row in shape.rows:
         t.add_row(*(Text(x) for x in row))
     console.print(t, width=width)
