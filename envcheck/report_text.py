@@ -196,7 +196,8 @@ def render(report: Any, console: Any = None, verbose: bool = False,
     def say(line: str, style: str = "") -> None:
         console.print(Text(line, style=style), soft_wrap=True, highlight=False)
 
-    say(summary_line(report), _STYLE[report.status.value])
+    for line in wrap(summary_line(report), width):
+        say(line, _STYLE[report.status.value])
     issues = sorted(
         (r for r in report.results if r.status.value in ISSUES),
         key=lambda r: ISSUES.index(r.status.value),
@@ -228,9 +229,11 @@ def render(report: Any, console: Any = None, verbose: bool = False,
         print_table(console, f"{report.title}: measurements", columns, rows, width, wrap)
     elif report.measurements:
         n = len(report.measurements)
-        say(f"  {n} measurement{'s' if n > 1 else ''}: shown with --verbose (or --bench), "
-            "kept in --json", "dim")
+        said = (f"{n} measurement{'s' if n > 1 else ''}: shown with --verbose (or --bench), "
+                "kept in --json")
+        for line in wrap(said, width, "  ", "    "):
+            say(line, "dim")
     if verbose:
         from envcheck.run_info import run_of
 
-        say(run_of(report).line(), "dim")
+        say(run_of(report).line(), "dim")  # one line, whole: the command as it ran
