@@ -10,7 +10,10 @@ under torchrun or srun, whose ranks write into pipes.
 from __future__ import annotations
 
 import os
-from typing import IO
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported at run time (tests/unit/test_startup_imports.py)
+    from typing import IO
 
 DEFAULT = 100  # a pipe or a file without COLUMNS
 MIN_COLUMNS = 20  # narrower COLUMNS values are ignored: no report line wraps below this
