@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 
+from envcheck.width import columns
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO
@@ -86,7 +88,7 @@ class Line:
             if text == self.text and self.drawn or now - self.last < interval:
                 return
             self.text, self.last = text, now
-            self._write("\r" + _fit(text, _columns(self.stream)) + "\x1b[K")
+            self._write("\r" + _fit(text, columns(self.stream)) + "\x1b[K")
             self.drawn = True
 
     def clear(self) -> None:
@@ -131,19 +133,6 @@ def clear_for_output() -> None:
         for line in _active:
             line.clear()
             line.text = ""
-
-
-def _columns(stream: IO[str]) -> int:
-    """The terminal's width; where it says none (0: a fresh pseudo-terminal), ``COLUMNS``,
-    else 80."""
-    try:
-        columns = os.get_terminal_size(stream.fileno()).columns
-    except (OSError, ValueError, AttributeError):
-        columns = 0
-    if columns <= 0:
-        given = os.environ.get("COLUMNS", "")
-        columns = int(given) if given.isdigit() and int(given) > 0 else 80
-    return columns
 
 
 def _fit(text: str, columns: int) -> str:

@@ -47,6 +47,21 @@ def passed_names(results: Iterable[object]) -> list[str]:
     return out
 
 
+def shared_nodes(results: Iterable[object]) -> str:
+    """Where every check of ``results`` ran on the same nodes, those nodes as one name ("vm
+    (4 ranks)", "a, b", or "5 nodes" for more than SHOWN_NAMES), to be said once for all of
+    them; "" where the checks ran on different nodes, or on none named."""
+    nodes: dict[str, dict[str, None]] = {}
+    for r in results:
+        nodes.setdefault(r.check, {})[r.node] = None  # type: ignore[attr-defined]
+    sets = list(nodes.values())
+    if not sets or "" in sets[0] or any(set(s) != set(sets[0]) for s in sets):
+        return ""
+    if len(sets[0]) > SHOWN_NAMES:
+        return f"{len(sets[0])} nodes"
+    return ", ".join(sets[0])
+
+
 def short_columns(columns: Sequence[str]) -> tuple[list[str], list[str]]:
     """(each column's name in a row, the legend lines for those shortened): a long group
     title is named by the part before its colon, and said whole once."""

@@ -12,18 +12,14 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
+import sys
 import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-from envcheck.report_fold import (
-    agreeing_rows,
-    fold_rows,
-    group_name,
-    node_with_hosts,
-    passed_names,
-    short_columns,
-)
+from envcheck.report_fold import node_with_hosts, passed_names, shared_nodes
+from envcheck.report_table import print_table
+from envcheck.width import columns as width_of
 
 ISSUES = ("error", "fail", "warn")  # worst first
 _STYLE = {
@@ -83,7 +79,9 @@ SKIP_REASONS = 8  # the most frequent reasons skips are said for, one line each;
 
 def skip_lines(skips: list[Any], limit: int = 6) -> list[str]:
     """One line per skip reason, most frequent first: "20 skipped: no GPU (driver, gpus, ...)";
-    a check skipped alike on several nodes is named once with their count (report_fold)."""
+    a check skipped alike on several nodes is named once with their count (report_fold), and
+    checks that all skipped on the same nodes name those once ("(on vm (4 ranks): driver,
+    gpus)")."""
     by_reason: dict[str, list[Any]] = {}
     several = len({x.node for x in skips}) > 1
     for r in skips:
@@ -91,9 +89,9 @@ def skip_lines(skips: list[Any], limit: int = 6) -> list[str]:
     lines = []
     ranked = sorted(by_reason.items(), key=lambda kv: -len(kv[1]))
     for reason, results in ranked[:SKIP_REASONS]:
-        unique = passed_names(results)
+        on, unique = _named(results)
         listed = ", ".join(unique[:limit]) + (", ..." if len(unique) > limit else "")
-        lines.append(f"  {len(results)} skipped: {reason} ({listed})")
+        lines.append(f"  {len(results)} skipped: {reason} ({f'on {on}: ' if on else ''}{listed})")
     rest = ranked[SKIP_REASONS:]
     if rest:
         n = sum(len(results) for _, results in rest)
@@ -117,6 +115,15 @@ def by_cause(skips: list[Any]) -> list[Any]:
     return out
 
 
+def _named(results: list[Any]) -> tuple[str, list[str]]:
+    """(the nodes every check of ``results`` ran on, where they are the same for all and there
+    are several checks, else ""; each check once, with its nodes where the first is "")."""
+    on = shared_nodes(results) if len({r.check for r in results}) > 1 else ""
+    if on:
+        return on, list(dict.fromkeys(r.check for r in results))
+    return "", passed_names(results)
+
+
 def _nodeless(r: Any) -> Any:
     """``r`` named by its check alone (every skip is on one node: naming it says nothing)."""
     from types import SimpleNamespace
@@ -135,30 +142,10 @@ def pass_lines(passes: list[Any], width: int) -> list[str]:
         groups.setdefault(r.group or "checks", []).append(r)
     lines = []
     for group, results in groups.items():
-        named = ", ".join(passed_names(results))
-        lines += wrap(f"{len(results)} passed ({group}): {named}", width, "  ", "    ")
-    return lines
-
-
-def table_lines(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]], width: int
-                ) -> list[str] | None:
-    """A table as one wrapped line per row (``first cell: column value, ...``) when it is too
-    wide for the terminal; None when it fits and can print as a table. A long column title
-    is said once under the title; rows whose every process agrees are one line, and rows that
-    agree on all but their names fold into one (report_fold)."""
-    widths = [max(len(str(x)) for x in col) for col in zip(columns, *rows)]
-    if sum(widths) + 3 * len(widths) + 1 <= width:
-        return None
-    names, legend = short_columns(columns)
-    same, rows = agreeing_rows(columns, rows)
-    lines = [title]
-    for line in legend:
-        lines += wrap(line, width, "  ", "    ")
-    if same:
-        lines += wrap(f"the same on every one: {', '.join(same)}", width, "  ", "    ")
-    for who, first, cells in fold_rows(rows):
-        said = ", ".join(f"{c} {v}" for c, v in zip(names[first:], cells) if str(v))
-        lines += wrap(f"{group_name(who)}: {said}", width, "  ", "    ")
+        on, names = _named(results)
+        where = f" on {on}" if on else ""
+        lines += wrap(f"{len(results)} passed ({group}){where}: {', '.join(names)}", width,
+                      "  ", "    ")
     return lines
 
 
@@ -179,7 +166,8 @@ def measurement_rows(report: Any) -> tuple[tuple[str, ...], list[tuple[str, ...]
 
 
 def stdout_console() -> Any:
-    """rich's Console for the report on stdout. Under Open MPI a rank's stdout is a
+    """rich's Console for the report on stdout, as wide as envcheck.width says (a terminal's
+    width; in a pipe or a file ``COLUMNS``, else 100). Under Open MPI a rank's stdout is a
     pseudo-terminal mpirun opens whatever its own output is (a log file, a pipe), so rich
     would write colour codes into logs: there the report is plain text unless FORCE_COLOR
     asks for colour (rich honours NO_COLOR and FORCE_COLOR elsewhere)."""
@@ -192,8 +180,8 @@ def stdout_console() -> Any:
             raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
     if "OMPI_COMM_WORLD_RANK" in os.environ and not os.environ.get("FORCE_COLOR"):
-        return _Console(force_terminal=False, force_interactive=False)
-    return _Console()
+        return _Console(force_terminal=False, force_interactive=False, width=width_of(sys.stdout))
+    return _Console(width=width_of(sys.stdout))
 
 
 def render(report: Any, console: Any = None, verbose: bool = False,
@@ -208,7 +196,8 @@ def render(report: Any, console: Any = None, verbose: bool = False,
     def say(line: str, style: str = "") -> None:
         console.print(Text(line, style=style), soft_wrap=True, highlight=False)
 
-    say(summary_line(report), _STYLE[report.status.value])
+    for line in wrap(summary_line(report), width):
+        say(line, _STYLE[report.status.value])
     issues = sorted(
         (r for r in report.results if r.status.value in ISSUES),
         key=lambda r: ISSUES.index(r.status.value),
@@ -219,7 +208,8 @@ def render(report: Any, console: Any = None, verbose: bool = False,
         for i, line in enumerate(issue_lines(r, width, hosts, fixed)):
             say(line, _STYLE[r.status.value] if i == 0 else "")
     for t in report.tables:
-        _print_table(console, t.title, t.columns, [tuple(map(str, r)) for r in t.rows], width)
+        print_table(console, t.title, t.columns, [tuple(map(str, r)) for r in t.rows], width,
+                    wrap)
     passes = [r for r in report.results if r.status.value == "pass"]
     skips = [r for r in report.results if r.status.value == "skip"]
     # a few passes (build's locks, an install) are the product: each shows its message
@@ -236,30 +226,14 @@ def render(report: Any, console: Any = None, verbose: bool = False,
                 say(part, _STYLE["skip"])
     if report.measurements and (verbose or measurements):
         columns, rows = measurement_rows(report)
-        _print_table(console, f"{report.title}: measurements", columns, rows, width)
+        print_table(console, f"{report.title}: measurements", columns, rows, width, wrap)
     elif report.measurements:
         n = len(report.measurements)
-        say(f"  {n} measurement{'s' if n > 1 else ''}: shown with --verbose (or --bench), "
-            "kept in --json", "dim")
+        said = (f"{n} measurement{'s' if n > 1 else ''}: shown with --verbose (or --bench), "
+                "kept in --json")
+        for line in wrap(said, width, "  ", "    "):
+            say(line, "dim")
     if verbose:
         from envcheck.run_info import run_of
 
-        say(run_of(report).line(), "dim")
-
-
-def _print_table(console: Any, title: str, columns: tuple[str, ...],
-                 rows: list[tuple[str, ...]], width: int) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    lines = table_lines(title, columns, rows, width)
-    if lines is not None:
-        for line in lines:
-            console.print(Text(line), soft_wrap=True, highlight=False)
-        return
-    t = Table(title=title, title_justify="left")
-    for col in columns:
-        t.add_column(col, no_wrap=True)
-    for row in rows:
-        t.add_row(*(Text(x) for x in row))
-    console.print(t)
+        say(run_of(report).line(), "dim")  # one line, whole: the command as it ran

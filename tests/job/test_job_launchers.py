@@ -32,12 +32,26 @@ def results(path: Path) -> list[dict]:
     return [r for r in json.loads(path.read_text())["results"] if r["status"] != "skip"]
 
 
+def _keeps_its_columns(stdout: str, ranks: str) -> None:
+    """Rank 0's report in the launcher's pipe, as wide as a pipe without COLUMNS (100): the
+    skew table keeps its columns, its ranks named once in its header."""
+    lines = stdout.splitlines()
+    assert max(map(len, lines)) <= 100, stdout
+    header = [ln for ln in lines if re.search(rf"\W package\W+{ranks}\W+verdict\W*$", ln)]
+    assert len(header) == 1, stdout
+    assert any(re.search(r"\W numpy\W+\d[\w.+]*\W+ok\W*$", ln) for ln in lines), stdout
+
+
+def _without_columns() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+
+
 def test_torchrun_four_ranks_pass(tmp_path):
     report = tmp_path / "r.json"
     p = subprocess.run(
         [str(BIN / "torchrun"), "--nproc-per-node", "4", "--master-port", str(free_port()),
          "--no-python", ENVCHECK, "verify", "job", "--timeout", "60", "--json", str(report)],
-        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+        capture_output=True, text=True, timeout=180, cwd=tmp_path, env=_without_columns(),
     )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     got = {r["check"]: r for r in results(report)}
@@ -46,6 +60,7 @@ def test_torchrun_four_ranks_pass(tmp_path):
     assert "known answer 10" in got["job.allreduce.gloo"]["message"]
     # one report: rank 0's (its verdict line first); the other ranks print nothing
     assert len(re.findall(r"^PASS +envcheck verify job: ", p.stdout, re.M)) == 1, p.stdout
+    _keeps_its_columns(p.stdout, r"4 ranks: 0, 1, 2, \+1 more")
 
 
 def test_mpirun_four_ranks_pass(tmp_path):
@@ -56,7 +71,7 @@ def test_mpirun_four_ranks_pass(tmp_path):
     p = subprocess.run(
         ["mpirun", *root, "--oversubscribe", "-np", "4", ENVCHECK, "verify", "job",
          "--timeout", "60", "--json", str(report)],
-        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+        capture_output=True, text=True, timeout=180, cwd=tmp_path, env=_without_columns(),
     )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     got = {r["check"]: r for r in results(report)}
@@ -66,6 +81,7 @@ def test_mpirun_four_ranks_pass(tmp_path):
     # the report that lands there is plain text
     assert re.search(r"^(PASS|WARN) +envcheck verify job: ", p.stdout, re.M), p.stdout[:500]
     assert "\x1b[" not in p.stdout, p.stdout[:500]
+    _keeps_its_columns(p.stdout, r"4 ranks: 0, 1, 2, \+1 more")
 
 
 def test_ranks_without_master_port_meet_past_a_foreign_server_on_the_derived_port(tmp_path):

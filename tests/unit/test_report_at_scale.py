@@ -78,7 +78,7 @@ def test_64_passing_workers_on_8_hosts_fit_in_40_lines() -> None:
     assert len(lines) <= 40, "\n".join(lines)
     # the 64 per-worker passes are one entry, the 8 hosts that agree one row of the hosts table
     assert any("smoke.submit[64 nodes]" in line for line in lines)
-    assert any(line.startswith("  7 rows: node1, node2, node3, +4 more:") for line in lines)
+    assert any("7 rows: node1, node2, node3, +4 more" in line for line in lines)
 
 
 def test_two_bad_workers_of_64_come_first_named_with_their_hosts() -> None:

@@ -62,12 +62,17 @@ def test_a_gpu_less_node_described_here_reports_each_cause_once_in_15_lines() ->
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None or Path("/dev/nvidia0").exists(),
                     reason="this machine has GPUs: its report is not the GPU-less one")
-def test_the_real_verify_node_here_fits_in_15_lines() -> None:
+@pytest.mark.parametrize("columns", [None, "80"])
+def test_the_real_verify_node_here_fits_in_15_lines(columns: str | None) -> None:
+    """Piped, as wide as COLUMNS says, else 100 (envcheck.width)."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env.update(PYTHONPATH=str(ROOT), **({"COLUMNS": columns} if columns else {}))
     done = subprocess.run(
         [sys.executable, "-m", "envcheck", "verify", "node"], capture_output=True, text=True,
-        env=dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80"), timeout=120,
+        env=env, timeout=120,
     )
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(lines) <= MOST, done.stdout
+    assert max(map(len, lines)) <= int(columns or 100), done.stdout
     assert sum(" skipped: no GPU" in ln for ln in lines) == 1, done.stdout
