@@ -12,11 +12,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.nobody import AS_NOBODY
 
-# uid and gid nobody; CAP_DAC_READ_SEARCH only so that it can run a venv's python under /root
-AS_NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-             "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search")
+REPO = Path(__file__).resolve().parents[2]
 
 # Holds MiB (argv 2) on one GPU (argv 1, by PCI index) until killed; prints "ready" once the
 # memory is real. torch, else cupy.
