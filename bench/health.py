@@ -34,17 +34,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 warnings.filterwarnings("ignore", "The pynvml package is deprecated", FutureWarning)
 
+from bench.timing import median_seconds  # noqa: E402
 from envcheck.verify import facts as F  # noqa: E402
 from envcheck.verify.facts import host, kernel_log  # noqa: E402
 
 
 def median_us(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
+    return median_seconds(fn, repeat) * 1e6
 
 
 def interleaved(a: Callable[[], Any], b: Callable[[], Any], repeat: int) -> tuple[float, float]:

@@ -55,6 +55,7 @@ import rattler  # noqa: E402
 from envcheck.provision.install.pipeline import install, read_plan  # noqa: E402
 from tests.support.channel import write_recipe  # noqa: E402
 from tests.support.condapkg import serve  # noqa: E402
+from tests.support.install_checks import install_cmd  # noqa: E402
 from tests.support.install_world import build_py39_channel, pyenv_python  # noqa: E402
 
 
@@ -256,21 +257,8 @@ def main() -> None:
             cli = {}
             for mode, cache in (("cold", work / "cli-cold-cache"),):
                 t = time.perf_counter()
-                subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "envcheck",
-                        "install",
-                        str(lock),
-                        "--prefix",
-                        str(work / f"cli-{mode}"),
-                        "--cache-dir",
-                        str(cache),
-                    ],
-                    check=True,
-                    capture_output=True,
-                )
+                subprocess.run(install_cmd(lock, work / f"cli-{mode}", cache), check=True,
+                               capture_output=True)
                 cli[mode] = time.perf_counter() - t
         summary = {
             "packages": len(records),

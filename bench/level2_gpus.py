@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from envcheck.verify.facts import collect_node_facts  # noqa: E402
 from envcheck.verify.node.gemm import N  # noqa: E402
+from tests.support.gpus import gpu_env  # noqa: E402
 
 BARE = """
 import json, sys, time, torch
@@ -51,14 +51,6 @@ print(json.dumps({"tflops": 2.0 * N**3 * k / (time.perf_counter() - t) / 1e12}))
 """
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # CUDA indices = NVML indices
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-    env.update(extra)
-    return env
-
-
 def envcheck_level2(tmp: Path, **env: str) -> tuple[float, int, dict[tuple[int, str], float],
                                                        list[str]]:
     """One whole `verify node --level 2`: wall s, exit code, (GPU, dtype) -> TFLOPS, and its
@@ -68,7 +60,7 @@ def envcheck_level2(tmp: Path, **env: str) -> tuple[float, int, dict[tuple[int, 
     proc = subprocess.run(
         [sys.executable, "-m", "envcheck", "verify", "node", "--level", "2", "--quiet",
          "--json", str(report), "--save-facts", str(facts)],
-        capture_output=True, text=True, env=_env(**env), timeout=600,
+        capture_output=True, text=True, env=gpu_env(**env), timeout=600,
     )
     wall = time.perf_counter() - t0
     if not report.exists() or not facts.exists():
@@ -85,7 +77,7 @@ def bare_all(indices: list[int]) -> tuple[float, dict[int, float]]:
     """The bare bf16 loop on every GPU at once, a process each: wall s, GPU -> TFLOPS."""
     t0 = time.perf_counter()
     procs = {i: subprocess.Popen([sys.executable, "-c", BARE, str(N)], stdout=subprocess.PIPE,
-                                 text=True, env=_env(CUDA_VISIBLE_DEVICES=str(i)))
+                                 text=True, env=gpu_env(CUDA_VISIBLE_DEVICES=str(i)))
              for i in indices}
     got = {}
     for i, p in procs.items():

@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,19 +33,11 @@ sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != 
 
 import yaml  # noqa: E402
 
+from bench.timing import median_seconds  # noqa: E402
 from envcheck.lockfile.read import read_lock  # noqa: E402
 from tests.support.big_locks import big_lock_text  # noqa: E402
 
 CLI = "import sys; from envcheck.cli import main; sys.exit(main())"
-
-
-def timed(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def verify_node(tree: Path, lock: Path | None) -> float:
@@ -87,8 +78,9 @@ def main() -> None:
         for n in sizes:
             locks[n] = Path(tmp) / f"big{n}.conda-lock.yml"
             locks[n].write_text(big_lock_text(n, rename_all=True))
-        read = {n: timed(lambda p=p: read_lock(p), a.repeat) for n, p in locks.items()}
-        old = {n: timed(lambda p=p: yaml.safe_load(p.read_text()), 1) for n, p in locks.items()}
+        read = {n: median_seconds(lambda p=p: read_lock(p), a.repeat) for n, p in locks.items()}
+        old = {n: median_seconds(lambda p=p: yaml.safe_load(p.read_text()), 1)
+               for n, p in locks.items()}
         bare, cmd = whole_processes(locks, a.repeat)
         before = {n: verify_node(a.before, p) for n, p in locks.items()} if a.before else {}
     report(sizes, a.repeat, bare, read, old, cmd, before)

@@ -13,15 +13,14 @@ what ``explicit_text`` and ``parse_lockfile`` called before) against envcheck's
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # bench/ itself must not be on the path: bench/build.py would shadow the `build` package
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
+from bench.timing import median_seconds  # noqa: E402
 from envcheck.lockfile.condalock import conda_lock_ready  # noqa: E402
 from envcheck.lockfile.toposort import toposorted  # noqa: E402
 from envcheck.lockfile.write import explicit_text  # noqa: E402
@@ -51,15 +50,6 @@ def chain_lockfile(n: int):  # noqa: ANN201 - conda-lock's Lockfile
     return Lockfile(package=package, metadata=meta)
 
 
-def timed(fn, repeat: int) -> float:  # noqa: ANN001
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--packages", type=int, default=10_000)
@@ -71,9 +61,9 @@ def main() -> None:
     base = Lockfile._toposort(lf.package)
     mine = toposorted(lf.package)
     assert [d.name for d in base] == [d.name for d in mine], "orders differ"
-    t_base = timed(lambda: Lockfile._toposort(lf.package), a.repeat)
-    t_mine = timed(lambda: toposorted(lf.package), a.repeat)
-    t_text = timed(lambda: explicit_text(lf.model_copy(deep=True), "linux-64"), a.repeat)
+    t_base = median_seconds(lambda: Lockfile._toposort(lf.package), a.repeat)
+    t_mine = median_seconds(lambda: toposorted(lf.package), a.repeat)
+    t_text = median_seconds(lambda: explicit_text(lf.model_copy(deep=True), "linux-64"), a.repeat)
     print(f"chain of {a.packages:,} conda packages, medians of {a.repeat}")
     print(f"  conda-lock Lockfile._toposort (baseline): {t_base:8.3f} s")
     print(f"  envcheck toposorted:                      {t_mine:8.3f} s")

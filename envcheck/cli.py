@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from envcheck.errors import EnvcheckError, ExitCode
-from envcheck.report_files import REPORT_FLAGS, ReportNotWritten, stamped, write_reports
+from envcheck.report_files import REPORT_FLAGS, ReportNotWritten, write_reports
 from envcheck.text import say
 from envcheck.version import __version__
 
@@ -257,8 +257,7 @@ def render(report: Report, args: argparse.Namespace) -> None:
     """Write the report files, then print the verb's product or the table."""
     if not report.shown:
         return
-    report = stamped(report, args)
-    write_reports(report, args)
+    report = write_reports(report, args)  # stamped there, once: the table prints the same
     try:
         _print(report, args)
         sys.stdout.flush()

@@ -112,7 +112,9 @@ complete -o default -F _envcheck envcheck
 
 def script(shell: str) -> str:
     if shell == "zsh":
-        return ("# envcheck completion (zsh): the bash completion through bashcompinit\n"
+        return ("# envcheck completion (zsh): the bash completion through bashcompinit, on zsh's\n"
+                "# completion system (started here when the rc file has not: compdef unset)\n"
+                "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit; }\n"
                 "autoload -U +X bashcompinit && bashcompinit\n" + bash_script())
     return bash_script()
 

@@ -26,9 +26,10 @@ def stamped(report: Report, args: argparse.Namespace) -> Report:
     return report if report.run is not None or run is None else replace(report, run=run)
 
 
-def write_reports(report: Report, args: argparse.Namespace) -> None:
-    """--json, --junit and --html; a failure names the file (checked before the run, failed
-    after)."""
+def write_reports(report: Report, args: argparse.Namespace) -> Report:
+    """--json, --junit and --html of ``report`` stamped with its run; returns the stamped
+    report, which the text table prints. A failure names the file (checked before the run,
+    failed after)."""
     from envcheck.report import write_html, write_json, write_junit
 
     report = stamped(report, args)
@@ -41,3 +42,4 @@ def write_reports(report: Report, args: argparse.Namespace) -> None:
                 raise ReportNotWritten(e.message) from None
             except OSError as e:
                 raise ReportNotWritten(f"--{flag} {path}: {e.strerror or e}") from None
+    return report

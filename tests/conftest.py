@@ -147,10 +147,11 @@ _NEEDS = {
     "netns": lambda: _root() or _tools("ip", "unshare"),
     "oldenv": lambda: "" if _pyenv("3.8") and _pyenv("3.9") else "needs pyenv's Python 3.8 and 3.9",
     "ray": lambda: "" if _importable("ray") else "needs Ray (pip install -e '.[test]')",
-    # a need by marker, not a kind: a tests/unit test may carry it (.ci/run installs chromium)
+    # needs by marker, not kinds: a tests/unit test may carry them (.ci/run installs both)
     "browser": lambda: _tools("chromium"),
+    "zsh": lambda: _tools("zsh"),
 }
-NEED_MARKERS = ("browser",)
+NEED_MARKERS = ("browser", "zsh")
 
 
 # kinds whose tests share one session-scoped world (a Slurm, namespaces as hosts, images, cached

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envcheck.atomic import write_files_atomically
 from envcheck.lockfile.condalock import conda_lock_ready
 from envcheck.lockfile.toposort import toposorted
 
@@ -112,10 +111,3 @@ def render_lock_texts(lockfile: Any, name: str, out: Path) -> dict[Path, str]:
     for platform in lockfile.metadata.platforms:
         texts[paths[platform]] = explicit_text(lockfile.model_copy(deep=True), platform)
     return texts
-
-
-def write_lock(lockfile: Any, name: str, out: Path) -> list[Path]:
-    """Write every file of one lock; all of them are replaced, or none."""
-    texts = render_lock_texts(lockfile, name, out)
-    write_files_atomically({p: t.encode() for p, t in texts.items()})
-    return list(texts)

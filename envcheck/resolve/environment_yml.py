@@ -20,21 +20,18 @@ import yaml
 from envcheck.errors import BadInput
 from envcheck.inputs import read_text
 from envcheck.resolve.recipe import (
-    _SYSTEM_VERSION,
     MAX_RECIPE_BYTES,
     PLATFORMS,
+    SYSTEM_VERSION,
     Recipe,
-    _channels,
-    _compose,
-    _dependencies,
-    _Errors,
-    _indexes,
-    _mapping,
-    _pip,
-    _platforms,
-    _scalar,
     parse_recipe,
+    read_channels,
+    read_dependencies,
+    read_indexes,
+    read_pip,
+    read_platforms,
 )
+from envcheck.resolve.yaml_nodes import NodeErrors, compose, mapping, scalar
 
 # the keys conda and conda-lock read from an environment.yml
 ENV_KEYS = ("name", "channels", "dependencies", "platforms", "prefix", "variables")
@@ -79,7 +76,7 @@ def load_recipe_or_environment(path: Path | str, platform: str | None = None) ->
     the file names none; None: this machine's)."""
     path = Path(path)
     text = read_text(path, "recipe", MAX_RECIPE_BYTES)
-    root = _compose(text, path)
+    root = compose(text, path)
     if not is_environment_file(path, root):
         return parse_recipe(text, path)
     try:
@@ -90,8 +87,8 @@ def load_recipe_or_environment(path: Path | str, platform: str | None = None) ->
 
 
 def from_environment(root: yaml.Node, path: Path, platform: str | None = None) -> Recipe:
-    err = _Errors(path)
-    top = _mapping(err, root, "")
+    err = NodeErrors(path)
+    top = mapping(err, root, "")
     for key, (knode, _) in top.items():
         if key not in ENV_KEYS:
             raise err.at(knode, key, "not an environment.yml key conda reads "
@@ -106,16 +103,16 @@ def from_environment(root: yaml.Node, path: Path, platform: str | None = None) -
                          "(envcheck docs recipes)")
     name_node = top["name"][1]
     # conda takes any case (`name: MyProject`); a lock's name is lower-case
-    name = _scalar(err, name_node, "name").lower()
+    name = scalar(err, name_node, "name").lower()
     from envcheck.lockfile.names import NAME
 
     if not NAME.match(name):
         raise err.at(name_node, "name", f"{name!r}: the lock is named for it, so `name:` must "
                      "be lower-case letters, digits, . _ -")
-    channels = _channels(err, _env_channels(err, top["channels"][1]))
+    channels = read_channels(err, _env_channels(err, top["channels"][1]))
     platforms = _env_platforms(err, top, platform)
     conda, pip_nodes = _split_dependencies(err, top["dependencies"][1])
-    deps, _ = _dependencies(err, conda)
+    deps, _ = read_dependencies(err, conda)
     pip, indexes = _env_pip(err, pip_nodes)
     return Recipe(
         name=name,
@@ -123,8 +120,8 @@ def from_environment(root: yaml.Node, path: Path, platform: str | None = None) -
         platforms=platforms,
         dependencies=deps,
         system=_system(platforms),
-        pip=_pip(err, _sequence(pip)) if pip else (),
-        pip_extra_index=_indexes(err, _sequence(indexes)) if indexes else (),
+        pip=read_pip(err, _sequence(pip)) if pip else (),
+        pip_extra_index=read_indexes(err, _sequence(indexes)) if indexes else (),
         description=f"from {path.name}",
         path=path,
     )
@@ -136,7 +133,7 @@ def _sequence(items: list[yaml.Node]) -> yaml.SequenceNode:
     return yaml.SequenceNode("tag:yaml.org,2002:seq", items, mark, items[-1].end_mark)
 
 
-def _env_channels(err: _Errors, node: yaml.Node) -> yaml.Node:
+def _env_channels(err: NodeErrors, node: yaml.Node) -> yaml.Node:
     """The channels node less conda-lock's ``nodefaults``; conda's ``defaults`` refused."""
     if not isinstance(node, yaml.SequenceNode):
         return node  # the loader says what it expected
@@ -154,10 +151,10 @@ def _env_channels(err: _Errors, node: yaml.Node) -> yaml.Node:
 
 
 def _env_platforms(
-    err: _Errors, top: dict[str, tuple[yaml.Node, yaml.Node]], platform: str | None
+    err: NodeErrors, top: dict[str, tuple[yaml.Node, yaml.Node]], platform: str | None
 ) -> tuple[str, ...]:
     if "platforms" in top:
-        return _platforms(err, top["platforms"][1])
+        return read_platforms(err, top["platforms"][1])
     chosen = platform or this_platform()
     if chosen not in PLATFORMS:
         raise BadInput(f"{err.path}: platforms: {chosen!r} is not a conda platform "
@@ -166,7 +163,7 @@ def _env_platforms(
 
 
 def _split_dependencies(
-    err: _Errors, node: yaml.Node
+    err: NodeErrors, node: yaml.Node
 ) -> tuple[yaml.Node, list[yaml.Node]]:
     """(the conda entries as a list node, the entries of every ``- pip:`` list)."""
     if not isinstance(node, yaml.SequenceNode):
@@ -178,7 +175,7 @@ def _split_dependencies(
             conda.append(item)
             continue
         where = f"dependencies[{i}]"
-        entries = _mapping(err, item, where)
+        entries = mapping(err, item, where)
         for key, (knode, value) in entries.items():
             if key != "pip":
                 raise err.at(knode, f"{where}.{key}", "only `- pip: [...]` nests in "
@@ -190,13 +187,13 @@ def _split_dependencies(
     return yaml.SequenceNode(node.tag, conda, node.start_mark, node.end_mark), pip
 
 
-def _env_pip(err: _Errors, nodes: list[yaml.Node]) -> tuple[list[yaml.Node], list[yaml.Node]]:
+def _env_pip(err: NodeErrors, nodes: list[yaml.Node]) -> tuple[list[yaml.Node], list[yaml.Node]]:
     """(the requirements, the --extra-index-url values): what pip's requirement lines hold
     that a recipe has no key for is refused, naming the key that does the job."""
     reqs: list[yaml.Node] = []
     indexes: list[yaml.Node] = []
     for item in nodes:
-        text = _scalar(err, item, "pip")
+        text = scalar(err, item, "pip")
         option, _, value = text.partition(" ")
         option, _, joined = option.partition("=")
         value = (joined or value).strip()
@@ -237,7 +234,7 @@ def _system(platforms: tuple[str, ...]) -> dict[str, str]:
     system = {key: os.environ[var].strip() for key, var in OVERRIDES.items()
               if os.environ.get(var, "").strip()}  # fmt: skip
     for key, value in system.items():
-        if not _SYSTEM_VERSION.match(value):
+        if not SYSTEM_VERSION.match(value):
             raise BadInput(f"{OVERRIDES[key]}={value!r} is not a version (numbers: e.g. 12.4); "
                            f"it sets the recipe key `system.{key}`")
     if "glibc" not in system and any(p.startswith("linux-") for p in platforms):

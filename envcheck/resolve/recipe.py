@@ -17,6 +17,15 @@ from envcheck.inputs import read_text
 from envcheck.lockfile.model import Exclusion
 from envcheck.lockfile.names import NAME
 from envcheck.resolve.solve import resolve_channel
+from envcheck.resolve.yaml_nodes import (
+    MAX_ENTRIES,
+    NodeErrors,
+    check_keys,
+    compose,
+    mapping,
+    scalar,
+    scalar_list,
+)
 
 # py-rattler (the build extra) is imported only as a recipe is read: the module's names
 # (PLATFORMS) serve the verbs' flags without it
@@ -43,9 +52,8 @@ _ARCH = re.compile(r"^[a-z0-9_]+$")
 _HASH_SCHEMA = "envcheck.recipe/1"
 # Limits that keep a wrong file from hanging a build (real recipes: < 4 KiB, < 40 entries).
 MAX_RECIPE_BYTES = 256 * 1024
-MAX_ENTRIES = 1000  # per list: dependencies, pip, exclude, channels, targets
 # system versions are plain release numbers (`cuda: "11.8"`, `glibc: "2.17"`, `linux: "3.10"`)
-_SYSTEM_VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
+SYSTEM_VERSION = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
 
 
 @dataclass(frozen=True)
@@ -91,63 +99,6 @@ class Recipe:
         return frozenset(e.name for e in self.exclude)
 
 
-class _Errors:
-    """Builds 'FILE:LINE:COL: key: problem' messages from yaml node marks."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def at(self, node: yaml.Node, key: str, problem: str) -> BadInput:
-        m = node.start_mark
-        return BadInput(f"{self.path}:{m.line + 1}:{m.column + 1}: {key}: {problem}")
-
-
-def _scalar(err: _Errors, node: yaml.Node, key: str) -> str:
-    if not isinstance(node, yaml.ScalarNode) or node.tag == "tag:yaml.org,2002:null":
-        raise err.at(node, key, "expected a text value")
-    # the raw text, not YAML's reading of it: `cuda: 11.10` must stay "11.10", not 11.1
-    return str(node.value).strip()
-
-
-def _list(err: _Errors, node: yaml.Node, key: str) -> list[tuple[yaml.Node, str]]:
-    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null":
-        return []
-    if not isinstance(node, yaml.SequenceNode):
-        raise err.at(node, key, "expected a list")
-    if len(node.value) > MAX_ENTRIES:
-        raise err.at(node, key, f"{len(node.value):,} entries; the limit is {MAX_ENTRIES:,}")
-    return [(item, _scalar(err, item, f"{key}[{i}]")) for i, item in enumerate(node.value)]
-
-
-def _mapping(err: _Errors, node: yaml.Node, key: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
-    """key -> (key node, value node); duplicate keys are an error (YAML would keep the last)."""
-    if not isinstance(node, yaml.MappingNode):
-        raise err.at(node, key, "expected a mapping")
-    out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
-    for k, v in node.value:
-        name = _scalar(err, k, key or "key")
-        if name in out:
-            raise err.at(k, f"{key}.{name}" if key else name, "appears twice")
-        out[name] = (k, v)
-    return out
-
-
-def _check_keys(
-    err: _Errors,
-    items: Mapping[str, tuple[yaml.Node, yaml.Node]],
-    allowed: Mapping[str, bool],
-    where: str,
-    node: yaml.Node,
-) -> None:
-    for k, (knode, _) in items.items():
-        if k not in allowed:
-            full = f"{where}.{k}" if where else k
-            raise err.at(knode, full, f"unknown key (allowed: {', '.join(allowed)})")
-    for k, required in allowed.items():
-        if required and k not in items:
-            raise err.at(node, f"{where}.{k}" if where else k, "missing required key")
-
-
 def load_recipe(path: Path | str) -> Recipe:
     """Read and validate a recipe file; every problem is a BadInput naming file, line and key."""
     path = Path(path)
@@ -164,46 +115,30 @@ def parse_recipe(text: str, path: Path) -> Recipe:
         raise BadInput(f"{path}: nesting too deep (a recipe is a few levels deep)") from None
 
 
-def _compose(text: str, path: Path) -> yaml.Node:
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as e:
-        m = e.problem_mark or e.context_mark
-        where = f"{m.line + 1}:{m.column + 1}: " if m else ""
-        raise BadInput(f"{path}:{where}malformed YAML: {e.problem or e.context}") from None
-    except yaml.YAMLError as e:  # a ReaderError (a control character) spans two lines
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise BadInput(f"{path}: malformed YAML: {first}") from None
-    except RecursionError:  # yaml's composer recurses once per level of nesting
-        raise BadInput(f"{path}: nesting too deep (a recipe is a few levels deep)") from None
-    if root is None:
-        raise BadInput(f"{path}: the recipe is empty")
-    return root
-
-
 def _parse_recipe(text: str, path: Path) -> Recipe:
-    err = _Errors(path)
-    root = _compose(text, path)
-    top = _mapping(err, root, "")
-    _check_keys(err, top, _KEYS, "", root)
+    err = NodeErrors(path)
+    root = compose(text, path)
+    top = mapping(err, root, "")
+    check_keys(err, top, _KEYS, "", root)
 
     def value(key: str) -> yaml.Node | None:
         return top[key][1] if key in top else None
 
-    name_node = top["name"][1]  # required: _check_keys made sure it is there
-    name = _scalar(err, name_node, "name")
+    name_node = top["name"][1]  # required: check_keys made sure it is there
+    name = scalar(err, name_node, "name")
     if not NAME.match(name):
         raise err.at(name_node, "name", f"{name!r} must be lower-case letters, digits, . _ -")
     # read in the recipe's order, so the first problem reported is the first in the file
-    channels = _channels(err, top["channels"][1])
-    platforms = _platforms(err, top["platforms"][1])
+    channels = read_channels(err, top["channels"][1])
+    platforms = read_platforms(err, top["platforms"][1])
     system = _system(err, value("system"))
-    deps, seen = _dependencies(err, top["dependencies"][1])
-    pip = _pip(err, value("pip"))
-    extra_index = _indexes(err, value("pip_extra_index"))
+    deps, seen = read_dependencies(err, top["dependencies"][1])
+    pip = read_pip(err, value("pip"))
+    extra_index = read_indexes(err, value("pip_extra_index"))
     exclude = _exclusions(err, value("exclude"), seen)
-    targets = [t for _, t in _list(err, value("targets"), "targets")] if value("targets") else []
-    text_of = {k: _scalar(err, top[k][1], k) for k in ("description", "notes") if k in top}
+    targets = [t for _, t in scalar_list(err, value("targets"), "targets")] if value("targets") \
+        else []
+    text_of = {k: scalar(err, top[k][1], k) for k in ("description", "notes") if k in top}
     return Recipe(
         name=name,
         channels=channels,
@@ -220,9 +155,9 @@ def _parse_recipe(text: str, path: Path) -> Recipe:
     )
 
 
-def _channels(err: _Errors, node: yaml.Node) -> tuple[str, ...]:
+def read_channels(err: NodeErrors, node: yaml.Node) -> tuple[str, ...]:
     channels: list[str] = []
-    for item, ch in _list(err, node, "channels"):
+    for item, ch in scalar_list(err, node, "channels"):
         try:
             resolve_channel(ch)
         except EnvcheckError as e:
@@ -233,9 +168,9 @@ def _channels(err: _Errors, node: yaml.Node) -> tuple[str, ...]:
     return tuple(channels)
 
 
-def _platforms(err: _Errors, node: yaml.Node) -> tuple[str, ...]:
+def read_platforms(err: NodeErrors, node: yaml.Node) -> tuple[str, ...]:
     platforms: list[str] = []
-    for item, p in _list(err, node, "platforms"):
+    for item, p in scalar_list(err, node, "platforms"):
         if p not in PLATFORMS:
             raise err.at(
                 item, "platforms", f"unknown platform {p!r} ({', '.join(sorted(PLATFORMS))})"
@@ -248,14 +183,14 @@ def _platforms(err: _Errors, node: yaml.Node) -> tuple[str, ...]:
     return tuple(platforms)
 
 
-def _system(err: _Errors, snode: yaml.Node | None) -> dict[str, str]:
+def _system(err: NodeErrors, snode: yaml.Node | None) -> dict[str, str]:
     system: dict[str, str] = {}
     if snode is None:
         return system
-    items = _mapping(err, snode, "system")
-    _check_keys(err, items, dict.fromkeys(SYSTEM_KEYS, False), "system", snode)
+    items = mapping(err, snode, "system")
+    check_keys(err, items, dict.fromkeys(SYSTEM_KEYS, False), "system", snode)
     for k, (_, vnode) in items.items():
-        v = _scalar(err, vnode, f"system.{k}")
+        v = scalar(err, vnode, f"system.{k}")
         if k == "archspec":
             if not _ARCH.match(v):
                 raise err.at(vnode, "system.archspec", f"{v!r} is not a microarchitecture name")
@@ -264,7 +199,7 @@ def _system(err: _Errors, snode: yaml.Node | None) -> dict[str, str]:
 
             try:
                 parse_version(v)
-                ok = bool(_SYSTEM_VERSION.match(v))
+                ok = bool(SYSTEM_VERSION.match(v))
             except BadInput:
                 ok = False
             if not ok:
@@ -275,13 +210,13 @@ def _system(err: _Errors, snode: yaml.Node | None) -> dict[str, str]:
     return system
 
 
-def _dependencies(err: _Errors, node: yaml.Node) -> tuple[tuple[str, ...], dict[str, str]]:
+def read_dependencies(err: NodeErrors, node: yaml.Node) -> tuple[tuple[str, ...], dict[str, str]]:
     """The conda entries, and normalised name -> entry (for duplicates and exclusions)."""
     from envcheck.resolve.spec import conda_spec
 
     deps: list[str] = []
     seen: dict[str, str] = {}
-    for item, spec in _list(err, node, "dependencies"):
+    for item, spec in scalar_list(err, node, "dependencies"):
         try:
             ms = conda_spec(spec)  # every form conda's command line accepts
         except ValueError as e:
@@ -300,14 +235,14 @@ def _dependencies(err: _Errors, node: yaml.Node) -> tuple[tuple[str, ...], dict[
     return tuple(deps), seen
 
 
-def _pip(err: _Errors, pnode: yaml.Node | None) -> tuple[str, ...]:
+def read_pip(err: NodeErrors, pnode: yaml.Node | None) -> tuple[str, ...]:
     if pnode is None:
         return ()
     # imported here: most recipes have no pip entries
     from packaging.requirements import InvalidRequirement, Requirement
 
     pip: list[str] = []
-    for item, req in _list(err, pnode, "pip"):
+    for item, req in scalar_list(err, pnode, "pip"):
         try:
             Requirement(req)
         except InvalidRequirement as e:
@@ -318,12 +253,12 @@ def _pip(err: _Errors, pnode: yaml.Node | None) -> tuple[str, ...]:
     return tuple(pip)
 
 
-def _indexes(err: _Errors, node: yaml.Node | None) -> tuple[str, ...]:
+def read_indexes(err: NodeErrors, node: yaml.Node | None) -> tuple[str, ...]:
     """Extra pip index URLs: http(s), a PEP 503 simple index root each."""
     if node is None:
         return ()
     urls: list[str] = []
-    for item, url in _list(err, node, "pip_extra_index"):
+    for item, url in scalar_list(err, node, "pip_extra_index"):
         if not re.match(r"^https?://[^\s/]+(/\S*)?$", url):
             raise err.at(item, "pip_extra_index", f"{url!r} is not an http(s) index URL")
         urls.append(url.rstrip("/"))
@@ -331,7 +266,7 @@ def _indexes(err: _Errors, node: yaml.Node | None) -> tuple[str, ...]:
 
 
 def _exclusions(
-    err: _Errors, xnode: yaml.Node | None, seen: dict[str, str]
+    err: NodeErrors, xnode: yaml.Node | None, seen: dict[str, str]
 ) -> tuple[Exclusion, ...]:
     if xnode is None:
         return ()
@@ -344,11 +279,11 @@ def _exclusions(
     return tuple(_exclusion(err, item, f"exclude[{i}]", seen) for i, item in enumerate(xnode.value))
 
 
-def _exclusion(err: _Errors, item: yaml.Node, where: str, seen: dict[str, str]) -> Exclusion:
-    fields = _mapping(err, item, where)
-    _check_keys(err, fields, {"name": True, "reason": True}, where, item)
-    xname = _scalar(err, fields["name"][1], f"{where}.name")
-    reason = _scalar(err, fields["reason"][1], f"{where}.reason")
+def _exclusion(err: NodeErrors, item: yaml.Node, where: str, seen: dict[str, str]) -> Exclusion:
+    fields = mapping(err, item, where)
+    check_keys(err, fields, {"name": True, "reason": True}, where, item)
+    xname = scalar(err, fields["name"][1], f"{where}.name")
+    reason = scalar(err, fields["reason"][1], f"{where}.reason")
     if not NAME.match(xname.lower()):
         raise err.at(fields["name"][1], f"{where}.name", f"{xname!r} is not a package name")
     if not reason:

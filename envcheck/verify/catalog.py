@@ -219,12 +219,6 @@ def validate_skip(ids: Iterable[str]) -> frozenset:
     )
 
 
-def parse_skip(values: Iterable[str]) -> tuple:
-    """`--skip a,b --skip c` -> ('a', 'b', 'c'), blanks dropped, first occurrence kept."""
-    out = [part.strip() for value in values for part in value.split(",")]
-    return tuple(dict.fromkeys(p for p in out if p))
-
-
 def list_report(verb: str) -> Report:
     """--list-checks: the checks ``verify VERB`` runs as a Report (a table; printed as plain
     columns: id, kind, description)."""

@@ -9,14 +9,16 @@ tests/unit/test_record_rule_table.py runs them and holds the docs' table to this
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from doc_section import Section
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "recipes.md"
 BEGIN, END = "<!-- rules: begin (scripts/record/rapids_rule_table.py) -->", "<!-- rules: end -->"
+SECTION = Section(DOC, BEGIN, END, "the rule table")
 EL8, EL7 = (("glibc", "2.28"),), (("glibc", "2.17"),)
 
 
@@ -179,22 +181,11 @@ def render(rows: tuple[Row, ...] = ROWS) -> str:
 
 
 def with_table(doc: str, text: str) -> str:
-    start, end = doc.index(BEGIN), doc.index(END) + len(END)
-    return doc[:start] + text + doc[end:]
+    return SECTION.replaced(doc, text)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python scripts/record/rapids_rule_table.py")
-    p.add_argument("--check", action="store_true", help="exit 1 if docs/recipes.md differs")
-    args = p.parse_args(argv)
-    doc = DOC.read_text()
-    new = with_table(doc, render())
-    if args.check:
-        print(f"{DOC}: {'up to date' if new == doc else 'differs'}")
-        return 0 if new == doc else 1
-    DOC.write_text(new)
-    print(f"wrote the rule table into {DOC}")
-    return 0
+    return SECTION.main("python scripts/record/rapids_rule_table.py", render, argv)
 
 
 if __name__ == "__main__":

@@ -10,16 +10,18 @@ the same sweep and holds the docs' table to it.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from doc_section import Section
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "recipes.md"
 BEGIN, END = "<!-- sweep: begin (scripts/record/rapids_sweep.py) -->", "<!-- sweep: end -->"
+SECTION = Section(DOC, BEGIN, END, "the sweep's table")
 # driver CUDAs: each major's first and newest minors, and the floors between
 DRIVERS = ("11.0", "11.2", "11.4", "11.8", "12.0", "12.2", "12.8", "12.9", "13.0", "13.1")
 # one OS per glibc that matters: 2.17 (CentOS 7), 2.27 (below manylinux_2_28), 2.28, 2.34
@@ -145,22 +147,12 @@ def table(cases: list[Case]) -> str:
 
 def with_table(doc: str, text: str) -> str:
     """``doc`` with the part between the markers replaced by ``text``."""
-    start, end = doc.index(BEGIN), doc.index(END) + len(END)
-    return doc[:start] + text + doc[end:]
+    return SECTION.replaced(doc, text)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python scripts/record/rapids_sweep.py", description=__doc__)
-    p.add_argument("--check", action="store_true", help="exit 1 if docs/recipes.md differs")
-    args = p.parse_args(argv)
-    doc = DOC.read_text()
-    new = with_table(doc, table(sweep()))
-    if args.check:
-        print(f"{DOC}: {'up to date' if new == doc else 'differs from the sweep'}")
-        return 0 if new == doc else 1
-    DOC.write_text(new)
-    print(f"wrote the sweep's table into {DOC}")
-    return 0
+    return SECTION.main("python scripts/record/rapids_sweep.py", lambda: table(sweep()), argv,
+                        description=__doc__)
 
 
 if __name__ == "__main__":

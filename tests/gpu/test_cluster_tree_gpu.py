@@ -30,6 +30,7 @@ import pytest
 from envcheck.errors import ExitCode
 from envcheck.verify.facts.proctree import user_name
 from tests.conftest import _gpu_count
+from tests.support.gpus import HOLD_ONE, holder_argv, holding
 from tests.support.subprocess_cluster import run_envcheck
 
 pytestmark = [
@@ -64,25 +65,6 @@ from distributed import Client
 with Client(scheduler_file=sys.argv[1], timeout=60) as c:
     c.wait_for_workers(int(sys.argv[2]), timeout=float(sys.argv[3]))
 """
-# Holds 512 MiB on one GPU (by PCI index) until killed; prints "ready" once the memory is real.
-HOLDER = """
-import sys, time
-idx = int(sys.argv[1])
-try:
-    import torch
-    x = torch.empty(512 * 2**20, dtype=torch.uint8, device=f"cuda:{idx}")
-    torch.cuda.synchronize(idx)
-except ImportError:
-    import cupy
-    with cupy.cuda.Device(idx):
-        x = cupy.empty(512 * 2**20, dtype=cupy.uint8)
-        cupy.cuda.runtime.deviceSynchronize()
-print("ready", flush=True)
-time.sleep(600)
-"""
-# uid and gid nobody; CAP_DAC_READ_SEARCH only so that it can run this venv's python
-AS_NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-             "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search")
 
 
 def _dask() -> list[str]:
@@ -194,26 +176,17 @@ def test_a_cluster_started_as_users_start_it_passes_busy_gpus(tmp_path, protocol
 def test_another_uids_process_on_one_gpu_still_fails_naming_it(tmp_path):
     target = _gpus() - 1
     env = {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "HOME": "/nonexistent"}
-    holder = subprocess.Popen([*AS_NOBODY, sys.executable, "-c", HOLDER, str(target)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env, cwd="/")
-    try:
-        assert holder.stdout.readline().strip() == "ready", holder.stderr.read()[-3000:]
-        end = time.monotonic() + 60
-        while holder.pid not in _gpu_pids():  # NVML lists it shortly after the allocation
-            assert time.monotonic() < end, "NVML never listed the holder"
-            time.sleep(0.5)
-        with users_cluster(tmp_path / "cluster", "ucx" if UCX else "tcp") as (sched_file, *_):
-            rc, _, busy = _verify(sched_file, tmp_path)
-    finally:
-        holder.kill()
-        holder.wait()
+    held = holding(holder_argv(HOLD_ONE, target, 512, as_nobody=True), env,
+                   lambda pid: pid in _gpu_pids())
+    protocol = "ucx" if UCX else "tcp"
+    with held as (holder_pid, _), users_cluster(tmp_path / "cluster", protocol) as (sched_file, *_):
+        rc, _, busy = _verify(sched_file, tmp_path)
     print(json.dumps(busy, indent=1))
     failed = [r for r in busy if r["status"] == "fail"]
     assert failed and rc == ExitCode.FAIL, busy
     for r in failed:
         foreign = r["message"].split(" (ours: ")[0]
-        assert f"GPU {target} (" in foreign and f"pid {holder.pid} (" in foreign, r
+        assert f"GPU {target} (" in foreign and f"pid {holder_pid} (" in foreign, r
         assert f"user {user_name(65534)}" in foreign
         # the holder is the only foreign process: nothing of the cluster is listed there
         assert foreign.count(" pid ") == 1, r

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from envcheck.verify.facts import collect_node_facts
+from tests.support.gpus import gpu_env
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parents[2]
 HEALTH = ("ecc", "xid", "pcie", "nvlink", "clocks", "persistence", "mig", "compute-mode")
 
 # nvidia-smi --query-gpu fields (the values nvidia-smi -q prints, one line per GPU)
@@ -60,19 +59,12 @@ def _num(text: str) -> int | None:
         return None  # "[N/A]", "[Not Supported]"
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
 def _verify_node(tmp_path: Path, *argv: str) -> tuple[int, dict, float]:
     out = tmp_path / "node.json"
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "envcheck", "verify", "node", "--no-plugins", "--json", str(out),
-         *argv], capture_output=True, text=True, env=_env(), timeout=600,
+         *argv], capture_output=True, text=True, env=gpu_env(), timeout=600,
     )
     wall = time.perf_counter() - t0
     assert out.exists(), proc.stdout + proc.stderr

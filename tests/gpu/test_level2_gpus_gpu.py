@@ -13,48 +13,19 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from envcheck.verify.facts import collect_node_facts
+from tests.support.gpus import HOLD_ALL, gpu_env, holder_argv, holding
 
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch"),
 ]
 
-REPO = Path(__file__).resolve().parents[2]
 HANG = 600  # seconds: only to catch a hang
-
-# uid and gid nobody; CAP_DAC_READ_SEARCH only so that it can read a venv under /root
-AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-             "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
-
-# Holds all the memory torch can take on its one visible GPU (1 GiB, then 64 MiB, then 4 MiB
-# blocks until each runs out), prints "ready" with the MiB it left free, sleeps until killed.
-HOLDER = """
-import sys, time, torch
-held = []
-for size in (2**30, 2**26, 2**22):
-    while True:
-        try:
-            held.append(torch.empty(size, dtype=torch.uint8, device="cuda:0"))
-        except torch.OutOfMemoryError:
-            break
-torch.cuda.synchronize()
-print("ready", torch.cuda.mem_get_info(0)[0] >> 20, flush=True)
-time.sleep(600)
-"""
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # CUDA indices = NVML indices
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-    env.update(extra)
-    return env
 
 
 def _level2(tmp_path: Path, *argv: str) -> tuple[int, dict, dict, str]:
@@ -63,7 +34,7 @@ def _level2(tmp_path: Path, *argv: str) -> tuple[int, dict, dict, str]:
     proc = subprocess.run(
         [sys.executable, "-m", "envcheck", "verify", "node", "--no-plugins", "--level", "2",
          "--json", str(out), "--save-facts", str(saved), *argv],
-        capture_output=True, text=True, env=_env(), timeout=HANG,
+        capture_output=True, text=True, env=gpu_env(), timeout=HANG,
     )
     assert out.exists(), proc.stdout + proc.stderr
     return (proc.returncode, json.loads(out.read_text()), json.loads(saved.read_text()),
@@ -100,27 +71,19 @@ def test_gpu_0_held_by_another_uid_is_an_error_naming_its_pid_and_the_rest_judge
     gpus = collect_node_facts().gpus
     env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent",
            "CUDA_VISIBLE_DEVICES": gpus[0].uuid, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    holder = subprocess.Popen([*AS_NOBODY, sys.executable, "-c", HOLDER], env=env, cwd="/",
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stderr is not None
-        line = holder.stdout.readline()
-        assert line.startswith("ready"), holder.stderr.read()
-        print(f"holder pid {holder.pid} left {line.split()[1]} MiB free on GPU 0")
-        deadline = time.monotonic() + 60  # NVML lists the process shortly after the alloc
-        while holder.pid not in [p.pid for p in collect_node_facts().gpus[0].processes]:
-            assert time.monotonic() < deadline, "NVML never listed the holder on GPU 0"
-            time.sleep(0.5)
+
+    def listed(pid: int) -> bool:  # NVML lists the process shortly after the allocation
+        return pid in [p.pid for p in collect_node_facts().gpus[0].processes]
+
+    with holding(holder_argv(HOLD_ALL, as_nobody=True), env, listed) as (pid, ready):
+        print(f"holder pid {pid} left {ready.split()[1]} MiB free on GPU 0")
         rc, report, _, text = _level2(tmp_path, "--allow-busy-gpus")
-    finally:
-        holder.kill()
-        holder.wait()
     print(text)
     errors = [r for r in report["results"] if r["status"] == "error"]
     assert errors and all(r["check"] in ("gpu-load", "gemm") for r in errors), errors
     assert all(r["message"].startswith(("GPU 0: the load could not run: out of memory",
                                      "GPU 0: the multiplies could not run: out of memory")) and
-               f"pid {holder.pid} " in r["message"] and "MiB left" in r["message"]
+               f"pid {pid} " in r["message"] and "MiB left" in r["message"]
                for r in errors), errors
     judged = _by_check(report, "gpu-load") + _by_check(report, "gemm")
     assert not [r for r in judged if r["status"] == "fail"], judged

@@ -6,37 +6,17 @@ Needs pynvml and torch or cupy; not dask. Run: python3 -m pytest -m gpu tests/gp
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from envcheck.verify.facts import collect_node_facts, facts_from_dict
 from envcheck.verify.shipping import standalone_source
+from tests.support.gpus import HOLD_ONE, gpu_env, holder_argv, holding
 
 pytestmark = pytest.mark.gpu
-
-REPO = Path(__file__).resolve().parents[2]
-
-# Holds 256 MiB on one GPU (by PCI index) until killed; prints "ready" once the memory is real.
-HOLDER = """
-import sys, time
-idx = int(sys.argv[1])
-try:
-    import torch
-    x = torch.empty(256 * 2**20, dtype=torch.uint8, device=f"cuda:{idx}")
-    torch.cuda.synchronize(idx)
-except ImportError:
-    import cupy
-    with cupy.cuda.Device(idx):
-        x = cupy.empty(256 * 2**20, dtype=cupy.uint8)
-        cupy.cuda.runtime.deviceSynchronize()
-print("ready", flush=True)
-time.sleep(300)
-"""
 
 
 def _has_module(name: str) -> bool:
@@ -50,21 +30,13 @@ needs_framework = pytest.mark.skipif(
 )
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # CUDA indices = NVML indices
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-    env.update(extra)
-    return env
-
-
 def _verify_node(tmp_path: Path, *argv: str) -> tuple[int, dict, str]:
     out = tmp_path / "node.json"
     proc = subprocess.run(
         [sys.executable, "-m", "envcheck", "verify", "node", "--json", str(out), *argv],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=gpu_env(),
         timeout=300,
     )
     report = json.loads(out.read_text()) if out.exists() else {}
@@ -79,7 +51,7 @@ def _facts_in_child(**env: str) -> dict:
         input=standalone_source(),
         capture_output=True,
         text=True,
-        env=_env(**env),
+        env=gpu_env(**env),
         timeout=120,
         check=True,
     )
@@ -125,33 +97,20 @@ def test_verify_node_expecting_every_gpu_passes(tmp_path):
 def test_busy_check_names_the_pid_holding_memory_on_gpu_1(tmp_path):
     gpus = collect_node_facts().gpus
     target = 1 if len(gpus) > 1 else 0
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(target)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "ready", holder.stderr.read()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # NVML lists the process shortly after the alloc
-            if collect_node_facts().gpus[target].processes:
-                break
-            time.sleep(0.5)
+
+    def listed(pid: int) -> bool:  # NVML lists the process shortly after the allocation
+        return bool(collect_node_facts().gpus[target].processes)
+
+    with holding(holder_argv(HOLD_ONE, target, 256), gpu_env(), listed) as (pid, _):
         rc, report, text = _verify_node(tmp_path, "--expect-gpus", str(len(gpus)))
         print(text)
         [busy] = [r for r in report["results"] if r["check"] == "busy-gpus"]
         assert busy["status"] == "fail", busy
-        assert f"GPU {target} " in busy["message"] and f"pid {holder.pid} (" in busy["message"]
+        assert f"GPU {target} " in busy["message"] and f"pid {pid} (" in busy["message"]
         assert rc == 2
         rc, report, _ = _verify_node(tmp_path, "--allow-busy-gpus")
         [busy] = [r for r in report["results"] if r["check"] == "busy-gpus"]
         assert busy["status"] == "warn" and rc == 1
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_cuda_visible_devices_1_leaves_one_gpu_with_gpu_1s_uuid():
@@ -178,7 +137,7 @@ def test_visible_devices_rule_matches_what_torch_sees(value):
         [sys.executable, "-c", probe],
         capture_output=True,
         text=True,
-        env=_env(CUDA_VISIBLE_DEVICES=value),
+        env=gpu_env(CUDA_VISIBLE_DEVICES=value),
         timeout=120,
         check=True,
     )

@@ -27,7 +27,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.nobody import AS_NOBODY
 from tests.support.ports import free_port
+from tests.support.ranks import log_of, logged_rank, stop, wait_all
 
 pytest.importorskip("torch.distributed")
 pytestmark = pytest.mark.slow
@@ -39,10 +41,7 @@ KEYS = ["hello", "arrived/0", "arrived/1", "roll", "phase/gather/0", "phase/gath
         "phase/allreduce/0", "phase/allreduce/1", "verdict"]
 SECRET = secrets.token_hex(32)
 
-# uid and gid nobody, without the secret; CAP_DAC_READ_SEARCH only to read the test's venv
-AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-             "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
-
+# The stranger runs as uid nobody (AS_NOBODY), without the secret.
 # record: a client of the launch's store; once the verdict is there, every key it can read,
 # printed as one JSON line of base64 values. inject: a client writing `recorded` into the
 # store over and over, from when both ranks arrived (a replayed arrival before that only
@@ -99,39 +98,18 @@ def _stranger(tmp: Path, port: int, mode: str, recorded: dict[str, str],
     p.stdin.close()
     end = time.monotonic() + 180
     while "ready uid 65534" not in (tmp / f"stranger-{mode}.log").read_text():
-        assert p.poll() is None and time.monotonic() < end, _log(tmp, f"stranger-{mode}")
+        assert p.poll() is None and time.monotonic() < end, log_of(tmp, f"stranger-{mode}")
         time.sleep(0.1)
     return p
 
 
 def _rank(tmp: Path, port: int, rank: int, *extra: str, tag: str = "") -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENVCHECK_JOB_")}
-    env.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-               MASTER_PORT=str(port), ENVCHECK_JOB_SECRET=SECRET)
-    out = open(tmp / f"rank{rank}{tag}.log", "w")  # noqa: SIM115
-    return subprocess.Popen([*ENVCHECK, "verify", "job", "--timeout", str(TIMEOUT), *extra],
-                            env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp)
+    return logged_rank(ENVCHECK, tmp, port, rank, 2, "--timeout", str(TIMEOUT), *extra,
+                       env={"ENVCHECK_JOB_SECRET": SECRET}, tag=tag)
 
 
 def _wait(procs: list[subprocess.Popen], limit: float = 240) -> list[int]:
-    end, codes = time.monotonic() + limit, []
-    for p in procs:
-        try:
-            codes.append(p.wait(max(end - time.monotonic(), 0.1)))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            codes.append(p.wait())
-    return codes
-
-
-def _stop(p: subprocess.Popen) -> None:
-    if p.poll() is None:
-        p.kill()
-    p.wait()
-
-
-def _log(tmp: Path, name: str) -> str:
-    return (tmp / f"{name}.log").read_text(errors="replace")
+    return wait_all(procs, limit)
 
 
 @pytest.fixture(scope="module")
@@ -143,11 +121,11 @@ def recording(tmp_path_factory) -> tuple[int, dict[str, str]]:
     recorder = _stranger(tmp, port, "record", {})
     try:
         codes = _wait([_rank(tmp, port, 0), _rank(tmp, port, 1)])
-        assert codes == [0, 0], (codes, _log(tmp, "rank0"), _log(tmp, "rank1"))
-        assert _wait([recorder], 30) == [0], _log(tmp, "stranger-record")
+        assert codes == [0, 0], (codes, log_of(tmp, "rank0"), log_of(tmp, "rank1"))
+        assert _wait([recorder], 30) == [0], log_of(tmp, "stranger-record")
     finally:
-        _stop(recorder)
-    line = next(x for x in _log(tmp, "stranger-record").splitlines()
+        stop(recorder)
+    line = next(x for x in log_of(tmp, "stranger-record").splitlines()
                 if x.startswith("RECORDED "))
     got = json.loads(line.removeprefix("RECORDED "))
     assert {"hello", "arrived/1", "roll", "verdict"} <= set(got), got
@@ -179,10 +157,10 @@ def test_a_recorded_run_replayed_into_a_later_failing_run_never_passes_rank_1(
         codes = _wait([_rank(tmp, port, 0, "--expect-gpus", "1"),
                        _rank(tmp, port, 1, "--debug")])
     finally:
-        _stop(injector)
-    assert "connected" in _log(tmp, "stranger-inject")
-    rank1 = _log(tmp, "rank1")
-    assert codes[0] in (2, 3) and codes[1] != 0, (codes, _log(tmp, "rank0"), rank1)
+        stop(injector)
+    assert "connected" in log_of(tmp, "stranger-inject")
+    rank1 = log_of(tmp, "rank1")
+    assert codes[0] in (2, 3) and codes[1] != 0, (codes, log_of(tmp, "rank0"), rank1)
     assert "Traceback" not in rank1
     # rank 1 names the replay it refused, or took rank 0's own verdict (not the recorded pass)
     took = f"rank 1/2: verify job: {'fail' if codes[0] == 2 else 'error'}" in rank1
@@ -196,8 +174,8 @@ def test_a_squatter_replaying_hello_roll_and_verdict_never_passes_rank_1(recordi
     try:
         codes = _wait([_rank(tmp, port, 1, "--debug")])  # rank 0 never runs
     finally:
-        _stop(squatter)
-    rank1 = _log(tmp, "rank1")
+        stop(squatter)
+    rank1 = log_of(tmp, "rank1")
     assert codes == [3], (codes, rank1)
     lines = rank1.strip().splitlines()
     assert len(lines) == 1, rank1

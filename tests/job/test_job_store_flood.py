@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.verify.job import store
+from tests.support.nobody import AS_NOBODY
 from tests.support.ports import free_port
 
 pytest.importorskip("torch.distributed")
@@ -26,8 +27,6 @@ pytestmark = pytest.mark.slow
 
 TIMEOUT = 40  # rank 0 waits this long for its rank 1, flooded meanwhile
 FLOOD = 8.0  # seconds of flood
-AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-             "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
 
 FLOODER = r"""
 import socket, struct, sys, threading, time

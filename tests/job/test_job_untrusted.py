@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -18,13 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.nobody import AS_NOBODY
 from tests.support.ports import free_port
+from tests.support.ranks import log_of, logged_rank, rank_env, stop, wait_all
 
 pytest.importorskip("torch.distributed")
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
-ENVCHECK = str(BIN / "envcheck")
+ENVCHECK = [str(BIN / "envcheck")]
 TIMEOUT = 20  # verify job --timeout (ranks start slowly on busy cores)
 PREFIX = "envcheck-job/run/"  # RANK/WORLD_SIZE by hand: no run id
 
@@ -77,36 +78,24 @@ else:
 SECRET = secrets.token_hex(32)
 
 
-def _env(tmp: Path, port: int, rank: int, world: int, addr: str,
-         secret: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENVCHECK_JOB_")}
-    return {**env, "RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
-            "MASTER_ADDR": addr, "MASTER_PORT": str(port),
-            "ENVCHECK_JOB_SECRET_DIR": str(tmp / "secrets"),
+def _rank(tmp: Path, port: int, rank: int, world: int, *extra: str,
+          addr: str = "127.0.0.1", tag: str = "", secret: str = "") -> subprocess.Popen:
+    """A rank writing rank{rank}{tag}.json; its secret: `secret` exported, else the secret file
+    rank 0 writes."""
+    return logged_rank(ENVCHECK, tmp, port, rank, world, "--timeout", str(TIMEOUT), "--json",
+                       str(tmp / f"rank{rank}{tag}.json"), *extra, env=_secret(tmp, secret),
+                       addr=addr, tag=tag)
+
+
+def _secret(tmp: Path, secret: str) -> dict[str, str]:
+    return {"ENVCHECK_JOB_SECRET_DIR": str(tmp / "secrets"),
             **({"ENVCHECK_JOB_SECRET": secret} if secret else {})}
 
 
-def _rank(tmp: Path, port: int, rank: int, world: int, *extra: str,
-          addr: str = "127.0.0.1", tag: str = "", secret: str = "") -> subprocess.Popen:
-    """A rank; its secret: `secret` exported, else the secret file rank 0 writes."""
-    name = f"rank{rank}{tag}"
-    out = open(tmp / f"{name}.log", "w")  # noqa: SIM115 - closed with the process's end
-    return subprocess.Popen(
-        [ENVCHECK, "verify", "job", "--timeout", str(TIMEOUT), "--json",
-         str(tmp / f"{name}.json"), *extra],
-        env=_env(tmp, port, rank, world, addr, secret), stdout=out, stderr=subprocess.STDOUT,
-        cwd=tmp)
-
-
-# uid and gid nobody; CAP_DAC_READ_SEARCH only so that it can read the test's venv (under
-# /root, mode 0700). That would let it read a secret file too: the ranks it attacks get their
-# secret from ENVCHECK_JOB_SECRET, which another uid cannot read (/proc/PID/environ needs
-# ptrace access, which no capability of the stranger gives).
-AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-             "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
-
-
 def _stranger(tmp: Path, port: int, mode: str, marker: Path) -> subprocess.Popen:
+    # uid nobody (AS_NOBODY) can read the test's venv and so a secret file too: the ranks it
+    # attacks get their secret from ENVCHECK_JOB_SECRET, which another uid cannot read
+    # (/proc/PID/environ needs ptrace access, which no capability of the stranger gives)
     out = open(tmp / f"stranger-{mode}.log", "w")  # noqa: SIM115
     env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "TORCH_CPP_LOG_LEVEL": "ERROR"}
     return subprocess.Popen(
@@ -121,28 +110,6 @@ def _ready(tmp: Path, log: str, limit: float = 180) -> None:
     while "ready" not in (tmp / log).read_text():
         assert time.monotonic() < end, (tmp / log).read_text()
         time.sleep(0.2)
-
-
-def _wait(procs: list[subprocess.Popen], limit: float) -> list[int]:
-    end = time.monotonic() + limit
-    codes = []
-    for p in procs:
-        try:
-            codes.append(p.wait(max(end - time.monotonic(), 0.1)))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            codes.append(p.wait())
-    return codes
-
-
-def _stop(p: subprocess.Popen) -> None:
-    if p.poll() is None:
-        p.send_signal(signal.SIGKILL)
-    p.wait()
-
-
-def _log(tmp: Path, name: str) -> str:
-    return (tmp / f"{name}.log").read_text(errors="replace")
 
 
 def _errors(path: Path) -> list[str]:
@@ -165,34 +132,34 @@ def _two_of_three_beside(tmp: Path, role: str, marker: Path) -> list[int]:
     ranks = [_rank(tmp, port, 0, 3, secret=SECRET), _rank(tmp, port, 1, 3, "--debug",
                                                           secret=SECRET)]
     try:
-        return _wait(ranks, TIMEOUT * 3 + 30)
+        return wait_all(ranks, TIMEOUT * 3 + 30)
     finally:
-        _stop(stranger)
+        stop(stranger)
 
 
 def test_a_stranger_claiming_a_rank_runs_nothing_and_is_named(tmp):
     marker = tmp / "marker"
     codes = _two_of_three_beside(tmp, "rank2", marker)
-    stranger_log = _log(tmp, "stranger-rank2")
+    stranger_log = log_of(tmp, "stranger-rank2")
     assert "connected as uid 65534" in stranger_log, stranger_log
     assert not marker.exists()
-    assert codes[0] == 3 and codes[1] == 3, (codes, _log(tmp, "rank0"), _log(tmp, "rank1"))
+    assert codes[0] == 3 and codes[1] == 3, (codes, log_of(tmp, "rank0"), log_of(tmp, "rank1"))
     errors = _errors(tmp / "rank0.json")
     assert any(m.startswith("rank 2 was claimed by a process without this job's secret "
                             "(unauthenticated") for m in errors), errors
-    rank1 = _log(tmp, "rank1")
+    rank1 = log_of(tmp, "rank1")
     assert "rank 2 was claimed by a process without this job's secret" in rank1, rank1
 
 
 def test_a_forged_verdict_is_never_taken(tmp):
     # rank 2 never comes: rank 0 fails the roll call; the stranger says pass, over and over
     codes = _two_of_three_beside(tmp, "verdict", tmp / "marker")
-    assert "connected as uid 65534" in _log(tmp, "stranger-verdict")
-    assert codes[0] == 3 and (tmp / "rank0.json").exists(), _log(tmp, "rank0")
+    assert "connected as uid 65534" in log_of(tmp, "stranger-verdict")
+    assert codes[0] == 3 and (tmp / "rank0.json").exists(), log_of(tmp, "rank0")
     assert any(m.startswith("rank 2 (host unknown) did not arrive")
                for m in _errors(tmp / "rank0.json"))
-    assert codes[1] != 0, _log(tmp, "rank1")
-    rank1 = _log(tmp, "rank1")
+    assert codes[1] != 0, log_of(tmp, "rank1")
+    rank1 = log_of(tmp, "rank1")
     assert ("rank 2 (host unknown) did not arrive" in rank1
             or "a value that is not this launch's was refused" in rank1), rank1
 
@@ -203,8 +170,8 @@ def test_a_second_claimant_of_a_rank_is_named(tmp):
     ones = [_rank(tmp, port, 1, 2, "--debug"), _rank(tmp, port, 1, 2, "--debug", tag="again")]
     time.sleep(3.0)
     rank0 = _rank(tmp, port, 0, 2)
-    codes = _wait([rank0, *ones], TIMEOUT * 3 + 30)
-    logs = {n: _log(tmp, n) for n in ("rank0", "rank1", "rank1again")}
+    codes = wait_all([rank0, *ones], TIMEOUT * 3 + 30)
+    logs = {n: log_of(tmp, n) for n in ("rank0", "rank1", "rank1again")}
     assert codes == [3, 3, 3], (codes, logs)
     errors = _errors(tmp / "rank0.json")
     assert any(m.startswith("rank 1 is claimed twice: by rank 1 (host ") for m in errors), errors
@@ -240,8 +207,8 @@ def test_the_store_listens_on_master_addr_only(tmp, where):
             seen = _listening(port)
             time.sleep(0.2)
     finally:
-        _stop(rank0)
-    assert seen == [f"{addr}:{port}"], (seen, _log(tmp, "rank0"))
+        stop(rank0)
+    assert seen == [f"{addr}:{port}"], (seen, log_of(tmp, "rank0"))
 
 
 def test_the_secret_file_is_the_job_uids_alone(tmp):
@@ -298,9 +265,9 @@ def test_a_ranks_unusable_facts_are_an_error_naming_it(tmp, kind, says):
     out = open(tmp / "rank1.log", "w")  # noqa: SIM115
     rank1 = subprocess.Popen(
         [sys.executable, "-c", BAD_RANK, kind, "verify", "job", "--timeout", str(TIMEOUT)],
-        env=_env(tmp, port, 1, 2, "127.0.0.1", SECRET), stdout=out, stderr=subprocess.STDOUT)
-    codes = _wait([rank0, rank1], TIMEOUT * 3 + 30)
-    logs = _log(tmp, "rank0") + _log(tmp, "rank1")
+        env=rank_env(port, 1, 2, **_secret(tmp, SECRET)), stdout=out, stderr=subprocess.STDOUT)
+    codes = wait_all([rank0, rank1], TIMEOUT * 3 + 30)
+    logs = log_of(tmp, "rank0") + log_of(tmp, "rank1")
     assert codes == [3, 3] and "Traceback" not in logs, (codes, logs)
     errors = _errors(tmp / "rank0.json")
     assert any(m.startswith(f"rank 1 (host {socket.gethostname()}, pid {rank1.pid}) sent facts "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -40,3 +41,46 @@ def arrived(port: int, rank: int) -> None:
 
     store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=240))
     store.wait([f"envcheck-job/run/arrived/{rank}"], timedelta(seconds=240))
+
+
+def rank_env(port: int, rank: int, world: int, addr: str = "127.0.0.1",
+             **extra: str) -> dict[str, str]:
+    """This environment as rank ``rank`` of ``world`` on ``addr:port`` sees it, started by hand;
+    its ENVCHECK_JOB_* variables left out, ``extra`` on top."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENVCHECK_JOB_")}
+    env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR=addr,
+               MASTER_PORT=str(port), **extra)
+    return env
+
+
+def logged_rank(envcheck: list[str], tmp: Path, port: int, rank: int, world: int, *argv: str,
+                env: dict[str, str] | None = None, addr: str = "127.0.0.1",
+                tag: str = "") -> subprocess.Popen:
+    """``envcheck verify job ARGV`` in ``tmp`` as rank ``rank`` (rank_env, ``env`` on top), its
+    output in tmp/rank{rank}{tag}.log."""
+    out = open(tmp / f"rank{rank}{tag}.log", "w")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen([*envcheck, "verify", "job", *argv],
+                            env=rank_env(port, rank, world, addr, **(env or {})), stdout=out,
+                            stderr=subprocess.STDOUT, cwd=tmp)
+
+
+def wait_all(procs: list[subprocess.Popen], limit: float) -> list[int]:
+    """Their exit codes, all within ``limit`` seconds; one still running then is killed."""
+    end, codes = time.monotonic() + limit, []
+    for p in procs:
+        try:
+            codes.append(p.wait(max(end - time.monotonic(), 0.1)))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            codes.append(p.wait())
+    return codes
+
+
+def stop(p: subprocess.Popen) -> None:
+    if p.poll() is None:
+        p.kill()
+    p.wait()
+
+
+def log_of(tmp: Path, name: str) -> str:
+    return (tmp / f"{name}.log").read_text(errors="replace")

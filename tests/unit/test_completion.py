@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,13 +80,24 @@ def test_every_verb_is_offered(bash_script):
     assert {path[0] for path in COMMANDS} <= offered and "--version" in offered
 
 
-@pytest.mark.skipif(shutil.which("zsh") is None, reason="no zsh here")
+@pytest.mark.zsh  # tests/conftest.py: skipped without zsh, failed under ENVCHECK_TESTS_REQUIRE_ALL
 def test_zsh_loads_it(tmp_path):
+    """A bare zsh (no rc file, so no compinit) sources it: zsh's completion system holds
+    envcheck, and the function it runs (as _bash_complete runs it: sh emulation) offers the verbs
+    and, after `verify`, verify's verbs."""
     path = tmp_path / "envcheck.zsh"
     path.write_text(_script("zsh"))
-    proc = subprocess.run(["zsh", "-c", f"source {path} && complete -p envcheck"],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and "_envcheck" in proc.stdout, proc.stderr
+    offer = 'emulate sh -c "COMP_WORDS=({}); COMP_CWORD={}; _envcheck; echo \\${{COMPREPLY[@]}}"'
+    top, verify = offer.format("envcheck ''", 1), offer.format("envcheck verify ''", 2)
+    cmd = f"source {path} && print -r -- $_comps[envcheck] && {top} && {verify}"
+    env = {**os.environ, "ZDOTDIR": str(tmp_path)}  # compinit's dump file: here, not in ~
+    proc = subprocess.run(["zsh", "-f", "-c", cmd], capture_output=True, text=True, timeout=60,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    registered, top, verify = proc.stdout.splitlines()
+    assert registered == "_bash_complete -o default -F _envcheck"
+    assert {path[0] for path in COMMANDS} <= set(top.split())
+    assert set(verify.split()) == {"cluster", "job", "node", "ray"}
 
 
 def test_help_lists_every_exit_code():

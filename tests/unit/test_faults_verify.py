@@ -19,8 +19,8 @@ import yaml
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.verify.facts import conda_platform
-from tests.support.deadlines import HANG
 from tests.support.report_schema import validated
+from tests.support.stopping import stopped_once_ready
 
 EXCERPT = Path(__file__).parents[1] / "data" / "pangeo-pytorch-excerpt.conda-lock.yml"
 
@@ -149,32 +149,24 @@ def test_a_signal_during_an_import_probe_leaves_no_process_behind(
     pids_file = tmp_path / "pids"
     env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     env["HANG_PIDS"] = str(pids_file)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envcheck", "verify", "node", "--import", "hangs_on_import",
-         "--no-plugins", "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
-    pids: list[int] = []
+    argv = [sys.executable, "-m", "envcheck", "verify", "node", "--import", "hangs_on_import",
+            "--no-plugins", "--quiet"]
+    def written() -> bool:  # both pids: the probe and its child are running
+        return pids_file.exists() and len(pids_file.read_text().split()) == 2
+
     try:
-        deadline = time.monotonic() + 60
-        while not pids_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.1)
+        returncode, err = stopped_once_ready(argv, env, written, sig)
         pids = [int(p) for p in pids_file.read_text().split()]
-        proc.send_signal(sig)  # to envcheck's pid only, as `kill` does
-        _, err = proc.communicate(timeout=HANG)
         deadline = time.monotonic() + 10
         while any(map(_alive, pids)) and time.monotonic() < deadline:
             time.sleep(0.05)
         left = [p for p in pids if _alive(p)]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        for p in pids:
-            with contextlib.suppress(OSError):
-                os.kill(p, signal.SIGKILL)
-    assert proc.returncode == code, err
+    finally:  # the probe and its child, whatever happened above
+        with contextlib.suppress(OSError, ValueError):
+            for p in map(int, pids_file.read_text().split()):
+                with contextlib.suppress(OSError):
+                    os.kill(p, signal.SIGKILL)
+    assert returncode == code, err
     assert err.strip() == says
     assert not left, f"probe processes {left} outlived envcheck"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from envcheck.errors import BadInput
 from envcheck.lockfile.condalock import read_lockfile_model
 from envcheck.lockfile.pip_package import PipPackage
 from envcheck.lockfile.read import read_lock
-from envcheck.lockfile.write import conda_lock_text, explicit_text, write_lock
+from envcheck.lockfile.write import conda_lock_text, explicit_text, render_lock_texts
 from envcheck.resolve.lockdoc import build_lockfile
 from envcheck.resolve.recipe import load_recipe
 from envcheck.resolve.solve import solve_specs, virtual_packages
@@ -26,6 +27,13 @@ DDP = PipPackage(
     "https://files.pythonhosted.org/packages/8b/26/c89e04f695433fa95c8e914d614bc94c03b7624617c3004c51bbe7ec198a/dask_pytorch_ddp-0.2.2-py3-none-any.whl",
     "cc8038f1efd1545c3f00b9abcfb6b41a0706f686315238d55072df0546659cba",
 )
+
+
+def write_lock(lockfile: Any, name: str, out: Path) -> list[Path]:
+    """Write every file of one lock; all of them are replaced, or none."""
+    texts = render_lock_texts(lockfile, name, out)
+    write_files_atomically({p: t.encode() for p, t in texts.items()})
+    return list(texts)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from envcheck.verify.facts import ProcessInfo, facts_from_dict, facts_to_dict
 from envcheck.verify.facts.collect import _process_tree
 from envcheck.verify.facts.proctree import ancestors, own_pids, read_process, user_name
 from tests.support.factories import healthy_a100x8, make_gpu, with_process
+from tests.support.nobody import AS_NOBODY
 
 # Each level starts the next with one less, under argv[2:] (setpriv ...) if given; the last
 # prints its pid and sleeps.
@@ -32,10 +33,6 @@ else:
     time.sleep(120)
 """
 DEADLINE = 60.0  # only to catch a hang
-# uid and gid nobody; CAP_DAC_READ_SEARCH only so that it can run this venv's python (under
-# /root, mode 0700) and read the script.
-AS_NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-             "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search")
 
 
 @contextlib.contextmanager

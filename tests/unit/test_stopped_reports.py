@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -18,47 +16,35 @@ import pytest
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from tests.support.report_schema import validated
+from tests.support.stopping import stopped_once_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(
+BY_SIGNAL = pytest.mark.parametrize(
     ("sig", "code", "says"),
     [
         (signal.SIGINT, ExitCode.INTERRUPTED, "interrupted (SIGINT, Ctrl-C) before it finished"),
         (signal.SIGTERM, ExitCode.TERMINATED, "terminated by SIGTERM before it finished"),
     ],
 )
+
+
+@BY_SIGNAL
 def test_verify_node_stopped_by_a_signal_writes_both_reports(
     tmp_path: Path, sig: int, code: int, says: str
 ) -> None:
+    started = tmp_path / "started"
     (tmp_path / "slow_import_for_signals.py").write_text(
-        "import pathlib, time\n"
-        f"pathlib.Path({str(tmp_path / 'started')!r}).touch()\n"
-        "time.sleep(120)\n"
+        f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(120)\n"
     )
     json_out, junit_out = tmp_path / "r.json", tmp_path / "r.xml"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envcheck", "verify", "node", "--import",
-         "slow_import_for_signals", "--probe-timeout", "120", "--json", str(json_out),
-         "--junit", str(junit_out)],
-        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        # a runner started in the background ignores SIGINT: give it a terminal's default
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "started").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert (tmp_path / "started").exists(), "the import probe never started"
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-    assert proc.returncode == code, err
+    argv = [sys.executable, "-m", "envcheck", "verify", "node", "--import",
+            "slow_import_for_signals", "--probe-timeout", "120", "--json", str(json_out),
+            "--junit", str(junit_out)]
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    returncode, err = stopped_once_ready(argv, env, started.exists, sig)
+    assert returncode == code, err
     data = validated(json_out)
     assert data["exit_code"] == code and data["title"] == "envcheck verify node"
     assert [(r["status"], r["message"]) for r in data["results"]] == [("error", says)]
@@ -66,13 +52,7 @@ def test_verify_node_stopped_by_a_signal_writes_both_reports(
     assert case.find("error").get("message") == says
 
 
-@pytest.mark.parametrize(
-    ("sig", "code", "says"),
-    [
-        (signal.SIGINT, ExitCode.INTERRUPTED, "interrupted (SIGINT, Ctrl-C) before it finished"),
-        (signal.SIGTERM, ExitCode.TERMINATED, "terminated by SIGTERM before it finished"),
-    ],
-)
+@BY_SIGNAL
 def test_a_signal_while_the_flags_are_read_writes_the_report_too(
     tmp_path: Path, sig: int, code: int, says: str
 ) -> None:
@@ -91,23 +71,9 @@ def test_a_signal_while_the_flags_are_read_writes_the_report_too(
         "cli.build_parser = slow\n"
         f"sys.exit(cli.main({argv!r}))\n"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", program], env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not started.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert started.exists(), proc.communicate()
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-    assert proc.returncode == code, err
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    returncode, err = stopped_once_ready([sys.executable, "-c", program], env, started.exists, sig)
+    assert returncode == code, err
     data = validated(json_out)
     assert data["exit_code"] == code and data["title"] == "envcheck install"
     assert [(r["status"], r["message"]) for r in data["results"]] == [("error", says)]

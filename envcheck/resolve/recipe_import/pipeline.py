@@ -15,13 +15,14 @@ def recipe_import(options: ImportOptions) -> Report:
     from envcheck.destinations import check_destination
     from envcheck.inputs import read_text
     from envcheck.resolve.environment_yml import from_environment, recipe_text
-    from envcheck.resolve.recipe import MAX_RECIPE_BYTES, _compose
+    from envcheck.resolve.recipe import MAX_RECIPE_BYTES
+    from envcheck.resolve.yaml_nodes import compose
 
     environment, platform, out = options.environment, options.platform, options.out
     if out is not None:
         check_destination(out, f"--out {out}")
     text = read_text(environment, "environment.yml", MAX_RECIPE_BYTES)
-    recipe = from_environment(_compose(text, environment), environment, platform)
+    recipe = from_environment(compose(text, environment), environment, platform)
     written = recipe_text(recipe, environment.name)
     n = len(recipe.dependencies) + len(recipe.pip)
     where = "printed" if out is None else f"written to {out}"
