@@ -19,6 +19,7 @@ import yaml
 from envcheck.cli import main
 from envcheck.errors import ExitCode
 from envcheck.verify.facts import conda_platform
+from tests.support.deadlines import HANG
 from tests.support.report_schema import validated
 from tests.support.stopping import stopped_once_ready
 
@@ -157,7 +158,7 @@ def test_a_signal_during_an_import_probe_leaves_no_process_behind(
     try:
         returncode, err = stopped_once_ready(argv, env, written, sig)
         pids = [int(p) for p in pids_file.read_text().split()]
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + HANG
         while any(map(_alive, pids)) and time.monotonic() < deadline:
             time.sleep(0.05)
         left = [p for p in pids if _alive(p)]
