@@ -143,11 +143,11 @@ def read_file(env: Mapping[str, str], launch_id: str) -> Secret | None:
     opened by ``open_input`` (no link followed, nothing but a regular file read); BadInput
     when it is something else or too short, AuthError when it is not private to this uid."""
     path = secret_path(env, launch_id)
+    if not os.path.lexists(path):  # asked first: once there, rank 0's renames never remove it
+        return None
     try:
         fd = open_input(path, "the job's secret file", follow=False)
     except BadInput as e:
-        if not os.path.lexists(path):
-            return None
         raise BadInput(f"{e}: remove it, or export {SECRET_ENV}") from None
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
