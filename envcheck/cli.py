@@ -301,8 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     from envcheck import interrupts
 
     debug = "--debug" in argv
-    restore = interrupts.install()
+    restore = interrupts.install(held=True)  # signals wait for release(), inside the try
     try:
+        interrupts.release()
         return _main(argv)
     except KeyboardInterrupt as e:  # also Terminated (SIGTERM): every finally has run
         if debug:

@@ -141,14 +141,18 @@ def delivered() -> None:
     _delivered = True
 
 
-def install() -> Callable[[], None]:
+def install(*, held: bool = False) -> Callable[[], None]:
     """Route SIGINT and SIGTERM through the handler; returns what puts the old handlers back.
 
-    Main thread only (a no-op elsewhere). A signal the process was started ignoring (a
-    background job's SIGINT) stays ignored. One it was started with *blocked* (a parent's
-    signal mask is inherited: seen from a test runner's worker after a commit outside a run)
-    is unblocked for the run, or Ctrl-C would stay pending for ever; restore puts the
-    caller's mask back.
+    Main thread only (a no-op elsewhere). Both signals are held (blocked) while the handlers
+    are put in place and let in at the end; with ``held`` they stay held until ``release``,
+    which the caller calls first thing inside the ``try`` that handles ``KeyboardInterrupt``:
+    one that arrives during the setup is raised there, never before that ``try`` (seen: a
+    SIGINT during the resender's start left a traceback and no report). A signal the process
+    was started ignoring (a background job's SIGINT) stays ignored. One it was started with
+    *blocked* (a parent's signal mask is inherited: seen from a test runner's worker after a
+    commit outside a run) is let in for the run too, or Ctrl-C would stay pending for ever;
+    restore puts the caller's mask back.
     """
     global _committed, _interrupted, _delivered, _installed
     _committed = _interrupted = _delivered = False
@@ -156,18 +160,21 @@ def install() -> Callable[[], None]:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     blocked = _mask() & set(_SIGNALS)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, set(_SIGNALS))
     old = {}
     for sig in _SIGNALS:
         if signal.getsignal(sig) is signal.SIG_IGN:
             continue
         old[sig] = signal.signal(sig, _handler)
     _installed = True
-    _unblock()
     previous_hook = sys.unraisablehook
     if old:
         _RESENDER.start()
         sys.unraisablehook = wrapper = lambda hook: _unraisable(hook, previous_hook)
         _HOOK_CODE[0] = wrapper.__code__
+    if not held:
+        _unblock()
 
     def restore() -> None:
         # unblock while this module's handler is still in place: a signal held since the
@@ -203,6 +210,12 @@ def commit() -> None:
         # only inside a run: outside one (a library call, a test) nothing would unblock them,
         # and every process started from this one afterwards would inherit them blocked
         signal.pthread_sigmask(signal.SIG_BLOCK, set(_SIGNALS))
+
+
+def release() -> None:
+    """Let the signals ``install`` holds in: one that arrived meanwhile raises here. Call it
+    inside the ``try`` that handles ``KeyboardInterrupt``."""
+    _unblock()
 
 
 def _mask() -> set[int]:
@@ -246,8 +259,9 @@ def pending() -> int | None:
 def scope() -> Iterator[None]:
     """One run's signal policy around a block (the API's calls, in a notebook or a script):
     the caller's handlers and signal mask are back when the block ends."""
-    restore = install()
+    restore = install(held=True)
     try:
+        release()
         yield
     finally:
         restore()

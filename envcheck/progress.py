@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 
+from envcheck.text import safe
 from envcheck.width import columns
 
 TYPE_CHECKING = False
@@ -88,7 +89,8 @@ class Line:
             if text == self.text and self.drawn or now - self.last < interval:
                 return
             self.text, self.last = text, now
-            self._write("\r" + _fit(text, columns(self.stream)) + "\x1b[K")
+            # safe: a name from a lock or recipe reaches the terminal escaped, as in `say`
+            self._write("\r" + _fit(safe(text), columns(self.stream)) + "\x1b[K")
             self.drawn = True
 
     def clear(self) -> None:

@@ -14,6 +14,8 @@ import sys
 from collections import deque
 from collections.abc import Iterable, Sequence
 
+from envcheck.text import safe
+
 KEEP_LINES = 200
 # what podman, buildah and docker (BuildKit and the classic builder) say when the network,
 # not the image, failed a pull
@@ -37,7 +39,7 @@ def run_engine(cmd: Sequence[str]) -> tuple[int, list[str]]:
                           bufsize=1) as proc:
         assert proc.stderr is not None
         for line in proc.stderr:
-            sys.stderr.write(line)
+            sys.stderr.write(safe(line))  # a build step echoes text from the lock
             sys.stderr.flush()
             tail.append(line.rstrip("\n"))
     return proc.returncode, list(tail)

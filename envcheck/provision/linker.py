@@ -142,7 +142,11 @@ class Linker:
 
     def _reap(self, block: bool) -> int | None:
         if self.code is None:
-            pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+            try:
+                pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:  # reaped by an earlier wait whose result a signal cut
+                self.code = -signal.SIGKILL  # off: it has ended; its status is lost (said as
+                return self.code  # killed: only an interrupted run gets here)
             if pid:
                 self.code = os.waitstatus_to_exitcode(status)
         return self.code
@@ -168,8 +172,10 @@ class Linker:
         """No more jobs: the child, between jobs, leaves at once (EOF), while this process
         goes on; the block's end reaps it."""
         if not self.jobs_w_closed:
-            os.close(self.jobs_w)
+            # marked first: a signal between the two would otherwise have stop() close the
+            # descriptor again (EBADF in place of the interrupt, exit 4 instead of 130/143)
             self.jobs_w_closed = True
+            os.close(self.jobs_w)
 
     def stop(self) -> None:
         """Kill the child now and wait for it: nothing it does outlives this call."""

@@ -4,6 +4,7 @@ current content, without solving."""
 from __future__ import annotations
 
 import functools
+import os
 import socket
 import textwrap
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from envcheck.errors import StaleLock
+from envcheck.inputs import open_input
 from envcheck.lockfile.read import read_built_lock
 from envcheck.lockfile.write import lock_paths
 from envcheck.report import Report, Result, Status
@@ -31,9 +33,15 @@ def _reachable(url: str, timeout: float = 3.0) -> bool:
         return False
 
 
+HEAD_BYTES = 64 << 10  # an explicit lock's header: its comments and @EXPLICIT, a few lines
+
+
 def _head(path: Path, lines: int = 5) -> list[str]:
-    with path.open(encoding="utf-8", errors="replace") as f:
-        return [f.readline().rstrip("\n") for _ in range(lines)]
+    """The first ``lines`` lines of a platform's explicit lock, opened by ``open_input`` (a
+    FIFO or a device planted under that name is refused before it is read)."""
+    with os.fdopen(open_input(path, "explicit lock"), "rb") as f:
+        head = f.read(HEAD_BYTES)
+    return head.decode("utf-8", "replace").splitlines()[:lines]
 
 
 def check_one(recipe: Recipe, out: Path) -> Result:

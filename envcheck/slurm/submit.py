@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from envcheck.errors import BadInput, EnvcheckError, Unreachable
-from envcheck.inputs import load_json_file
+from envcheck.inputs import load_json_file, open_input, read_text
 from envcheck.report import Measurement, Report, Result, Status, Table
 
 TERMINAL = (
@@ -17,6 +17,8 @@ TERMINAL = (
 )
 POLL = 0.25
 REPORT_MAX_BYTES = 64 << 20  # what the job wrote to shared storage: read, bounded
+TAIL_BYTES = 64 << 10  # of the job's log, for the last lines of a job that never reported
+NOTE_BYTES = 64 << 10  # of a note the job's script wrote (why it failed, --then's exit)
 # Pending reasons that no amount of waiting fixes: the request exceeds what the partition's
 # nodes have or what the account may use (Slurm keeps such jobs pending unless
 # EnforcePartLimits rejects them at submission).
@@ -134,10 +136,23 @@ def report_from_json(data: dict) -> Report:
 
 
 def _tail(path: Path, n: int = 5) -> str:
-    try:
-        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-n:])
-    except OSError:
+    """The last ``n`` lines of the job's log (its last TAIL_BYTES), opened by open_input:
+    a FIFO or a device under that name is named, not read."""
+    if not os.path.lexists(path):
         return f"(no {path.name})"
+    try:
+        fd = open_input(path, "the job's log")
+    except BadInput as e:
+        return f"({e})"
+    with os.fdopen(fd, "rb") as f:
+        f.seek(max(0, os.fstat(fd).st_size - TAIL_BYTES))
+        text = f.read(TAIL_BYTES).decode("utf-8", "replace")
+    return " | ".join(text.strip().splitlines()[-n:])
+
+
+def _note(path: Path, what: str) -> str:
+    """A short file the job's script wrote (its reason, an exit code): read_text's bounds."""
+    return read_text(path, what, NOTE_BYTES).strip()
 
 
 def collect(job: str, fields: dict[str, str], run_dir: Path, log: Path, seconds: float) -> Report:
@@ -146,8 +161,8 @@ def collect(job: str, fields: dict[str, str], run_dir: Path, log: Path, seconds:
     state = fields.get("JobState", "UNKNOWN")
     report_file = run_dir / "report.json"
     if not report_file.exists():
-        reason = (run_dir / "failed").read_text().strip() if (run_dir / "failed").exists() \
-            else _tail(log)
+        reason = _note(run_dir / "failed", "the job's reason") \
+            if os.path.lexists(run_dir / "failed") else _tail(log)
         raise EnvcheckError(f"job {job} ended {state} before verify reported: {reason}")
     data = load_json_file(report_file, "the job's report", REPORT_MAX_BYTES)
     try:
@@ -159,8 +174,9 @@ def collect(job: str, fields: dict[str, str], run_dir: Path, log: Path, seconds:
         f"{fields.get('NodeList', '?')}, {seconds:.1f} s from sbatch"
     env["job log"] = str(log)
     then_rc = run_dir / "then.rc"
-    if then_rc.exists():
-        env["--then"] = f"ran, exit {then_rc.read_text().strip()} (output in the job log)"
+    if os.path.lexists(then_rc):
+        code = _note(then_rc, "the job's --then exit code")
+        env["--then"] = f"ran, exit {code} (output in the job log)"
     elif (run_dir / "verify.rc").exists():
         env["--then"] = "not run (verdict did not allow it, or none given)"
     measurements = (*report.measurements, Measurement("sbatch to verdict", seconds, "s",

@@ -18,6 +18,8 @@ from envcheck.lockfile.read import read_lock
 from tests.support.channel import demo_channel, pkg, write_channel
 from tests.support.channel import write_recipe as recipe
 from tests.support.deadlines import HANG
+from tests.unit.test_input_paths import SAYS, planted
+from tests.unit.test_inputs import run_cli
 
 
 @pytest.fixture
@@ -70,6 +72,25 @@ def test_check_exits_stale_until_the_lock_matches_the_recipe(
     # description and notes do not make a lock stale
     r.write_text(r.read_text() + "notes: rebuilt monthly\n")
     assert build(r, "--out", out, "--check") == ExitCode.STALE
+
+
+@pytest.mark.parametrize("kind", ["kmsg-link", "fifo", "mknod", "directory"])
+def test_check_refuses_a_platform_lock_that_is_not_a_file_before_reading_it(
+    tmp_path: Path, channel: str, capsys, kind: str
+) -> None:
+    """build --check reads each platform's explicit lock through open_input: a FIFO nobody
+    writes, a kmsg device node, a link into /proc planted under its name is one line, exit 4,
+    not a hang (a 60 s deadline catches one)."""
+    out = tmp_path / "locks"
+    r = recipe(tmp_path, channel, "[python=3.9]")
+    assert build(r, "--out", out) == ExitCode.OK
+    capsys.readouterr()
+    (out / "demo.linux-64.lock").unlink()
+    planted(out, kind).rename(out / "demo.linux-64.lock")
+    assert run_cli(["build", str(r), "--out", str(out), "--check"], seconds=60) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"explicit lock {out}/demo.linux-64.lock" in err and SAYS[kind] in err, err
 
 
 def test_check_of_many_locks_says_one_per_line_and_no_line_is_long(tmp_path: Path,

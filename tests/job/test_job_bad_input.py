@@ -16,6 +16,7 @@ import pytest
 
 from envcheck.verify.job import auth
 from tests.support.ports import free_port
+from tests.unit.test_input_paths import SAYS, planted
 
 pytest.importorskip("torch.distributed")
 
@@ -69,6 +70,40 @@ def test_a_secret_file_that_is_a_directory_is_one_line_exit_4(tmp_path, rank):
     assert f"the job's secret file {path} is a directory" in _one_line(p)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "mknod", "kmsg-link", "link"])
+def test_a_secret_file_that_is_not_a_private_file_is_refused_before_it_is_read(tmp_path, kind):
+    """A rank reads the secret file through open_input, links not followed: a FIFO nobody
+    writes, a kmsg device node, a link into /proc or to a real secret elsewhere, planted
+    under its name, is one line, exit 4, before a byte is read (no hang: 180 s catches one)."""
+    port = free_port()
+    path = _secret_file(tmp_path, port)
+    path.parent.mkdir(mode=0o700)
+    if kind == "link":
+        real = tmp_path / "real.key"
+        real.write_bytes(b"s" * 64)
+        real.chmod(0o600)
+        path.symlink_to(real)
+    else:
+        planted(path.parent, kind).rename(path)
+    p = _rank(tmp_path, 1, port, ENVCHECK_JOB_SECRET_DIR=str(path.parent))
+    assert p.returncode == 4, p.stderr
+    says = {"link": "is a symbolic link", **SAYS}[kind]
+    line = _one_line(p)
+    assert f"the job's secret file {path} " in line and says in line, line
+
+
+def test_rank_0_refuses_a_secret_directory_under_dev(tmp_path):
+    """The ranks that read the secret file refuse /dev (open_input): rank 0 refuses to write
+    it there, in one line, rather than leave them a file they will not read."""
+    where = Path("/dev/shm") / f"envcheck-test-{os.getpid()}"
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm here")
+    p = _rank(tmp_path, 0, free_port(), ENVCHECK_JOB_SECRET_DIR=str(where))
+    assert p.returncode == 4, p.stderr
+    assert f"the secret directory {where} is under /dev" in _one_line(p)
+    assert not where.exists()
+
+
 def test_a_short_secret_file_is_one_line_exit_4(tmp_path):
     port = free_port()
     path = _secret_file(tmp_path, port)
@@ -77,7 +112,9 @@ def test_a_short_secret_file_is_one_line_exit_4(tmp_path):
     path.chmod(0o600)
     p = _rank(tmp_path, 1, port, ENVCHECK_JOB_SECRET_DIR=str(path.parent))
     assert p.returncode == 4, p.stderr
-    assert f"the job's secret file {path} holds 10 bytes, fewer than 32" in _one_line(p)
+    line = _one_line(p)
+    assert f"the job's secret file {path} holds 10 bytes, fewer than 32" in line
+    assert "too short" in line
 
 
 def test_rank_0_never_creates_a_missing_home(tmp_path):

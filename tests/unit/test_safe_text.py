@@ -5,7 +5,9 @@ terminal nor a report raw (diff, why). And the API's wrong types, one clear line
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,11 @@ import pytest
 import envcheck
 from envcheck.cli import main
 from envcheck.errors import BadInput, ExitCode
+from envcheck.progress import Line
+from envcheck.provision.engine_run import run_engine
 from envcheck.text import redact
+from envcheck.verify.job.group import debug_line
+from envcheck.verify.job.launch import LaunchInfo
 
 DATA = Path(__file__).parents[1] / "data"
 LOCK = DATA / "pangeo-pytorch-excerpt.conda-lock.yml"
@@ -103,3 +109,45 @@ def test_a_try_that_is_no_pip_requirement_is_one_line(tmp_path, capsys):
     assert main(["build", str(recipe), "--try", "pip:!!!", "--out", str(tmp_path)]) == 4
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a pip requirement: '!!!'" in err, err
+
+
+def test_a_progress_line_shows_an_escape_escaped():
+    """The status line install and build redraw: its only escape is its own erase."""
+    stream = io.StringIO()
+    Line(stream, show=True).say(f"fetch python-3.10.11{OSC52}")
+    drawn = stream.getvalue()
+    assert drawn.count("\x1b") == 1 and drawn.endswith("\x1b[K") and "\x07" not in drawn
+    assert "\\x1b]52;c;" in drawn
+
+
+def test_a_container_engines_output_reaches_the_terminal_escaped(capfd):
+    """image's engine echoes the build's steps (text from the lock) to stderr as it runs."""
+    code = f"import sys; sys.stderr.write({OSC52 + 'https://u:hunter2@h/x'!r} + '\\n')"
+    rc, tail = run_engine([sys.executable, "-c", code])
+    err = capfd.readouterr().err
+    assert rc == 0 and "\x1b" not in err and "\x07" not in err and "hunter2" not in err, err
+    assert "\\x1b]52;c;" in err and "u:***@h" in err
+
+
+def test_verify_jobs_rank_lines_are_escaped(capsys):
+    launch = LaunchInfo("env", rank=1, world_size=2, local_rank=1)
+    debug_line(launch, f"error: 127.0.0.1 said {OSC52}\x1b[2J")
+    err = capsys.readouterr().err
+    assert err.startswith("envcheck verify job: rank 1/2: error: ") and "\x1b" not in err, err
+    assert "\\x1b]52;c;" in err and "\\x1b[2J" in err
+
+
+@pytest.mark.parametrize("verb", ["install", "verify node --lock", "slurm script --lock",
+                                  "image --print"])
+def test_every_verb_that_reads_a_lock_prints_its_escapes_escaped(tmp_path, capsys, verb):
+    evil = _lock_with(tmp_path, "version: 3.10.11",
+                      'version: "3.10.11\\e]52;c;ZWNobyBwd25lZA==\\a\\e[2J"')
+    argv = {"install": ["install", str(evil), "--prefix", str(tmp_path / "env")],
+            "verify node --lock": ["verify", "node", "--lock", str(evil), "--no-plugins", "-v"],
+            "slurm script --lock": ["slurm", "script", "--lock", str(evil)],
+            "image --print": ["image", str(evil), "--os", "centos7", "--print"]}[verb]
+    rc = main(argv)
+    shown = "".join(capsys.readouterr())
+    assert "\x1b" not in shown and "\x07" not in shown and "Traceback" not in shown, shown
+    if verb == "install":  # the version is refused, and shown escaped in the one line
+        assert rc == 4 and "3.10.11\\x1b]52;c;" in shown, shown

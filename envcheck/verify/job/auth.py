@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.errors import BadInput
+from envcheck.inputs import open_input, system_tree
 
 SECRET_ENV = "ENVCHECK_JOB_SECRET"
 SECRET_DIR_ENV = "ENVCHECK_JOB_SECRET_DIR"
@@ -99,6 +100,10 @@ def _private_dir(env: Mapping[str, str], path: Path) -> None:
     if not env.get(SECRET_DIR_ENV, "").strip() and not home(env).is_dir():
         raise BadInput(f"$HOME ({home(env)}) is not a directory, and the job's secret file "
                        f"goes under it: export {SECRET_ENV}, or set {SECRET_DIR_ENV}")
+    tree = system_tree(path)
+    if tree:  # the other ranks' open_input would refuse the file: refuse it here first
+        raise BadInput(f"the secret directory {path} is under {tree}, where no input is read: "
+                       f"set {SECRET_DIR_ENV} elsewhere, or export {SECRET_ENV}")
     try:
         with contextlib.suppress(FileExistsError):
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,29 +139,25 @@ def create_file(env: Mapping[str, str], launch_id: str) -> Secret:
 
 
 def read_file(env: Mapping[str, str], launch_id: str) -> Secret | None:
-    """A rank other than 0: the secret rank 0 wrote (None while the file is not there yet);
-    AuthError when the file is not a private regular file of this uid."""
+    """A rank other than 0: the secret rank 0 wrote (None while the file is not there yet),
+    opened by ``open_input`` (no link followed, nothing but a regular file read); BadInput
+    when it is something else or too short, AuthError when it is not private to this uid."""
     path = secret_path(env, launch_id)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
+    if not os.path.lexists(path):  # asked first: once there, rank 0's renames never remove it
         return None
-    except OSError as e:
-        raise BadInput(f"cannot read the job's secret file {path}: {e.strerror}") from None
-    st = os.fstat(fd)  # before fdopen: Python refuses a directory there, naming no path
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise BadInput(f"the job's secret file {path} is "
-                       f"{'a directory' if stat.S_ISDIR(st.st_mode) else 'not a regular file'}"
-                       f": remove it, or export {SECRET_ENV}")
+    try:
+        fd = open_input(path, "the job's secret file", follow=False)
+    except BadInput as e:
+        raise BadInput(f"{e}: remove it, or export {SECRET_ENV}") from None
     with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
         if st.st_uid != os.geteuid() or st.st_mode & 0o077:
             raise AuthError(f"the job's secret file {path} must be a regular file of uid "
                             f"{os.geteuid()} with mode 0600")
         raw = f.read(256)
     if len(raw) < MIN_SECRET:  # rank 0 writes it whole (a rename): never half-written
         raise BadInput(f"the job's secret file {path} holds {len(raw)} bytes, fewer than "
-                       f"{MIN_SECRET}: remove it, or export {SECRET_ENV}")
+                       f"{MIN_SECRET}: it is too short; remove it, or export {SECRET_ENV}")
     return Secret(_derive(raw), str(path))
 
 

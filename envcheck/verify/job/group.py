@@ -42,6 +42,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from envcheck.text import for_terminal
 from envcheck.verify.job import auth, listen, store
 from envcheck.verify.job.launch import LaunchInfo
 from envcheck.verify.job.listen import GroupError, route_ip
@@ -455,5 +456,5 @@ def store_refusals(rv: Rendezvous) -> str:
 
 
 def debug_line(launch: LaunchInfo, text: str) -> None:
-    print(f"envcheck verify job: rank {launch.rank}/{launch.world_size}: {text}",
+    print(f"envcheck verify job: rank {launch.rank}/{launch.world_size}: {for_terminal(text)}",
           file=sys.stderr, flush=True)
