@@ -40,3 +40,11 @@ def arrived(port: int, rank: int) -> None:
 
     store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=240))
     store.wait([f"envcheck-job/run/arrived/{rank}"], timedelta(seconds=240))
+
+
+def reached(port: int, phase: str, rank: int) -> None:
+    """Wait until `rank` marked reaching `phase` ("gather", "allreduce") in rank 0's store."""
+    from torch.distributed import TCPStore
+
+    store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=240))
+    store.wait([f"envcheck-job/run/phase/{phase}/{rank}"], timedelta(seconds=240))

@@ -1,15 +1,15 @@
 """`envcheck verify job`: run as every task of a parallel launch (srun, torchrun, mpirun,
 horovodrun); rank 0 judges every rank's facts and prints the report; every rank exits with
 rank 0's verdict, so `srun envcheck verify job && srun python main.py` means what it says. A
-warning exits 0 unless --strict (run.launch_verdict): the launch goes on.
+warning exits 0 unless --strict (verdict.launch_verdict): the launch goes on.
 This module only parses: flags (JobOptions' declared fields, options.py) -> pipeline.py
 -> Report.
 
 Steps, each bounded by --timeout: the roll call on the rendezvous store (who arrived), the gloo
 group, every rank's facts (signed, bounded JSON: never pickle), the known-answer all-reduces
 (gloo; NCCL when every rank has a GPU). A rank that never arrives, dies or hangs is named by
-rank 0 (its host, its pid), and the others still exit in time. This module and
-its imports never import dask or distributed: jobs without Dask run it.
+rank 0 (its host, its pid), and every rank ends within the stalled step's --timeout + 3 s.
+This module and its imports never import dask or distributed: jobs without Dask run it.
 """
 
 from __future__ import annotations

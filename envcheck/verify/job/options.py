@@ -12,9 +12,7 @@ from envcheck import values
 from envcheck.flags import seconds
 from envcheck.option import Option, declared
 from envcheck.verify.expectations import ExpectOptions
-
-GRACE = 2.0  # seconds past --timeout a hung step's rank has left before its watchdog fires
-BOUND = GRACE + 1.0  # and to write its report and exit: a hung step ends within --timeout + this
+from envcheck.verify.job.watchdog import BOUND
 
 
 @dataclass(frozen=True)
