@@ -54,7 +54,7 @@ class Step:
         return self.what
 
 
-@dataclass
+@dataclass(eq=False)  # an exception compares and hashes as itself
 class PhaseFailed(Exception):
     """A phase's one way out other than its value. Rank 0 reports ``results`` where given,
     else diagnoses ``cause`` (a collective or store call that raised: who broke the step).
