@@ -299,8 +299,8 @@ def _is_client(value: object) -> bool:
 
 @_expecting
 def verify_job(
-    *, timeout: float = 60.0, horovod: bool = False, tensorflow: bool = False,
-    bench: bool = False, debug: bool = False,
+    *, timeout: float = DEFAULT, horovod: bool = DEFAULT, tensorflow: bool = DEFAULT,
+    bench: bool = DEFAULT, debug: bool = False,
     **expectations: Any,
 ) -> Report:
     """``envcheck verify job`` in every task of a parallel launch (a submitit job's function,
@@ -311,8 +311,8 @@ def verify_job(
     from envcheck.verify.job.options import JobOptions
     from envcheck.verify.job.pipeline import verify_job as run
 
-    return run(JobOptions(timeout=timeout, horovod=horovod, tensorflow=tensorflow, bench=bench,
-                          debug=debug, expect=_expect("verify_job", expectations)))
+    expect = _expect("verify_job", expectations)
+    return run(JobOptions(**given(JobOptions, locals(), expect=expect, debug=debug)))
 
 
 @_expecting

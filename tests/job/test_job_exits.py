@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -17,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.deadlines import HANG
-from tests.support.ranks import arrived, start_ranks
+from tests.support.ranks import arrived, reached, start_ranks
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("torch.distributed")
 
 ENVCHECK = [sys.executable, "-m", "envcheck"]  # the code under test, not an installed script
 TIMEOUT = 20  # --timeout (ranks start slowly on busy cores)
-BOUND = TIMEOUT + 20  # docs/verify-job.md: a stuck step is reported within --timeout + 20 s
+BOUND = TIMEOUT + 3  # docs/verify-job.md: a stuck step ends every rank within --timeout + 3 s
 
 
 def _start(world: int, ranks: range, tmp_path: Path, slow: int = -1) -> tuple[int, list]:
@@ -139,3 +140,49 @@ def test_sigterm_inside_a_gloo_collective_ends_the_rank_with_143_and_a_report(tm
         "terminated by SIGTERM during gathering every rank's facts"), errors
     assert err.strip().splitlines()[-1].endswith(
         "terminated by SIGTERM during gathering every rank's facts"), err
+
+
+def _hang_in_the_gather(tmp_path, stopped: int) -> tuple[list, str, str, float]:
+    """Two ranks with --timeout 10, rank `stopped` slowed in its import probe: once the other
+    rank marked reaching the gather (the stopped one is then in its probe), SIGSTOP it. (The
+    processes, the other rank's stdout and stderr, seconds from the stop until it ended.)"""
+    port, procs = start_ranks(ENVCHECK, 2, range(2), tmp_path, 10, slow=stopped)
+    try:
+        reached(port, "gather", 1 - stopped)
+        t0 = time.monotonic()
+        os.killpg(procs[stopped].pid, signal.SIGSTOP)
+        out, err = procs[1 - stopped].communicate(timeout=HANG + 30)
+        took = time.monotonic() - t0
+    finally:
+        _end(procs)
+    return procs, out, err, took
+
+
+def test_a_hung_rank_0_ends_another_rank_at_timeout_plus_the_grace(tmp_path):
+    """Rank 0 stopped while rank 1 waits in the gather: rank 1's gather gives up, and its wait
+    for rank 0's verdict hangs in the stopped rank's store, so its watchdog ends it at the
+    gather's --timeout + 2 s, with one line stating that limit; exit 3."""
+    procs, out, err, took = _hang_in_the_gather(tmp_path, 0)
+    print(f"rank 0 stopped in the gather: rank 1 ended after {took:.2f} s (--timeout 10)")
+    assert procs[1].returncode == 3, out + err
+    assert took < HANG, took  # a hang catcher: the line below states the limit applied
+    lines = err.strip().splitlines()
+    assert lines == ["envcheck verify job: rank 1/2: error: waiting for rank 0's verdict on "
+                     "gathering every rank's facts did not finish within its limit (--timeout "
+                     "10 s + 2 s grace): the watchdog ended this rank"], err
+
+
+def test_a_hung_rank_is_named_by_rank_0_within_the_steps_timeout(tmp_path):
+    """Rank 1 stopped while rank 0 waits in the gather: rank 0's gather gives up before the
+    step's --timeout, it names rank 1 (heartbeat stopped) with the limit the step ran under,
+    writes its report and exits 3 without waiting for the stopped rank to read the verdict."""
+    procs, out, err, took = _hang_in_the_gather(tmp_path, 1)
+    print(f"rank 1 stopped in its probe: rank 0 ended after {took:.2f} s (--timeout 10)")
+    assert procs[0].returncode == 3, out + err
+    assert took < HANG, took
+    [named] = [r for r in _errors(tmp_path / "r0.json") if r["node"] == "rank 1"]
+    assert named["message"] == (
+        f"rank 1 (host {socket.gethostname()}, pid {procs[1].pid}) stopped answering during "
+        "gathering every rank's facts (its heartbeat stopped: it died or hangs; the step's "
+        "limit: --timeout 10 s)"), named
+    assert "watchdog" not in out + err  # the step's own bounds ended it, not the last resort

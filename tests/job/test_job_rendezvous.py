@@ -286,6 +286,7 @@ def test_the_watchdog_names_the_stuck_rank_and_hands_over_the_report(capsys):
     heartbeat stopped) named with host and pid, in one line on stderr and in the report."""
     from envcheck.verify.expect_options import expectations_from_options
     from envcheck.verify.expectations import ExpectOptions
+    from envcheck.verify.job.phase import Phase, Step
     from envcheck.verify.job.run import JobRun
 
     job_id, _ = _launch()
@@ -298,7 +299,7 @@ def test_the_watchdog_names_the_stuck_rank_and_hands_over_the_report(capsys):
                      on_abort=got.append)
         run.rv = rv0
         try:
-            run._fired("gathering every rank's facts")
+            run._fired(Step(Phase.GATHER, limit="--timeout 5 s"))
         finally:
             run.watchdog.stop()
         # the other ranks get rank 0's verdict (while rank 0's store is up)
@@ -306,7 +307,8 @@ def test_the_watchdog_names_the_stuck_rank_and_hands_over_the_report(capsys):
     [report] = got
     [result] = report.results
     assert result.check == "job.ranks.watchdog" and result.status.value == "error"
-    assert "gathering every rank's facts did not finish" in result.message
+    assert result.message.startswith("gathering every rank's facts did not finish within its "
+                                      "limit (--timeout 5 s + 2 s grace)"), result.message
     assert f"stuck: rank 1 (host {socket.gethostname()}, pid " in result.message
     assert int(report.exit_code) == 3
     err = capsys.readouterr().err.strip().splitlines()

@@ -84,3 +84,11 @@ def stop(p: subprocess.Popen) -> None:
 
 def log_of(tmp: Path, name: str) -> str:
     return (tmp / f"{name}.log").read_text(errors="replace")
+
+
+def reached(port: int, phase: str, rank: int) -> None:
+    """Wait until `rank` marked reaching `phase` ("gather", "allreduce") in rank 0's store."""
+    from torch.distributed import TCPStore
+
+    store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=240))
+    store.wait([f"envcheck-job/run/phase/{phase}/{rank}"], timedelta(seconds=240))

@@ -8,6 +8,8 @@ auth     the job's secret, and the HMAC every value carries
 wire     the all-gather of signed, bounded JSON (never pickle); facts_wire reads facts back
 watchdog ends a rank whose step overruns its deadline
 checks   JobFacts and the judgements over them (a registry)
-run      one rank's steps; rank 0 builds the Report
+phase    the phases of a rank's run, in order (Phase), a step of one, and PhaseFailed
+run      one rank's run as those phases: rank 0's path and every other rank's
+verdict  what rank 0 says of a run (who broke a step, the environment), another rank's Report
 command  the verb
 """

@@ -152,9 +152,10 @@ def await_verdict(rv: Rendezvous, timeout: float, facts: str = "") -> tuple[int,
     return got["code"], _text(got["line"], 2000)
 
 
-def await_acks(rv: Rendezvous, expected: int) -> None:
-    """Rank 0: keep serving the store until `expected` ranks read the verdict (bounded)."""
-    deadline = time.monotonic() + ACK_WAIT
+def await_acks(rv: Rendezvous, expected: int, deadline: float) -> None:
+    """Rank 0: keep serving the store until `expected` ranks read the verdict, or `deadline`
+    (time.monotonic(); ACK_WAIT from now at most)."""
+    deadline = min(deadline, time.monotonic() + ACK_WAIT)
     while time.monotonic() < deadline:
         try:
             if int(rv.store.add(rv.key("acked"), 0)) >= expected:

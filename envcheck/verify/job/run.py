@@ -1,8 +1,16 @@
-"""One rank's run of verify job, step by step, every step bounded; rank 0 builds the Report.
+"""One rank's run of verify job as phases (phase.Phase, in order); rank 0 builds the Report.
 
-A step that fails on rank 0 (a collective raised or timed out) is diagnosed from the store:
-ranks whose heartbeat stopped are dead or hung, ranks that never reached the step are behind.
-A step that fails on another rank leaves the diagnosis to rank 0 and waits for its verdict.
+Rank 0's path (_rank0) and every other rank's (_other_rank) go through the same phases, each
+one method with one way out: its value, or PhaseFailed carrying the step. A step that fails on
+rank 0 (a collective raised or timed out) is diagnosed from the store: ranks whose heartbeat
+stopped are dead or hung, ranks that never reached the phase are behind. A step that fails on
+another rank leaves the diagnosis to rank 0 and waits for its verdict.
+
+Every step ends by its deadline, its start + its limit (--timeout): a collective gives up
+STALE seconds before it; after a failure rank 0's diagnosis and its wait for the others to read
+the verdict fit in what is left, and the others wait for that verdict until SPARE seconds past
+it. The watchdog ends a rank GRACE seconds past it: a hung step ends every rank within its
+limit + BOUND seconds of its start.
 """
 
 from __future__ import annotations
@@ -20,7 +28,8 @@ from envcheck.report import Measurement, Report, Result, Status
 from envcheck.text import first_line
 from envcheck.verify.expectations import Expectations
 from envcheck.verify.facts import collect_node_facts, facts_to_dict
-from envcheck.verify.job import bench, facts_wire, roll, tf_job, wire
+from envcheck.verify.facts.model import NodeFacts
+from envcheck.verify.job import bench, facts_wire, horovod_job, roll, tf_job, verdict, wire
 from envcheck.verify.job import group as grp
 from envcheck.verify.job.bench import Timing, bench_measurements
 from envcheck.verify.job.checks import (
@@ -30,37 +39,19 @@ from envcheck.verify.job.checks import (
     run_job_checks,
     skew_table,
 )
-from envcheck.verify.job.horovod_job import (
-    STEP,
-    HorovodRank,
-    horovod_rank_to_dict,
-    run_horovod,
-)
+from envcheck.verify.job.horovod_job import HorovodRank, horovod_rank_to_dict, run_horovod
 from envcheck.verify.job.launch import LaunchInfo
+from envcheck.verify.job.phase import Phase, PhaseFailed, Step
 from envcheck.verify.job.rank import (
     RankFacts,
     collect_rank_facts,
     rank_facts_to_dict,
 )
-from envcheck.verify.job.watchdog import SignalWatch, Watchdog
+from envcheck.verify.job.watchdog import GRACE, SignalWatch, Watchdog
 
-GRACE = 10.0  # the watchdog fires this long after a step's own timeout should have
 COLLECT_LIMIT = 120.0  # the facts of one rank (probes have their own --probe-timeout)
-
-
-class StepFailed(Exception):
-    def __init__(self, step: str, cause: BaseException) -> None:
-        super().__init__(f"{step}: {first_line(cause)}")
-        self.step, self.cause = step, cause
-
-
-def launch_verdict(report: Report, strict: bool) -> Report:
-    """The exit policy of a verdict inside a launch: a WARN exits 0 (the launcher would count
-    exit 1 a failed job: torchrun prints ChildFailedError and srun/mpirun end the step), unless
-    `strict`; FAIL exits 2 and ERROR 3 as everywhere. The report still says warn."""
-    if report.status == Status.WARN and not strict and report.code is None:
-        return dataclasses.replace(report, code=ExitCode.OK)
-    return report
+SPARE = 1.0  # a rank other than 0 waits for a failed step's verdict this long past its limit
+VERDICT_WAIT = "waiting for rank 0's verdict"
 
 
 class JobRun:
@@ -85,115 +76,156 @@ class JobRun:
         self.heard_rank0 = False
         self._gathers = 0  # numbers each gather: a rank's bytes are signed for one step only
         self._digest = hashlib.sha256()  # of every byte gathered: rank 0's verdict names it
-        self._step_t0 = time.monotonic()  # when the current step began
+        self._step = Step(Phase.RENDEZVOUS)  # the step running now
+        self._deadline = float("inf")  # when it must be done (the watchdog: GRACE later)
         self.t0 = time.monotonic()
         self.watchdog = Watchdog(self._fired)
-
-    # --- the steps --------------------------------------------------------------------------
 
     def run(self) -> Report:
         """Rank 0: the Report. Other ranks: a Report of rank 0's verdict, not shown."""
         signals = SignalWatch(self._signalled)  # SIGTERM while inside a collective
         try:
-            return self._run()
+            return self._rank0() if self.launch.rank == 0 else self._other_rank()
         finally:
             signals.stop()
             self.watchdog.stop()
             if self.rv is not None:
                 self.rv.stop()
 
-    def _run(self) -> Report:
-        launch, rank0 = self.launch, self.launch.rank == 0
-        self.watchdog.arm(self.timeout + GRACE, "reaching rank 0's rendezvous")
+    def _rank0(self) -> Report:
+        """Rank 0: every phase in order, then its judgement; a phase that fails is reported
+        (what it says, else who broke it)."""
         try:
-            self.rv = rv = grp.connect(launch, self.timeout)
-        except grp.GroupError as e:
-            if rank0:
-                return self._report([_err("job.ranks.rendezvous", str(e))])
-            return self._verdict(int(ExitCode.ERROR), str(e))
-        self.launch = rv.launch  # a derived port: the candidate rank 0 answered on
-        self.heard_rank0 = True
-        try:
-            grp.arrive(rv)
-        except grp.GroupError as e:
-            if rank0:
-                return self._report([_err("job.ranks", str(e))])
-            return self._verdict(int(ExitCode.ERROR), str(e))
-        self.watchdog.arm(self.timeout + GRACE, "the roll call")
-        if rank0:
-            missing = roll.roll_call(rv, self.timeout)
-            roll.publish_roll(rv, missing)
-            if missing or rv.refused:
-                return self._missing(missing)
-            grp.watch_beats(rv)
-        else:
-            got, why = roll.await_roll(rv, time.monotonic() + self.timeout + 5)
-            if got is None and not why.startswith(grp.NOTHING):
-                # a roll call was there and refused: no verdict can be bound to this rank
-                return self._verdict(int(ExitCode.ERROR), f"the roll call: {why}")
-            if got is None or got:
-                return self._verdict_or_error("the roll call")
-        try:
-            return self._steps()
-        except StepFailed as e:
-            if rank0:
-                return self._report(self._diagnose(e))
-            return self._verdict_or_error(e.step, failed=True)
+            self._rendezvous()
+            self._arrive()
+            self._roll_call()
+            job = self._job()
+            self._enter(Phase.VERDICT)
+            self._no_intruders()
+        except PhaseFailed as e:
+            return self._report(list(e.results) or self._diagnose(e))
+        return self._report(run_job_checks(job, self.exp), job,
+                            bench_measurements(job.bench, job.ranks, job.facts))
 
-    def _steps(self) -> Report:
-        rv = self.rv
-        assert rv is not None
-        dist = self._step("forming the gloo group",
-                          lambda: grp.init_group(rv, self.collective_timeout))
-        self.watchdog.arm(COLLECT_LIMIT, "collecting this rank's facts")
-        mine = self._collect()
-        rv.reached("gather")
-        gathered = self._step("gathering every rank's facts", lambda: wire.gather(
-            dist, rv.binding, "facts", mine, wire.MAX_FACTS, self._digest))
-        world = self.launch.world_size
-        read = [facts_wire.read(g, r, world) for r, g in enumerate(gathered)]
-        unusable = [(r, got) for r, got in enumerate(read) if isinstance(got, wire.Bad)]
-        if unusable:  # every rank read the same bytes alike: all stop here
-            if self.launch.rank != 0:
-                return self._verdict_or_error("gathering every rank's facts")
-            return self._report([facts_wire.refused(rv, r, bad) for r, bad in unusable])
-        ranks = tuple(got[0] for got in read)  # type: ignore[index]
-        facts = tuple(got[1] for got in read)  # type: ignore[index]
-        rv.reached("allreduce")
-        collectives = [self._allreduce(dist, "gloo", None)]
-        horovod: tuple[HorovodRank, ...] = ()
-        if self.horovod:
-            horovod = self._horovod(dist)
-            collectives += _horovod_collective(horovod, self.launch.world_size)
+    def _other_rank(self) -> Report:
+        """Every other rank: every phase in order, then rank 0's verdict (or why none came)."""
+        try:
+            self._rendezvous()
+            self._arrive()
+            self._await_roll()
+            self._job()
+        except PhaseFailed as e:
+            if e.alone:
+                return self._verdict(int(ExitCode.ERROR), e.alone)
+            return self._await_verdict(e.step, e.fresh)
+        return self._await_verdict(Step(Phase.VERDICT), fresh=True)
+
+    def _job(self) -> JobFacts:
+        """The phases every rank runs alike, from the gloo group to the last collective."""
+        dist = self._group()
+        ranks, facts = self._gather_facts(dist, self._collect_facts())
+        collectives = [self._allreduce(dist, Phase.ALLREDUCE, "gloo", None)]
+        horovod: tuple[HorovodRank, ...] = self._horovod(dist) if self.horovod else ()
+        collectives += _horovod_collective(horovod, self.launch.world_size)
         if self.tensorflow:
             collectives.append(self._tensorflow(dist, ranks))
         nccl = None
         if not nccl_blocker(ranks):
-            nccl = self._step("forming the NCCL group", lambda: dist.new_group(
-                backend="nccl", timeout=grp._td(self.collective_timeout)))
-            collectives.append(self._allreduce(dist, "nccl", nccl))
+            nccl = self._run(Phase.NCCL, lambda: dist.new_group(
+                backend="nccl", timeout=grp._td(self.collective_timeout)), "forming the NCCL group")
+            collectives.append(self._allreduce(dist, Phase.NCCL, "nccl", nccl))
         one = self.bench and self.launch.world_size < 2
         timings = self._bench(dist, ranks, nccl) if self.bench and not one else ()
-        self.watchdog.disarm()
-        if self.launch.rank != 0:
-            return self._verdict_or_error("the verdict")
-        odd = roll.intruders(rv)
-        if odd:
-            return self._report([_err("job.ranks", why) for why in odd])
-        job = JobFacts(self.launch, ranks, facts, collectives=tuple(collectives),
-                       lock_packages=tuple(p.name for p in self.exp.lock_packages),
-                       horovod=horovod, bench=timings,
-                       bench_skipped="one rank: no all-reduce across ranks to time" if one else "")
-        return self._report(run_job_checks(job, self.exp), job,
-                            bench_measurements(timings, ranks, facts))
+        return JobFacts(self.launch, ranks, facts, collectives=tuple(collectives),
+                        lock_packages=tuple(p.name for p in self.exp.lock_packages),
+                        horovod=horovod, bench=timings,
+                        bench_skipped="one rank: no all-reduce across ranks to time" if one else "")
 
-    def _step(self, what: str, fn: Any) -> Any:
-        self.watchdog.arm(self.timeout + GRACE, what)
-        self._step_t0 = time.monotonic()
+    # --- the phases -------------------------------------------------------------------------
+
+    def _enter(self, phase: Phase, what: str = "", limit: float | None = None) -> Step:
+        """Start a step of `phase`: it must be done within `limit` (default --timeout)."""
+        seconds = self.timeout if limit is None else limit
+        said = f"--timeout {seconds:g} s" if limit is None else f"{seconds:g} s"
+        self._step = step = Step(phase, what, said)
+        self._deadline = time.monotonic() + seconds
+        self.watchdog.arm(seconds + GRACE, step)
+        return step
+
+    def _run(self, phase: Phase, fn: Callable[[], Any], what: str = "") -> Any:
+        """`fn()` as one step of `phase`; PhaseFailed carrying what it raised."""
+        step = self._enter(phase, what)
         try:
             return fn()
         except Exception as e:
-            raise StepFailed(what, e) from e
+            raise PhaseFailed(step, cause=e) from e
+
+    @property
+    def _rv(self) -> grp.Rendezvous:
+        assert self.rv is not None
+        return self.rv
+
+    def _rendezvous(self) -> None:
+        step = self._enter(Phase.RENDEZVOUS)
+        try:
+            self.rv = rv = grp.connect(self.launch, self.timeout)
+        except grp.GroupError as e:
+            raise PhaseFailed(step, results=(_err("job.ranks.rendezvous", str(e)),),
+                              alone=str(e)) from None
+        self.launch = rv.launch  # a derived port: the candidate rank 0 answered on
+        self.heard_rank0 = True
+
+    def _arrive(self) -> None:
+        step = self._enter(Phase.ARRIVE)
+        try:
+            grp.arrive(self._rv)
+        except grp.GroupError as e:
+            raise PhaseFailed(step, results=(_err("job.ranks", str(e)),), alone=str(e)) from None
+
+    def _roll_call(self) -> None:
+        """Rank 0: every rank arrived and was admitted; then their heartbeats are watched."""
+        step = self._enter(Phase.ROLL_CALL)
+        rv = self._rv
+        missing = roll.roll_call(rv, self.timeout)
+        roll.publish_roll(rv, missing)
+        if missing or rv.refused:
+            raise PhaseFailed(step, results=tuple(self._missing(missing)))
+        grp.watch_beats(rv)
+
+    def _await_roll(self) -> None:
+        """Another rank: rank 0's roll call for this launch, with nobody missing."""
+        step = self._enter(Phase.ROLL_CALL)
+        got, why = roll.await_roll(self._rv, self._deadline + SPARE)
+        if got is None and not why.startswith(grp.NOTHING):
+            # a roll call was there and refused: no verdict can be bound to this rank
+            raise PhaseFailed(step, alone=f"the roll call: {why}")
+        if got is None or got:
+            raise PhaseFailed(step, fresh=got is not None)
+
+    def _group(self) -> Any:
+        return self._run(Phase.GROUP, lambda: grp.init_group(self._rv, self.collective_timeout))
+
+    def _collect_facts(self) -> dict[str, Any]:
+        self._enter(Phase.COLLECT, limit=COLLECT_LIMIT)
+        mine = self._collect()
+        self._rv.reached(Phase.GATHER.marker)
+        return mine
+
+    def _gather_facts(self, dist: Any, mine: dict[str, Any],
+                      ) -> tuple[tuple[RankFacts, ...], tuple[NodeFacts, ...]]:
+        """Every rank's facts, read alike on every rank: facts one cannot use stop them all."""
+        rv = self._rv
+        gathered = self._run(Phase.GATHER, lambda: wire.gather(
+            dist, rv.binding, "facts", mine, wire.MAX_FACTS, self._digest))
+        world = self.launch.world_size
+        read = [facts_wire.read(g, r, world) for r, g in enumerate(gathered)]
+        unusable = [(r, got) for r, got in enumerate(read) if isinstance(got, wire.Bad)]
+        if unusable:
+            raise PhaseFailed(self._step, fresh=True, results=tuple(
+                facts_wire.refused(rv, r, bad) for r, bad in unusable))
+        rv.reached(Phase.ALLREDUCE.marker)
+        return (tuple(got[0] for got in read),  # type: ignore[index]
+                tuple(got[1] for got in read))  # type: ignore[index]
 
     def _collect(self) -> dict[str, Any]:
         launch = self.launch
@@ -207,7 +239,7 @@ class JobRun:
         rank = collect_rank_facts(launch, ip, facts.address_link.interface)
         return {"rank": rank_facts_to_dict(rank), "facts": facts_to_dict(facts)}
 
-    def _allreduce(self, dist: Any, backend: str, group: Any) -> Collective:
+    def _allreduce(self, dist: Any, phase: Phase, backend: str, group: Any) -> Collective:
         import torch
 
         world = self.launch.world_size
@@ -219,24 +251,24 @@ class JobRun:
             dist.all_reduce(t, group=group)
             return float(t.min()), float(t.max())
 
-        lo, hi = self._step(f"the {backend} all-reduce", reduce)
-        got = self._step(f"gathering the {backend} all-reduce results",
-                         lambda: self._gather(dist, (self.launch.rank, lo, hi)))
+        lo, hi = self._run(phase, reduce, f"the {backend} all-reduce")
+        got = self._run(phase, lambda: self._gather(dist, (self.launch.rank, lo, hi)),
+                        f"gathering the {backend} all-reduce results")
         return Collective(backend, expected, tuple(tuple(g) for g in got))
 
     def _tensorflow(self, dist: Any, ranks: tuple[RankFacts, ...]) -> Collective:
         launch, mine = self.launch, ranks[self.launch.rank]
         port = tf_job.free_ports(tf_job.ports_needed(launch))
-        where = self._step("gathering TensorFlow's worker addresses",
-                           lambda: self._gather(dist, (launch.rank, mine.ip, port)))
+        where = self._run(Phase.TENSORFLOW, lambda: self._gather(dist, (launch.rank, mine.ip,
+                          port)), "gathering TensorFlow's worker addresses")
         workers, slurm_port = tf_job.cluster(launch, sorted(where), ranks)
         self.tf_cluster = tf_job.describe(workers, slurm_port, launch)
         # the worker ends a few seconds before the others' gather of answers gives up on it
         budget = max(5.0, self.collective_timeout - 5)
-        self.watchdog.arm(budget + 2 + GRACE, tf_job.STEP)
+        self._enter(Phase.TENSORFLOW, tf_job.STEP, limit=budget + 2)
         answer = tf_job.run_worker(workers, launch.rank, budget, slurm_port)
-        got = self._step("gathering TensorFlow's answers",
-                         lambda: self._gather(dist, (launch.rank, answer)))
+        got = self._run(Phase.TENSORFLOW, lambda: self._gather(dist, (launch.rank, answer)),
+                        "gathering TensorFlow's answers")
         return tf_job.collective(sorted(got, key=lambda g: g[0]), launch.world_size)
 
     def _bench(self, dist: Any, ranks: tuple[RankFacts, ...], nccl: Any) -> tuple[Timing, ...]:
@@ -246,16 +278,23 @@ class JobRun:
             return dist.new_group(members, backend=backend,
                                   timeout=grp._td(self.collective_timeout))
 
-        return self._step(f"timing the {backend} all-reduce (--bench)", lambda: bench.measure(
+        return self._run(Phase.BENCH, lambda: bench.measure(
             dist, self.launch.rank, ranks, backend, nccl, pair_group,
-            lambda obj: self._gather(dist, obj)))
+            lambda obj: self._gather(dist, obj)), f"timing the {backend} all-reduce (--bench)")
 
     def _horovod(self, dist: Any) -> tuple[HorovodRank, ...]:
-        mine = self._step(STEP, lambda: run_horovod(self.launch, self.collective_timeout))
-        got = self._step("gathering Horovod's answers",
-                         lambda: self._gather(dist, horovod_rank_to_dict(mine)))
-        return self._step("reading Horovod's answers",
-                          lambda: tuple(facts_wire.horovod_rank(g) for g in got))
+        mine = self._run(Phase.HOROVOD, lambda: run_horovod(self.launch,
+                         self.collective_timeout), horovod_job.STEP)
+        got = self._run(Phase.HOROVOD, lambda: self._gather(dist, horovod_rank_to_dict(mine)),
+                        "gathering Horovod's answers")
+        return self._run(Phase.HOROVOD, lambda: tuple(facts_wire.horovod_rank(g) for g in got),
+                         "reading Horovod's answers")
+
+    def _no_intruders(self) -> None:
+        """Rank 0: nobody claimed a rank twice or came with another WORLD_SIZE."""
+        odd = roll.intruders(self._rv)
+        if odd:
+            raise PhaseFailed(self._step, results=tuple(_err("job.ranks", why) for why in odd))
 
     # --- failures ---------------------------------------------------------------------------
 
@@ -271,86 +310,44 @@ class JobRun:
         got = self._digest.hexdigest()
         return "" if got == hashlib.sha256().hexdigest() else got
 
-    def _verdict_or_error(self, step: str, failed: bool = False) -> Report:
-        """Rank 0's verdict. After a failed step (``failed``) rank 0 gave up on the same step
-        at the same time, and names the stuck ranks within STALE seconds: wait until the step's
-        --timeout is spent and that long more, not another whole --timeout."""
-        assert self.rv is not None
-        wait = self.timeout + grp.STALE + 2
-        if failed:
-            spent = time.monotonic() - self._step_t0
-            wait = max(grp.STALE + 2 * grp.BEAT + 4, wait - spent)
-        self.watchdog.arm(wait + GRACE, "waiting for rank 0's verdict")
+    def _await_verdict(self, step: Step, fresh: bool) -> Report:
+        """Another rank: rank 0's verdict. After a failed step rank 0 gave up on the same step
+        at about the same time and names the stuck ranks within what is left of its limit:
+        wait until SPARE seconds past it. Else (``fresh``) rank 0 is judging: wait a --timeout."""
+        if fresh:
+            self._enter(Phase.VERDICT, VERDICT_WAIT)
+        else:
+            self._step = dataclasses.replace(self._step, what=f"{VERDICT_WAIT} on {step.what}")
+            self.watchdog.arm(self._deadline + GRACE - time.monotonic(), self._step)
+        wait = max(0.5, self._deadline + (0 if fresh else SPARE) - time.monotonic())
         try:
-            return self._verdict(*roll.await_verdict(self.rv, wait, self._facts()))
+            return self._verdict(*roll.await_verdict(self._rv, wait, self._facts()))
         except Exception as e:
             self.heard_rank0 = False
-            return self._verdict(int(ExitCode.ERROR), f"{step}: rank 0 "
+            return self._verdict(int(ExitCode.ERROR), f"{step.what}: rank 0 "
                                  f"({self.launch.master_addr}) is gone or silent: {first_line(e)}")
 
-    def _verdict(self, code: int, line: str) -> Report:
-        """A rank other than 0: rank 0's verdict (or why there is none), one result, not shown
-        (the command line prints and writes nothing for it)."""
-        status = {ExitCode.OK: Status.PASS, ExitCode.WARN: Status.WARN,
-                  ExitCode.FAIL: Status.FAIL}.get(ExitCode(code), Status.ERROR)
-        result = Result("job.ranks.verdict", status, line or f"rank 0 ended with exit {code}",
-                        node=f"rank {self.launch.rank}", group="job")
-        return Report(title="envcheck verify job", code=ExitCode(code), results=(result,),
-                      shown=False)
-
-    def _missing(self, missing: list[int]) -> Report:
-        rv = self.rv
-        assert rv is not None
-        results = [_err("job.ranks", why, node=f"rank {r}", fix="only the launch's own "
-                        "processes may join: see envcheck docs security")
-                   for r, why in sorted(rv.refused.items())]
-        results += [_err("job.ranks", f"{grp.describe(rv, r)} did not arrive within "
-                         f"{self.timeout:g} s", node=f"rank {r}",
-                         fix="look at that rank's output and host: it failed to start, "
-                         "crashed, or cannot reach MASTER_ADDR:MASTER_PORT") for r in missing]
-        results += [_err("job.ranks", why) for why in roll.intruders(rv)]
-        return self._report(results)
-
-    def _diagnose(self, failed: StepFailed) -> list[Result]:
-        """Who broke the step: ranks whose heartbeat stopped, else those that never got there."""
-        rv = self.rv
-        assert rv is not None
-        deadline = time.monotonic() + grp.STALE + 2 * grp.BEAT
-        silent = grp.silent_ranks(rv)
-        while not silent and time.monotonic() < deadline:  # a death is seen after STALE
-            time.sleep(grp.BEAT / 2)
-            silent = grp.silent_ranks(rv)
-        # steps after a phase marker: who never set it is behind (before the first, nobody is)
-        phase = ("allreduce" if "all-reduce" in failed.step
-                 else "gather" if "gathering" in failed.step else "")
-        behind = [r for r in grp.not_reached(rv, phase) if r not in silent] if phase else []
-        out = [_err("job.ranks", f"{grp.describe(rv, r)} stopped answering during "
-                    f"{failed.step} (its heartbeat stopped: it died or hangs)",
-                    node=f"rank {r}", fix="look at that rank's output and host (killed, "
-                    "out of memory, stuck in a driver call)") for r in silent]
-        out += [_err("job.ranks", f"{grp.describe(rv, r)} never reached {failed.step}",
-                     node=f"rank {r}", fix="run again with --debug to see where it stopped")
-                for r in behind]
-        if not out:
-            out.append(_err("job.ranks.step", f"{failed.step} failed on rank 0: "
-                            f"{first_line(failed.cause)}",
-                            fix="run again with --debug; check the network between the hosts"))
-        return out
-
-    def _fired(self, what: str) -> None:
+    def _fired(self, step: Step) -> None:
         """The watchdog, before it ends the process: rank 0 names the stuck ranks, leaves a
-        verdict for the others and writes its report; every rank says one line."""
-        line = f"{what} did not finish within its limit (--timeout {self.timeout:g} s + " \
-               f"{GRACE:g} s grace): the watchdog ended this rank"
+        verdict for the others and writes its report; every rank says one line. Store calls
+        run on a thread of their own, given a second: the store may be what hangs."""
+        line = (f"{step.what} did not finish within its limit ({step.limit} + {GRACE:g} s "
+                "grace): the watchdog ended this rank")
         if self.launch.rank != 0:
             grp.debug_line(self.launch, f"error: {line}")
             return
-        stuck = self._stuck(what)
-        if stuck:
-            line += "; stuck: " + ", ".join(stuck)
-        if self.rv is not None:
-            with contextlib.suppress(Exception):
-                roll.publish_verdict(self.rv, int(ExitCode.ERROR), line[:2000], self._facts())
+        told: list[str] = []
+
+        def tell() -> None:
+            stuck = self._stuck(step)
+            told.append(line + ("; stuck: " + ", ".join(stuck) if stuck else ""))
+            if self.rv is not None:
+                roll.publish_verdict(self.rv, int(ExitCode.ERROR), told[0][:2000], self._facts())
+
+        t = threading.Thread(target=tell, name="envcheck-watchdog-verdict", daemon=True)
+        t.start()
+        t.join(1.0)
+        line = told[0] if told else line
         report = self._final or Report(
             title="envcheck verify job", code=ExitCode.ERROR, environment=self._environment(None),
             results=(_err("job.ranks.watchdog", line, fix="look at the stuck rank's host (a driver "
@@ -384,20 +381,31 @@ class JobRun:
             with contextlib.suppress(Exception):
                 self.on_abort(report)
 
-    def _stuck(self, what: str) -> list[str]:
-        """The ranks that hold `what` up: heartbeat stopped, else never reached its phase."""
+    def _stuck(self, step: Step) -> list[str]:
+        """The ranks that hold `step` up: heartbeat stopped, else never reached its phase."""
         rv = self.rv
         if rv is None:
             return []
         try:
             silent = grp.silent_ranks(rv)
-            if not silent:
-                phase = ("allreduce" if "all-reduce" in what
-                         else "gather" if "gathering" in what else "")
-                silent = grp.not_reached(rv, phase) if phase else []
+            marker = step.phase.marker
+            if not silent and marker:
+                silent = grp.not_reached(rv, marker)
             return [grp.describe(rv, r) for r in silent]
         except Exception:  # the store itself is what hangs: the step is named, no rank
             return []
+
+    def _verdict(self, code: int, line: str) -> Report:
+        return verdict.other_rank_report(self.launch.rank, code, line)
+
+    def _missing(self, missing: list[int]) -> list[Result]:
+        return verdict.missing_results(self._rv, missing, self.timeout)
+
+    def _diagnose(self, failed: PhaseFailed) -> list[Result]:
+        return verdict.diagnosis(self._rv, failed, self._deadline)
+
+    def _environment(self, job: JobFacts | None) -> dict[str, str]:
+        return verdict.environment(self.launch, self.t0, job, self.tf_cluster)
 
     # --- the report -------------------------------------------------------------------------
 
@@ -417,39 +425,20 @@ class JobRun:
             tables=tables,
             environment=self._environment(job),
         )
-        report = launch_verdict(report, self.strict)
+        report = verdict.launch_verdict(report, self.strict)
         if self.rv is not None:
             code = int(report.exit_code)
             first = next((r.message for r in results if r.status == Status.ERROR), "")
             line = f"verify job: {report.status.value}" + (f": {first}" if first else "")
             self._final = report
-            # the acks wait has its own bound: the step before it must not run the watchdog out
-            self.watchdog.arm(roll.ACK_WAIT + GRACE, "waiting for the ranks to read the verdict")
+            # the ranks that can read it: neither silent nor refused; within the step's limit
+            gone = set(grp.silent_ranks(self.rv)) | set(self.rv.refused)
+            readers = sum(1 for r in self.rv.arrived if r != 0 and r not in gone)
+            until = min(time.monotonic() + roll.ACK_WAIT, self._deadline + SPARE)
             with contextlib.suppress(Exception):
                 roll.publish_verdict(self.rv, code, line[:2000], self._facts())
-                roll.await_acks(self.rv, len(self.rv.arrived) - 1)
+                roll.await_acks(self.rv, readers, until)
         return report
-
-    def _environment(self, job: JobFacts | None) -> dict[str, str]:
-        launch = self.launch
-        env = {
-            "launcher": launch.launcher,
-            "world size": str(launch.world_size),
-            "rendezvous": f"{launch.master_addr}:{launch.master_port} ({launch.port_source})"
-            + (" via torchrun's agent store" if launch.agent_store else ""),
-            "seconds": f"{time.monotonic() - self.t0:.2f}",
-        }
-        if job is not None and job.ranks:
-            r0 = job.ranks[0]
-            env["torch"] = r0.torch + (f" (CUDA {r0.torch_cuda})" if r0.torch_cuda else "")
-        if self.tf_cluster:
-            env["tensorflow cluster"] = self.tf_cluster
-        if job is not None and job.horovod and job.horovod[0].version:
-            h0 = job.horovod[0]
-            env["horovod"] = h0.version + (f" ({h0.controller} controller)" if h0.controller
-                                           else "")
-        return env
-
 
 def _horovod_collective(ranks: tuple[HorovodRank, ...], world: int) -> list[Collective]:
     """The known-answer hvd.allreduce as a Collective, when every rank ran it in the world the
@@ -473,4 +462,3 @@ def _own_ip(master: str) -> str:
 
 def _err(check: str, message: str, node: str = "", fix: str = "") -> Result:
     return Result(check, Status.ERROR, message, node=node, fix=fix, group="job")
-

@@ -27,6 +27,7 @@ import subprocess
 import sys
 from typing import Any
 
+from envcheck.verify.facts.probes import json_objects
 from envcheck.verify.job.checks import Collective
 from envcheck.verify.job.launch import PORT_RANGE, LaunchInfo
 from envcheck.verify.job.rank import RankFacts
@@ -191,13 +192,9 @@ def run_worker(workers: list[str], index: int, timeout: float,
         proc.kill()
         proc.communicate()
         return {"error": f"no answer within {timeout:g} s (waiting for the other workers)"}
-    for text in reversed(stdout.splitlines()):
-        try:
-            found = json.loads(text)
-        except ValueError:
-            continue
-        if isinstance(found, dict):
-            return found
+    found = next(json_objects(reversed(stdout.splitlines())), None)
+    if found is not None:
+        return found
     if proc.returncode == -14:  # SIGALRM: the deadline, inside TensorFlow
         return {"error": f"no answer within {timeout:g} s (waiting for the other workers)"}
     tail = [x for x in stderr.strip().splitlines() if x.strip()]

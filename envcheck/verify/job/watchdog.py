@@ -7,30 +7,34 @@ import os
 import signal
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
+
+GRACE = 2.0  # seconds past a step's limit before the watchdog ends the rank
+BOUND = GRACE + 1.0  # and the watchdog's last acts: a hung step ends a rank within limit + BOUND
 
 
 class Watchdog:
     """Ends the process (os._exit) when the current step overruns its deadline."""
 
-    def __init__(self, on_fire: Callable[[str], None]) -> None:
+    def __init__(self, on_fire: Callable[[Any], None]) -> None:
         self._on_fire = on_fire
         self._lock = threading.Lock()
         self._deadline = float("inf")
-        self._what = ""
+        self._what: object = ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="envcheck-watchdog", daemon=True)
         self._thread.start()
 
-    def arm(self, seconds: float, what: str) -> None:
+    def arm(self, seconds: float, what: object) -> None:
+        """Fire `seconds` from now, passing `what` (the step) to on_fire."""
         with self._lock:
             self._deadline, self._what = time.monotonic() + seconds, what
 
     @property
     def what(self) -> str:
-        """The step the watchdog is armed for now."""
+        """The step the watchdog is armed for now, as a message names it."""
         with self._lock:
-            return self._what
+            return str(self._what)
 
     def disarm(self) -> None:
         with self._lock:
