@@ -29,6 +29,7 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from envcheck.errors import BadInput
 from envcheck.text import shown
@@ -155,10 +156,16 @@ def _port(env: Mapping[str, str], *ids: str) -> tuple[int, str, tuple[int, ...]]
     return DEFAULT_PORT, f"default {DEFAULT_PORT} (MASTER_PORT unset)", ()
 
 
+def _meeting(env: Mapping[str, str], *ids: str, addr: str = "") -> dict[str, Any]:
+    """LaunchInfo's rendezvous fields: MASTER_ADDR (else `addr`), the port (_port)."""
+    port, source, candidates = _port(env, *ids)
+    return {"master_addr": master_addr(env) or addr, "master_port": port,
+            "port_source": source, "port_candidates": candidates}
+
+
 def _torchrun(env: Mapping[str, str]) -> LaunchInfo:
     agent = env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
     run = env.get("TORCHELASTIC_RUN_ID", "")
-    port, source, candidates = _port(env)
     return LaunchInfo(
         launcher="torchrun" if run else "env",
         rank=_int(env, "RANK"),
@@ -166,17 +173,13 @@ def _torchrun(env: Mapping[str, str]) -> LaunchInfo:
         local_rank=_int(env, "LOCAL_RANK", 0 if not run else None),
         local_world_size=_int(env, "LOCAL_WORLD_SIZE", -1),
         node_rank=_int(env, "GROUP_RANK", -1),
-        master_addr=master_addr(env),
-        master_port=port,
-        port_source=source,
-        port_candidates=candidates,
+        **_meeting(env),
         agent_store=agent,
         run_id=f"{run}.{env.get('TORCHELASTIC_RESTART_COUNT', '0')}" if run else "",
     )
 
 
 def _horovod(env: Mapping[str, str]) -> LaunchInfo:
-    port, source, candidates = _port(env, env.get("HOROVOD_GLOO_RENDEZVOUS_PORT", ""))
     return LaunchInfo(
         launcher="horovod",
         rank=_int(env, "HOROVOD_RANK"),
@@ -184,17 +187,13 @@ def _horovod(env: Mapping[str, str]) -> LaunchInfo:
         local_rank=_int(env, "HOROVOD_LOCAL_RANK"),
         local_world_size=_int(env, "HOROVOD_LOCAL_SIZE", -1),
         node_rank=_int(env, "HOROVOD_CROSS_RANK", -1),
-        master_addr=master_addr(env),
-        master_port=port,
-        port_source=source,
-        port_candidates=candidates,
+        **_meeting(env, env.get("HOROVOD_GLOO_RENDEZVOUS_PORT", "")),
         run_id=env.get("HOROVOD_GLOO_RENDEZVOUS_PORT", ""),
     )
 
 
 def _openmpi(env: Mapping[str, str]) -> LaunchInfo:
     job = env.get("OMPI_MCA_ess_base_jobid", "") or env.get("OMPI_MCA_orte_ess_jobid", "")
-    port, source, candidates = _port(env, job)
     return LaunchInfo(
         launcher="openmpi",
         rank=_int(env, "OMPI_COMM_WORLD_RANK"),
@@ -202,10 +201,7 @@ def _openmpi(env: Mapping[str, str]) -> LaunchInfo:
         local_rank=_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0),
         local_world_size=_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", -1),
         # OMPI_COMM_WORLD_NODE_RANK is the rank among the node's processes, not the node
-        master_addr=master_addr(env),
-        master_port=port,
-        port_source=source,
-        port_candidates=candidates,
+        **_meeting(env, job),
         run_id=job,
     )
 
@@ -214,17 +210,13 @@ def _pmi(env: Mapping[str, str]) -> LaunchInfo:
     name = "PMI_RANK" if "PMI_RANK" in env else "PMIX_RANK"
     if "PMI_SIZE" not in env:
         raise BadInput(f"{name} is set but not PMI_SIZE: the world size is unknown")
-    port, source, candidates = _port(env, env.get("PMI_FD", ""), env.get("PMIX_NAMESPACE", ""))
     return LaunchInfo(
         launcher="pmi",
         rank=_int(env, name),
         world_size=_int(env, "PMI_SIZE"),
         local_rank=_int(env, "MPI_LOCALRANKID", 0),
         local_world_size=_int(env, "MPI_LOCALNRANKS", -1),
-        master_addr=master_addr(env),
-        master_port=port,
-        port_source=source,
-        port_candidates=candidates,
+        **_meeting(env, env.get("PMI_FD", ""), env.get("PMIX_NAMESPACE", "")),
         run_id=env.get("PMIX_NAMESPACE", ""),
     )
 
@@ -238,7 +230,6 @@ def _slurm(env: Mapping[str, str]) -> LaunchInfo:
     per_node = tasks_per_node(env.get("SLURM_STEP_TASKS_PER_NODE")
                               or env.get("SLURM_TASKS_PER_NODE", ""))
     job, step = env.get("SLURM_JOB_ID", ""), env.get("SLURM_STEP_ID", "")
-    port, source, candidates = _port(env, job, step)
     node_id = _int(env, "SLURM_NODEID", -1)
     return LaunchInfo(
         launcher="slurm",
@@ -248,10 +239,7 @@ def _slurm(env: Mapping[str, str]) -> LaunchInfo:
         local_world_size=per_node[node_id] if 0 <= node_id < len(per_node) else -1,
         node_rank=node_id,
         # the step's first node runs rank 0 under every distribution Slurm has
-        master_addr=master_addr(env) or (hosts[0] if hosts else ""),
-        master_port=port,
-        port_source=source,
-        port_candidates=candidates,
+        **_meeting(env, job, step, addr=hosts[0] if hosts else ""),
         run_id=f"{job}.{step}",
         hosts=hosts,
         tasks_per_node=per_node,

@@ -10,14 +10,26 @@ from envcheck.verify.facts import NodeFacts
 from envcheck.verify.node.checks.gpu.nvml_gap import no_gpu_skip
 
 
+def _nothing_to_judge(facts: NodeFacts, check: str, no_port: str,
+                      needs_gpus: bool = False) -> list[Result]:
+    """The skip of a check with nothing to judge (no host health facts, no GPU where it
+    `needs_gpus`, no RDMA port: `no_port`); [] when there is something."""
+    if not facts.host_health.collected:
+        return [Result(check, Status.SKIP, "no host health facts (older collector)")]
+    if needs_gpus and not facts.gpus:
+        return [no_gpu_skip(facts, check)]
+    if not facts.host_health.ib_ports:
+        return [Result(check, Status.SKIP, no_port)]
+    return []
+
+
 def check_infiniband(facts: NodeFacts, exp: Expectations) -> list[Result]:
     """Each HCA port ACTIVE; ports of one link layer at one rate."""
     check = "infiniband"
     hh = facts.host_health
-    if not hh.collected:
-        return [Result(check, Status.SKIP, "no host health facts (older collector)")]
-    if not hh.ib_ports:
-        return [Result(check, Status.SKIP, hh.ib_error or "no InfiniBand port")]
+    skip = _nothing_to_judge(facts, check, hh.ib_error or "no InfiniBand port")
+    if skip:
+        return skip
     down = [p for p in hh.ib_ports if p.state != "ACTIVE"]
     rates = Counter(p.rate for p in hh.ib_ports if p.state == "ACTIVE" and p.link_layer
                     == "InfiniBand")
@@ -61,14 +73,11 @@ def check_infiniband(facts: NodeFacts, exp: Expectations) -> list[Result]:
 def check_peermem(facts: NodeFacts, exp: Expectations) -> list[Result]:
     """nvidia-peermem (or nv_peer_mem) loaded on a host with GPUs and InfiniBand/RoCE."""
     check = "peermem"
-    hh = facts.host_health
-    if not hh.collected:
-        return [Result(check, Status.SKIP, "no host health facts (older collector)")]
-    if not facts.gpus:
-        return [no_gpu_skip(facts, check)]
-    if not hh.ib_ports:
-        return [Result(check, Status.SKIP, "GPUDirect RDMA needs an RDMA device: none here")]
-    loaded = [m for m in ("nvidia_peermem", "nv_peer_mem") if m in hh.modules]
+    skip = _nothing_to_judge(facts, check, "GPUDirect RDMA needs an RDMA device: none here",
+                             needs_gpus=True)
+    if skip:
+        return skip
+    loaded = [m for m in ("nvidia_peermem", "nv_peer_mem") if m in facts.host_health.modules]
     if loaded:
         return [Result(check, Status.PASS, f"{loaded[0]} loaded: GPUDirect RDMA available")]
     return [
