@@ -303,8 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     parts = set(args.only.split(","))
     with contextlib.ExitStack() as stack:
-        TREE[0] = args.tree
-        if not args.tree and parts & {"cluster", "job"}:
+        TREE[0] = args.tree or not parts & {"cluster", "job"}  # the judge runs here
+        if not TREE[0]:
             PYTHON[0] = stack.enter_context(installed_venv())
         _run(args, parts)
     return 0
