@@ -1,13 +1,17 @@
 """How envcheck's cost grows with the cluster: whole processes against a bare baseline.
 
-- cluster: `python -m envcheck verify cluster ADDR --smoke submit,array` (this tree, as
-  `python -m envcheck`; the workers run without it on their path, as on a user's cluster)
-  against a bare client process doing the same work: get_versions(check=True), one pinned task
-  on every worker, a dask.array sum (smoke.array's: 4 chunks on 2 workers). Each run is the
+- cluster: `envcheck verify cluster ADDR --smoke submit,array` against a bare client process
+  doing the same work: get_versions(check=True), one pinned task on every worker, a
+  dask.array sum (smoke.array's: 4 chunks on 2 workers). Each run is the
   first on a freshly started cluster (a `dask scheduler` and `dask worker --nworkers N
   --nthreads 1`), the two in turn (A B, B A).
 - job: `torchrun --standalone --nproc-per-node N -m envcheck verify job` against a bare
   torchrun script (init_process_group gloo, all_reduce, all_gather_object), in turn.
+
+envcheck runs as a user's does: `pip install`ed (not editable) from this tree into a venv the
+bench makes, whose other packages are this interpreter's (a .pth file); the cluster, the
+baselines and the ranks run from that venv too. --tree runs this tree as `python -m envcheck`
+instead, without the install.
 - judge: verify cluster's judging layer (pipeline.judge, its tables and the text report)
   alone on NodeFacts made here for --judge-workers workers on --judge-hosts hosts, and verify
   job's (run_job_checks) for --judge-ranks ranks: seconds and tracemalloc's peak.
@@ -74,11 +78,37 @@ dist.destroy_process_group()
 """
 
 
+# The interpreter the cluster, the baselines and envcheck run: this one, or the bench's venv.
+PYTHON = [sys.executable]
+TREE = [True]  # whether envcheck runs as this tree (PYTHONPATH), not from the venv's install
+
+
 def _env(with_tree: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if with_tree:
+    if with_tree and TREE[0]:
         env["PYTHONPATH"] = str(ROOT)
     return {**env, "PYTHONUNBUFFERED": "1", "PYTHONWARNINGS": "ignore"}
+
+
+@contextlib.contextmanager
+def installed_venv() -> Iterator[str]:
+    """A venv with envcheck `pip install`ed from this tree (not editable, bytecode compiled,
+    as a user's), its other packages this interpreter's: its python."""
+    import site
+    import venv
+
+    with tempfile.TemporaryDirectory(prefix="envcheck-scale-venv-") as tmp:
+        venv.create(tmp, with_pip=False)
+        python = str(Path(tmp, "bin", "python"))
+        ours = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        # the packages of this interpreter's environment, after the venv's own (.pth files
+        # there, such as an editable envcheck's finder, are not read)
+        Path(ours, "_scale_base.pth").write_text(site.getsitepackages()[0] + "\n")
+        subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps",
+                        "--no-build-isolation", str(ROOT)], check=True, cwd=tmp,
+                       env=_env(with_tree=False), stdout=subprocess.DEVNULL)
+        yield python
 
 
 def wall(cmd: list[str], env: dict[str, str], cwd: str, timeout: float,
@@ -133,7 +163,7 @@ def _free_port() -> int:
 
 
 def _dask() -> list[str]:
-    return [str(Path(sys.executable).with_name("dask"))]
+    return [PYTHON[0], "-m", "dask"]
 
 
 @contextlib.contextmanager
@@ -180,10 +210,17 @@ def _on_fresh(workers: int, cmd: list[str], env: dict[str, str], timeout: float
                     timeout, pids)
 
 
+def _envcheck() -> list[str]:
+    """The command a user types: the venv's console script, or this tree's `python -m`."""
+    if TREE[0]:
+        return [sys.executable, "-m", "envcheck"]
+    return [str(Path(PYTHON[0]).with_name("envcheck"))]
+
+
 def bench_cluster(workers: int, pairs: int, smoke: str, timeout: float) -> dict[str, object]:
-    ours = [sys.executable, "-m", "envcheck", "verify", "cluster", "ADDR", "--quiet",
+    ours = [*_envcheck(), "verify", "cluster", "ADDR", "--quiet",
             "--smoke", smoke, "--timeout", str(int(timeout))]
-    bare = [sys.executable, "-c", BARE_CLIENT, "ADDR"]
+    bare = [PYTHON[0], "-c", BARE_CLIENT, "ADDR"]
     a, b = [], []
     for i in range(pairs):
         order = [(ours, _env(True), a), (bare, _env(False), b)]
@@ -196,7 +233,7 @@ def bench_job(ranks: int, pairs: int, timeout: float) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp, "bare_job.py")
         script.write_text(BARE_JOB)
-        run = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+        run = [PYTHON[0], "-m", "torch.distributed.run", "--standalone",
                "--nproc-per-node", str(ranks)]
         ours = [*run, "-m", "envcheck", "verify", "job", "--timeout", str(int(timeout))]
         bare = [*run, str(script)]
@@ -261,10 +298,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge-ranks", type=int, default=1000)
     ap.add_argument("--only", default="cluster,job,judge", help="which parts to run")
     ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--tree", action="store_true",
+                    help="run this tree as `python -m envcheck`, not a pip install of it")
     args = ap.parse_args(argv)
     parts = set(args.only.split(","))
+    with contextlib.ExitStack() as stack:
+        TREE[0] = args.tree or not parts & {"cluster", "job"}  # the judge runs here
+        if not TREE[0]:
+            PYTHON[0] = stack.enter_context(installed_venv())
+        _run(args, parts)
+    return 0
+
+
+def _run(args: argparse.Namespace, parts: set[str]) -> None:
+    how = "this tree (python -m envcheck)" if TREE[0] else "envcheck pip-installed in a venv"
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
-          f"Python {sys.version.split()[0]}, load average {load_average()}")
+          f"Python {sys.version.split()[0]}, {how}, load average {load_average()}")
     if "judge" in parts:
         for line in (judge_cluster(args.judge_workers, args.judge_hosts),
                      judge_job(args.judge_ranks)):
@@ -278,7 +327,6 @@ def main(argv: list[str] | None = None) -> int:
         rows = [bench_job(n, args.pairs, args.timeout) for n in _sizes(args.ranks)]
         _print_rows("verify job under torchrun --standalone, gloo", "ranks", rows,
                     "bare torchrun")
-    return 0
 
 
 if __name__ == "__main__":
