@@ -8,6 +8,8 @@ one reason ('[Errno -2] Name or service not known'). The innermost cause is the 
 
 from __future__ import annotations
 
+from envcheck.text import without_prefix
+
 # (kind, words any of which in the chain (lower-case) says it), checked in this order
 KINDS = (
     ("proxy", ("proxy", "tunnel error")),  # reqwest: CONNECT through HTTPS_PROXY failed
@@ -29,7 +31,7 @@ def causes(message: str) -> list[str]:
     out = []
     for ln in lines:
         for prefix in ("Caused by:", "caused by:"):
-            ln = ln.removeprefix(prefix).strip()
+            ln = without_prefix(ln, prefix).strip()
         if ln:
             out.append(ln)
     return out

@@ -255,7 +255,7 @@ def to_junit(report: Report) -> Any:
         )
     for t in report.tables:  # one property per row: "title[n]" -> "col: value; ..."
         for n, row in enumerate(t.rows):
-            value = "; ".join(f"{c}: {v}" for c, v in zip(t.columns, row, strict=False))
+            value = "; ".join(f"{c}: {v}" for c, v in zip(t.columns, row))
             ET.SubElement(props, "property", name=printable(f"{t.title}[{n}]"),
                           value=printable(value))
     root = ET.Element("testsuites")

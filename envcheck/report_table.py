@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, List, Tuple
 
 from envcheck.report_fold import agreeing_rows, fold_rows, group_name, short_columns
 
-Rows = list[tuple[str, ...]]
+Rows = List[Tuple[str, ...]]  # typing's: evaluated at import, on Python 3.8 too
 
 
 def widths(columns: Sequence[str], rows: Sequence[Sequence[str]], whole: bool = True

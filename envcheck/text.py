@@ -20,6 +20,16 @@ def _escape(match: re.Match) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+def without_prefix(text: str, prefix: str) -> str:
+    """``text`` less a leading ``prefix`` (str.removeprefix, which Python 3.8 lacks)."""
+    return text[len(prefix):] if text.startswith(prefix) else text
+
+
+def without_suffix(text: str, suffix: str) -> str:
+    """``text`` less a trailing ``suffix`` (str.removesuffix, which Python 3.8 lacks)."""
+    return text[: -len(suffix)] if suffix and text.endswith(suffix) else text
+
+
 def printable(text: str) -> str:
     """``text`` with every control character but tab and newline shown as an escape."""
     if not _UNSAFE.search(text):

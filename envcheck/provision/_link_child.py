@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from envcheck.fds import write_all
+from envcheck.provision.cache_layout import archive_stem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -201,7 +202,7 @@ def _restore_urls(prefix: Path, records: Any, archives: dict[str, str]) -> None:
     link. A record where that value is not found exactly once is parsed and re-written."""
     meta = prefix / "conda-meta"
     for r in records:
-        stem = r.file_name.removesuffix(".conda").removesuffix(".tar.bz2")
+        stem = archive_stem(r.file_name)
         source = archives.get(r.url)
         wrote = json.dumps(Path(source).as_uri()) if source else ""
         _rewrite(meta / f"{stem}.json", wrote, r.url)

@@ -14,4 +14,12 @@ def archive_path(cache: Path, sha256: str | None, md5: str | None, file_name: st
 
 def unpacked_folder(cache: Path, file_name: str) -> Path:
     """``CACHE/pkgs/<name>-<version>-<build>/``: py-rattler's package cache layout."""
-    return cache / "pkgs" / file_name.removesuffix(".conda").removesuffix(".tar.bz2")
+    return cache / "pkgs" / archive_stem(file_name)
+
+
+def archive_stem(file_name: str) -> str:
+    """``<name>-<version>-<build>``: the archive's file name without .conda or .tar.bz2."""
+    for suffix in (".conda", ".tar.bz2"):
+        if file_name.endswith(suffix):
+            return file_name[: -len(suffix)]
+    return file_name

@@ -27,6 +27,7 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import List, Tuple
 
 from envcheck.errors import BadInput
 from envcheck.lockfile.model import LockedPackage
@@ -35,7 +36,7 @@ from envcheck.provision.cache_layout import unpacked_folder
 from envcheck.record import frozen
 
 CHUNK = 1 << 20
-Walk = list[tuple[str, int, int, int, int, int, int]]  # rel, dev, ino, size, mtime, ctime, mode
+Walk = List[Tuple[str, int, int, int, int, int, int]]  # rel, dev, ino, size, mtime, ctime, mode
 
 
 class Tampered(BadInput):

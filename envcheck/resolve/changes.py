@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Tuple
 
 from envcheck.report import Table
 from envcheck.text import printable
 
-Key = tuple[str, str, str]  # platform, manager, name
+Key = Tuple[str, str, str]  # platform, manager, name
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional, Tuple
 
 from envcheck.inputs import MAX_REPODATA_BYTES, read_bytes
 from envcheck.lockfile.names import PLATFORM_ARCH
@@ -71,7 +72,7 @@ class Offender:
 
 
 # catalogue: name -> [(version, glibc it needs or None)]
-Catalogue = Mapping[str, Sequence[tuple[str, "str | None"]]]
+Catalogue = Mapping[str, Sequence[Tuple[str, Optional[str]]]]
 
 
 def newest_fitting(name: str, glibc: str, catalogue: Catalogue) -> str | None:

@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlparse
 
 from envcheck.errors import BadInput, EnvcheckError, Unreachable
 from envcheck.lockfile.names import PLATFORM_ARCH
+from envcheck.text import without_prefix
 
 CHANNEL_ALIAS = "https://conda.anaconda.org"
 _CHILD_SCRIPT = Path(__file__).with_name("_solve_child.py")
@@ -93,7 +94,7 @@ def one_line(message: str) -> str:
     lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
     if not lines:
         return "no message"
-    causes = [ln.removeprefix("Caused by:").strip() for ln in lines[1:]]
+    causes = [without_prefix(ln, "Caused by:").strip() for ln in lines[1:]]
     return lines[0] + (f" ({'; '.join(c for c in causes if c)})" if any(causes) else "")
 
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Tuple
 
 from envcheck.slurm.options import VERDICTS, Options
 from envcheck.slurm.version import GPUS_PER_TASK, OLDEST, OVERLAP, text
 
-Slurm = tuple[int, int]  # the target Slurm's release (envcheck/slurm/version.py)
+Slurm = Tuple[int, int]  # the target Slurm's release (envcheck/slurm/version.py)
 
 
 def _q(s: str) -> str:

@@ -20,10 +20,10 @@ from tests.job.test_job_untrusted import (
     SECRET,
     STRANGER,
     TIMEOUT,
-    _env,
     _errors,
     _ready,
 )
+from tests.support.ranks import rank_env
 
 pytest.importorskip("torch.distributed")
 pytestmark = [pytest.mark.slow, pytest.mark.netns]  # namespaced hosts: root, ip, the heavy group
@@ -47,11 +47,14 @@ def test_a_stranger_on_another_host_reaches_the_store_and_is_refused(tmp_path: P
                                              str(PORT), "rank2", str(marker), PREFIX],
                                    tmp_path / "stranger.log")
             _ready(tmp_path, "stranger.log")
-            ranks = [hosts.start("hostA", [ENVCHECK, "verify", "job", "--timeout", str(TIMEOUT),
+            ranks = [hosts.start("hostA", [*ENVCHECK, "verify", "job", "--timeout", str(TIMEOUT),
                                            "--json", str(tmp_path / f"rank{r}.json"),
                                            *(["--debug"] if r else [])],
                                  tmp_path / f"rank{r}.log",
-                                 env=_env(tmp_path, PORT, r, 3, addr, SECRET), cwd=tmp_path)
+                                 env=rank_env(PORT, r, 3, addr,
+                                              ENVCHECK_JOB_SECRET_DIR=str(tmp_path / "secrets"),
+                                              ENVCHECK_JOB_SECRET=SECRET),
+                                 cwd=tmp_path)
                      for r in (0, 1)]
             # where rank 0's store listens, looked at while the ranks run (a fast refusal can
             # end them before `ss` looks: then nothing was seen, and nothing is asserted of it)

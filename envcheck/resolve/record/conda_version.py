@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from functools import cache, total_ordering
 from itertools import zip_longest
+from typing import Tuple, Union
 
 from envcheck.errors import BadInput
 
@@ -24,8 +25,8 @@ _VERSION = re.compile(r"^(?:\d+!)?[a-z0-9_.+-]+$")
 _ATOMS = re.compile(r"\d+|[^\d]+")
 _DEV, _STR, _NUM, _POST = 0, 1, 2, 3
 _ZERO = (_NUM, 0)
-Atom = tuple[int, int | str]
-Part = tuple[Atom, ...]
+Atom = Tuple[int, Union[int, str]]
+Part = Tuple[Atom, ...]
 
 
 def _part(text: str) -> Part:

@@ -313,9 +313,11 @@ class JobRun:
     def _await_verdict(self, step: Step, fresh: bool) -> Report:
         """Another rank: rank 0's verdict. After a failed step rank 0 gave up on the same step
         at about the same time and names the stuck ranks within what is left of its limit:
-        wait until SPARE seconds past it. Else (``fresh``) rank 0 is judging: wait a --timeout."""
+        wait until SPARE seconds past it. Else (``fresh``) rank 0 is judging, within a
+        --timeout of its own and its watchdog's GRACE after it: wait that long and SPARE more,
+        so that even the watchdog's verdict is read."""
         if fresh:
-            self._enter(Phase.VERDICT, VERDICT_WAIT)
+            self._enter(Phase.VERDICT, VERDICT_WAIT, self.timeout + GRACE + SPARE)
         else:
             self._step = dataclasses.replace(self._step, what=f"{VERDICT_WAIT} on {step.what}")
             self.watchdog.arm(self._deadline + GRACE - time.monotonic(), self._step)

@@ -15,7 +15,7 @@ import contextlib
 import itertools
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, List
 
 from envcheck.report import Measurement, Result, Status
 from envcheck.text import first_line
@@ -46,7 +46,7 @@ CPU_ALLREDUCE_SIZES = (16 * MiB,)
 LATENCY_BYTES = 1024
 GROUP = "bench"
 
-class MeasurementList(list[Measurement]):
+class MeasurementList(List[Measurement]):
     """The measurements, plus ``problems``: Results for what could not be measured and why."""
 
     def __init__(self, items: Sequence[Measurement] = (), problems: Sequence[Result] = ()):

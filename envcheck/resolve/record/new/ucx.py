@@ -5,6 +5,7 @@ series pypi.org has no wheels of, 24.06-25.06: conda only)."""
 from __future__ import annotations
 
 from envcheck.resolve.record.table import Release, Value
+from envcheck.text import without_suffix
 
 
 def cite(v: Value) -> str:
@@ -33,7 +34,7 @@ def ucx_lines(release: Release) -> tuple[list[tuple[str, str]], list[str]]:
     for comm in ("ucx-py", "distributed-ucxx"):
         v = release.get(comm)
         if v.known:
-            deps.append((f"{comm}={str(v.value).removesuffix('.*')}", f"{cite(v)}; {v.note}"))
+            deps.append((f"{comm}={without_suffix(str(v.value), '.*')}", f"{cite(v)}; {v.note}"))
     if not deps:
         return [], [f"--with ucx: the record has no UCX package of RAPIDS {release.version}: "
                     "none written."]  # fmt: skip
