@@ -167,8 +167,8 @@ class JobRun:
 
     def _rendezvous(self) -> None:
         step = self._enter(Phase.RENDEZVOUS)
-        try:
-            self.rv = rv = grp.connect(self.launch, self.timeout)
+        try:  # gives up when a collective does: its own error, before the watchdog's
+            self.rv = rv = grp.connect(self.launch, self.collective_timeout)
         except grp.GroupError as e:
             raise PhaseFailed(step, results=(_err("job.ranks.rendezvous", str(e)),),
                               alone=str(e)) from None
