@@ -16,6 +16,9 @@ sweep_mod = importlib.import_module("rapids_sweep")
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "rapids-record"
 
+# one xdist worker runs the module: the sweep (a minute of CPU) is made once, not per worker
+pytestmark = pytest.mark.xdist_group("record-sweep")
+
 
 @pytest.fixture(scope="module")
 def cases():
