@@ -164,7 +164,10 @@ def test_a_recorded_run_replayed_into_a_later_failing_run_never_passes_rank_1(
     assert "Traceback" not in rank1
     # rank 1 names the replay it refused, or took rank 0's own verdict (not the recorded pass)
     took = f"rank 1/2: verify job: {'fail' if codes[0] == 2 else 'error'}" in rank1
-    assert any(r in rank1 for r in REFUSALS) or (took and codes[1] == codes[0]), rank1
+    # or, the injector's writes having broken its store connection, rank 1 ended in error
+    # naming rank 0's store as gone (exit 3): never the recorded pass
+    lost = "then the store stopped answering" in rank1 and codes[1] == 3
+    assert any(r in rank1 for r in REFUSALS) or (took and codes[1] == codes[0]) or lost, rank1
 
 
 def test_a_squatter_replaying_hello_roll_and_verdict_never_passes_rank_1(recording, tmp):
